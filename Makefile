@@ -1,0 +1,72 @@
+# aw - build, test, benchmark and install.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+BASHDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
+FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+CARGO ?= cargo
+
+BINS = aw-send aw-peek aw-ctl
+MAN1 = $(wildcard man/*.1)
+MAN5 = $(wildcard man/*.5)
+MAN7 = $(wildcard man/*.7)
+
+.PHONY: all build test bench check man completions demo install uninstall clean
+
+all: build
+
+build:
+	$(CARGO) build --release --bins
+
+# The whole test suite (what CI runs).
+test:
+	$(CARGO) test --release
+
+# Benchmarks; figures go to BENCHMARKS.md by hand after a run.
+bench: build
+	sh bench/run.sh
+
+# Formatting, lints and man page lint (mandoc, when installed).
+check:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
+	$(MAKE) man
+
+man:
+	@if command -v mandoc >/dev/null 2>&1; then \
+		mandoc -Tlint -W warning $(MAN1) $(MAN5) $(MAN7); \
+	else echo "mandoc not installed: man pages not linted"; fi
+
+completions:
+	@ls completions
+
+# The quick start: two agents and a human talk through a channel.
+demo: build
+	PATH="$(CURDIR)/target/release:$$PATH" sh examples/quickstart.sh
+
+install: build
+	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
+	for b in $(BINS); do install -m 0755 target/release/$$b $(DESTDIR)$(BINDIR)/$$b; done
+	for m in $(MAN1); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man1/; done
+	for m in $(MAN5); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/; done
+	for m in $(MAN7); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done
+	for b in $(BINS); do \
+		install -m 0644 completions/$$b.bash $(DESTDIR)$(BASHDIR)/$$b; \
+		install -m 0644 completions/_$$b $(DESTDIR)$(ZSHDIR)/_$$b; \
+		install -m 0644 completions/$$b.fish $(DESTDIR)$(FISHDIR)/$$b.fish; \
+	done
+
+uninstall:
+	for b in $(BINS); do \
+		rm -f $(DESTDIR)$(BINDIR)/$$b $(DESTDIR)$(BASHDIR)/$$b \
+			$(DESTDIR)$(ZSHDIR)/_$$b $(DESTDIR)$(FISHDIR)/$$b.fish; \
+	done
+	for m in $(MAN1); do rm -f $(DESTDIR)$(MANDIR)/man1/$$(basename $$m); done
+	for m in $(MAN5); do rm -f $(DESTDIR)$(MANDIR)/man5/$$(basename $$m); done
+	for m in $(MAN7); do rm -f $(DESTDIR)$(MANDIR)/man7/$$(basename $$m); done
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,220 @@
+//! Command-line front ends: shared options, output, and the mapping of errors to exit codes.
+
+pub mod ctl;
+pub mod peek;
+pub mod send;
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::error::{Error, Result};
+use crate::instance::{self, Instance, Root};
+
+/// The version every tool prints with `--version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Run a tool's body and turn its outcome into an exit code, printing errors as one line
+/// `tool: message` on stderr. A closed stdout (EPIPE) ends quietly with 0.
+pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
+    let mut out = Out::new();
+    let r = body(&mut out).and_then(|code| out.flush().map(|()| code));
+    match r {
+        Ok(code) => ExitCode::from(code),
+        Err(Error::Io { ref source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            report(tool, &e);
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Print an error as `tool: message`, then a `hint:` line where the message carries one.
+pub fn report(tool: &str, e: &Error) {
+    let msg = e.to_string();
+    let (what, hint) = match msg.split_once(" (hint: ") {
+        Some((w, h)) => (w.to_string(), Some(h.trim_end_matches(')').to_string())),
+        None => (msg, None),
+    };
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "{tool}: {}", what.replace('\n', " "));
+    if let Some(h) = hint {
+        let _ = writeln!(err, "hint: {h}");
+    }
+}
+
+/// Print a warning on stderr.
+pub fn warn(tool: &str, msg: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr().lock(), "{tool}: warning: {msg}");
+}
+
+/// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised).
+pub struct Out {
+    w: io::BufWriter<io::Stdout>,
+}
+
+impl Out {
+    fn new() -> Out {
+        Out {
+            w: io::BufWriter::with_capacity(64 * 1024, io::stdout()),
+        }
+    }
+
+    /// Write `s` followed by a newline.
+    pub fn line(&mut self, s: &str) -> Result<()> {
+        self.w
+            .write_all(s.as_bytes())
+            .and_then(|()| self.w.write_all(b"\n"))
+            .map_err(|e| Error::io("<stdout>", e))
+    }
+
+    /// Write `s` as is.
+    pub fn raw(&mut self, s: &[u8]) -> Result<()> {
+        self.w.write_all(s).map_err(|e| Error::io("<stdout>", e))
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.w.flush().map_err(|e| Error::io("<stdout>", e))
+    }
+}
+
+/// Which common option an argument is.
+#[derive(Debug, Clone, Copy)]
+pub enum CommonKey {
+    Root,
+    Instance,
+}
+
+/// Options every tool takes.
+#[derive(Debug, Default)]
+pub struct Common {
+    pub root: Option<PathBuf>,
+    pub instance: Option<String>,
+}
+
+impl Common {
+    /// Is `arg` one of the common options? Then call [`Common::set`] with the answer.
+    pub fn key(arg: &lexopt::Arg) -> Option<CommonKey> {
+        use lexopt::Arg::*;
+        match arg {
+            Long("root") => Some(CommonKey::Root),
+            Short('i') | Long("instance") => Some(CommonKey::Instance),
+            _ => None,
+        }
+    }
+
+    /// Take the value of a common option.
+    pub fn set(&mut self, key: CommonKey, p: &mut lexopt::Parser) -> Result<()> {
+        match key {
+            CommonKey::Root => self.root = Some(PathBuf::from(value(p, "--root")?)),
+            CommonKey::Instance => self.instance = Some(string(p, "--instance")?),
+        }
+        Ok(())
+    }
+
+    pub fn root(&self) -> Root {
+        Root::resolve(self.root.as_deref())
+    }
+
+    /// The instance named by `-i`, `AW_INSTANCE`, or `default`.
+    pub fn instance(&self) -> Result<Instance> {
+        self.root()
+            .instance(&instance::instance_name(self.instance.as_deref()))
+    }
+}
+
+/// The value of an option, as an OsString.
+pub fn value(p: &mut lexopt::Parser, name: &str) -> Result<OsString> {
+    p.value()
+        .map_err(|_| Error::Usage(format!("{name} needs a value")))
+}
+
+/// The value of an option, as UTF-8.
+pub fn string(p: &mut lexopt::Parser, name: &str) -> Result<String> {
+    value(p, name)?
+        .into_string()
+        .map_err(|_| Error::Usage(format!("{name}: value is not valid UTF-8")))
+}
+
+/// The value of an option, as a number.
+pub fn number<T: std::str::FromStr>(p: &mut lexopt::Parser, name: &str) -> Result<T> {
+    let s = string(p, name)?;
+    s.parse().map_err(|_| {
+        Error::Usage(format!(
+            "{name}: '{}' is not a valid number",
+            crate::names::sanitize(&s)
+        ))
+    })
+}
+
+/// Turn a lexopt error or an unexpected argument into a usage error.
+pub fn unexpected(arg: lexopt::Arg) -> Error {
+    let e = arg.unexpected();
+    Error::Usage(format!("{e} (hint: see --help)"))
+}
+
+pub fn lex_err(e: lexopt::Error) -> Error {
+    Error::Usage(format!("{e} (hint: see --help)"))
+}
+
+/// Print help or version and signal the caller to stop.
+pub fn print_help(out: &mut Out, text: &str) -> Result<u8> {
+    out.raw(text.as_bytes())?;
+    Ok(0)
+}
+
+pub fn print_version(out: &mut Out, tool: &str) -> Result<u8> {
+    out.line(&format!("{tool} {VERSION}"))?;
+    Ok(0)
+}
+
+/// Read the whole of stdin as UTF-8 text.
+pub fn read_stdin(what: &str) -> Result<String> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io("<stdin>", e))?;
+    String::from_utf8(buf).map_err(|e| {
+        Error::invalid(format!(
+            "{what} on stdin is not valid UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
+}
+
+/// Is stdin a terminal?
+pub fn stdin_is_tty() -> bool {
+    use std::io::IsTerminal;
+    io::stdin().is_terminal()
+}
+
+/// `HH:MM:SS` of an entry timestamp.
+pub fn hms(ts: &str) -> &str {
+    ts.get(11..19).unwrap_or(ts)
+}
+
+/// Format an entry for humans: `#id HH:MM:SS @from: text`, continuation lines indented.
+pub fn human_entry(e: &crate::channel::Entry, tag: Option<&str>) -> String {
+    let mut s = format!("#{} {} @{}", e.id, hms(&e.timestamp), e.from);
+    if let Some(t) = tag {
+        s.push_str(" [");
+        s.push_str(t);
+        s.push(']');
+    }
+    s.push_str(": ");
+    let indent = "    ";
+    let text = e.message.strip_suffix('\n').unwrap_or(&e.message);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            s.push('\n');
+            s.push_str(indent);
+        }
+        s.push_str(line);
+    }
+    s
+}

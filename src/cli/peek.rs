@@ -1,0 +1,286 @@
+//! `aw-peek`: read a channel, an agent's inbox, or a document; `--follow` streams.
+
+use std::time::Duration;
+
+use crate::channel::{Channel, Damage, Entry};
+use crate::cli::{self, Common, Out};
+use crate::document::{self, DEFAULT_DOCUMENT};
+use crate::error::{Error, Result};
+use crate::fs::watch::FileWaiter;
+use crate::inbox::{self, InboxMessage};
+use crate::instance::Instance;
+use crate::mention;
+use crate::names::Target;
+
+pub const HELP: &str = "\
+aw-peek - read an aw channel, an agent's inbox, or a document
+
+Usage: aw-peek [OPTIONS] [TARGET]
+
+TARGET is @instance (that instance's channel) or agent[@instance] (that agent's inbox).
+
+Options:
+      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+  -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
+      --inbox AGENT    show AGENT's unread mentions (does not acknowledge them)
+      --since ID       only entries with an id greater than ID
+  -n, --limit N        at most N entries: the last N, or the first N after --since
+                       (default 20 without --since, no limit with it; 0 = no limit)
+      --json           one JSON record per line
+  -F, --follow         keep printing new entries as they arrive, until interrupted
+      --poll SECS      with --follow: poll every SECS seconds instead of using inotify
+      --doc [FILE]     print a document (default notes.md)
+      --docs           list the documents
+  -h, --help           print this help
+  -V, --version        print the version
+
+Exit status: 0 ok, 64 usage, 65 bad name, 66 no such instance or document, 74 I/O error.
+";
+
+#[derive(Debug, Default)]
+struct Args {
+    common: Common,
+    target: Option<String>,
+    inbox: Option<String>,
+    since: Option<u64>,
+    limit: Option<usize>,
+    json: bool,
+    follow: bool,
+    poll: Option<f64>,
+    doc: Option<String>,
+    docs: bool,
+}
+
+pub fn run(out: &mut Out) -> Result<u8> {
+    use lexopt::prelude::*;
+    let mut a = Args::default();
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next().map_err(cli::lex_err)? {
+        if let Some(k) = Common::key(&arg) {
+            a.common.set(k, &mut p)?;
+            continue;
+        }
+        match arg {
+            Long("inbox") => a.inbox = Some(cli::string(&mut p, "--inbox")?),
+            Long("since") => a.since = Some(cli::number(&mut p, "--since")?),
+            Short('n') | Long("limit") => a.limit = Some(cli::number(&mut p, "--limit")?),
+            Long("json") => a.json = true,
+            Short('F') | Long("follow") => a.follow = true,
+            Long("poll") => {
+                let s: f64 = cli::number(&mut p, "--poll")?;
+                if !(s > 0.0 && s <= 3600.0) {
+                    return Err(Error::Usage("--poll: SECS must be in (0, 3600]".into()));
+                }
+                a.poll = Some(s);
+            }
+            Long("doc") => {
+                let file = match p.optional_value() {
+                    Some(v) => Some(v),
+                    None => {
+                        // `--doc FILE`: take the next word unless it is an option.
+
+                        p.try_raw_args().and_then(|mut r| {
+                            let peek = r.peek().map(|s| s.to_os_string());
+                            match peek {
+                                Some(s) if !s.to_string_lossy().starts_with('-') => {
+                                    r.next();
+                                    Some(s)
+                                }
+                                _ => None,
+                            }
+                        })
+                    }
+                };
+                a.doc = Some(match file {
+                    Some(f) => f
+                        .into_string()
+                        .map_err(|_| Error::invalid("--doc: name is not valid UTF-8"))?,
+                    None => DEFAULT_DOCUMENT.to_string(),
+                });
+            }
+            Long("docs") => a.docs = true,
+            Short('h') | Long("help") => return cli::print_help(out, HELP),
+            Short('V') | Long("version") => return cli::print_version(out, "aw-peek"),
+            Value(v) if a.target.is_none() => {
+                a.target = Some(
+                    v.into_string()
+                        .map_err(|_| Error::invalid("TARGET is not valid UTF-8"))?,
+                )
+            }
+            _ => return Err(cli::unexpected(arg)),
+        }
+    }
+    peek(out, a)
+}
+
+fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
+    let mut inst = a.common.instance()?;
+    if let Some(t) = a.target.take() {
+        match Target::parse(&t)? {
+            Target::Instance(i) => inst = a.common.root().instance(&i)?,
+            Target::Agent { name, instance } => {
+                if a.inbox.is_some() {
+                    return Err(Error::Usage("give TARGET or --inbox, not both".into()));
+                }
+                if let Some(i) = instance {
+                    inst = a.common.root().instance(&i)?;
+                }
+                a.inbox = Some(name);
+            }
+        }
+    }
+    if a.docs as u8 + a.doc.is_some() as u8 + a.inbox.is_some() as u8 > 1 {
+        return Err(Error::Usage(
+            "choose one of --doc, --docs and --inbox/TARGET".into(),
+        ));
+    }
+    if (a.docs || a.doc.is_some()) && (a.follow || a.since.is_some()) {
+        return Err(Error::Usage(
+            "--follow and --since apply to the channel and inboxes, not documents".into(),
+        ));
+    }
+    inst.require()?;
+    if a.docs {
+        for d in document::list(&inst)? {
+            if a.json {
+                out.line(&serde_json::json!({ "file": d }).to_string())?;
+            } else {
+                out.line(&d)?;
+            }
+        }
+        return Ok(0);
+    }
+    if let Some(file) = &a.doc {
+        let text = document::read(&inst, file)?;
+        if a.json {
+            out.line(&serde_json::json!({ "file": file, "content": text }).to_string())?;
+        } else {
+            out.raw(text.as_bytes())?;
+        }
+        return Ok(0);
+    }
+    let poll = a.poll.map(Duration::from_secs_f64);
+    match a.inbox.clone() {
+        Some(agent) => show_inbox(out, &inst, &agent, &a, poll),
+        None => show_channel(out, &inst, &a, poll),
+    }
+}
+
+fn print_damage(damage: &[Damage]) {
+    for d in damage {
+        cli::warn("aw-peek", d);
+    }
+}
+
+fn print_entry(out: &mut Out, e: &Entry, json: bool) -> Result<()> {
+    if json {
+        out.line(&e.to_json())
+    } else {
+        out.line(&cli::human_entry(e, None))
+    }
+}
+
+fn show_channel(out: &mut Out, inst: &Instance, a: &Args, poll: Option<Duration>) -> Result<u8> {
+    let ch = Channel::new(inst);
+    let batch = match a.since {
+        Some(id) => {
+            let mut b = ch.read_since(id)?;
+            if let Some(n) = a.limit.filter(|&n| n > 0) {
+                b.entries.truncate(n);
+            }
+            b
+        }
+        None => match a.limit.unwrap_or(20) {
+            0 => ch.read_all()?,
+            n => ch.tail(n)?,
+        },
+    };
+    print_damage(&batch.damage);
+    let mut last = a.since.unwrap_or(0);
+    for e in &batch.entries {
+        print_entry(out, e, a.json)?;
+        last = last.max(e.id);
+    }
+    if !a.follow {
+        return Ok(0);
+    }
+    if batch.entries.is_empty() && a.since.is_none() {
+        last = ch.last_id()?;
+    }
+    out.flush()?;
+    follow(inst, poll, last, |entries| {
+        for e in entries {
+            print_entry(out, e, a.json)?;
+        }
+        out.flush()
+    })
+}
+
+fn print_inbox(out: &mut Out, m: &InboxMessage, json: bool) -> Result<()> {
+    if json {
+        out.line(&serde_json::to_string(m).expect("serializes"))
+    } else {
+        let tag = (m.priority == "high").then_some("HIGH");
+        out.line(&cli::human_entry(&m.entry, tag))
+    }
+}
+
+fn show_inbox(
+    out: &mut Out,
+    inst: &Instance,
+    agent: &str,
+    a: &Args,
+    poll: Option<Duration>,
+) -> Result<u8> {
+    let (mut msgs, damage) = inbox::unread(inst, agent)?;
+    print_damage(&damage);
+    if let Some(since) = a.since {
+        msgs.retain(|m| m.entry.id > since);
+    }
+    if let Some(n) = a.limit.filter(|&n| n > 0) {
+        msgs.truncate(n);
+    }
+    for m in &msgs {
+        print_inbox(out, m, a.json)?;
+    }
+    if !a.follow {
+        return Ok(0);
+    }
+    let last = Channel::new(inst).last_id()?;
+    out.flush()?;
+    follow(inst, poll, last, |entries| {
+        for e in entries.iter().filter(|e| inbox::is_for(e, agent)) {
+            let m = InboxMessage {
+                priority: mention::priority(&e.message, e.mentions.len()),
+                entry: e.clone(),
+                unread: true,
+            };
+            print_inbox(out, &m, a.json)?;
+        }
+        out.flush()
+    })
+}
+
+/// Call `emit` with every batch of entries newer than `last`, forever (until a signal or a
+/// closed stdout ends the process).
+fn follow(
+    inst: &Instance,
+    poll: Option<Duration>,
+    mut last: u64,
+    mut emit: impl FnMut(&[Entry]) -> Result<()>,
+) -> Result<u8> {
+    let ch = Channel::new(inst);
+    let mut waiter = FileWaiter::new(&inst.channel_path(), poll)?;
+    loop {
+        // Read after arming the watch, so nothing appended in between is missed.
+        let batch = ch.read_since(last)?;
+        print_damage(&batch.damage);
+        if let Some(e) = batch.entries.last() {
+            last = e.id;
+            emit(&batch.entries)?;
+        }
+        if !waiter.wait(None) {
+            return Err(Error::Unavailable("lost the watch on the channel".into()));
+        }
+    }
+}

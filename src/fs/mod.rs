@@ -1,0 +1,8 @@
+//! The only code that renames, locks and watches: everything else calls these.
+
+pub mod atomic;
+pub mod lock;
+pub mod watch;
+
+pub use atomic::{atomic_write, fsync_dir};
+pub use lock::Lock;

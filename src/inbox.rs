@@ -1,0 +1,80 @@
+//! The inbox: unread entries that mention an agent, after its ack cursor
+//! (`_state/cursors.json`, one entry id per agent).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::channel::{Channel, Damage, Entry};
+use crate::error::Result;
+use crate::instance::Instance;
+use crate::mention;
+use crate::names;
+use crate::state;
+
+/// Ack cursors: agent → id of the newest acknowledged entry.
+pub type Cursors = BTreeMap<String, u64>;
+
+const CURSORS: &str = "cursors.json";
+
+/// One inbox message, as printed by `aw-peek --inbox --json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxMessage {
+    pub entry: Entry,
+    pub unread: bool,
+    pub priority: &'static str,
+}
+
+/// The agent's ack cursor (0 when it never acked).
+pub fn cursor(inst: &Instance, agent: &str) -> Result<u64> {
+    let c: Cursors = state::load(&inst.state_file(CURSORS))?;
+    Ok(c.get(agent).copied().unwrap_or(0))
+}
+
+/// All cursors.
+pub fn cursors(inst: &Instance) -> Result<Cursors> {
+    state::load(&inst.state_file(CURSORS))
+}
+
+/// Does `e` belong in `agent`'s inbox (ignoring the cursor)?
+pub fn is_for(e: &Entry, agent: &str) -> bool {
+    e.from != agent && e.mentions.iter().any(|m| m == agent)
+}
+
+/// Unread messages for `agent`. Reading never acknowledges.
+pub fn unread(inst: &Instance, agent: &str) -> Result<(Vec<InboxMessage>, Vec<Damage>)> {
+    names::check_agent(agent)?;
+    let after = cursor(inst, agent)?;
+    let batch = Channel::new(inst).read_since(after)?;
+    let msgs = batch
+        .entries
+        .into_iter()
+        .filter(|e| is_for(e, agent))
+        .map(|e| InboxMessage {
+            priority: mention::priority(&e.message, e.mentions.len()),
+            entry: e,
+            unread: true,
+        })
+        .collect();
+    Ok((msgs, batch.damage))
+}
+
+/// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never
+/// moves back, and never past the newest existing entry, so a later message is never
+/// acknowledged in advance. Returns the cursor after the ack.
+pub fn ack(inst: &Instance, agent: &str, until: Option<u64>) -> Result<u64> {
+    names::check_agent(agent)?;
+    inst.require()?;
+    let channel = Channel::new(inst);
+    state::update(inst, CURSORS, |c: &mut Cursors| {
+        // Read the newest id under the state lock: an entry appended after this read has a
+        // larger id and stays unread.
+        let newest = channel.last_id()?;
+        let target = until.unwrap_or(newest).min(newest);
+        let cur = c.entry(agent.to_string()).or_insert(0);
+        if target > *cur {
+            *cur = target;
+        }
+        Ok(*cur)
+    })
+}

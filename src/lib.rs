@@ -1,0 +1,19 @@
+//! aw: small Unix tools that let several LLM agents work together through a shared
+//! directory, `.workflow/<instance>/`. See `aw(7)` and `aw-workflow(5)`.
+
+pub mod channel;
+pub mod cli;
+pub mod document;
+pub mod error;
+pub mod fs;
+pub mod inbox;
+pub mod instance;
+pub mod mention;
+pub mod names;
+pub mod post;
+pub mod proposal;
+pub mod registry;
+pub mod resource;
+pub mod state;
+
+pub use error::{Error, Result};

@@ -1,0 +1,157 @@
+//! Names and addresses: instance names, agent names, `agent@instance`, `@instance`.
+
+use crate::error::{Error, Result};
+
+/// Longest name accepted for an agent or an instance.
+pub const MAX_NAME: usize = 64;
+
+/// The instance used when none is named.
+pub const DEFAULT_INSTANCE: &str = "default";
+
+/// Senders that need no registration.
+pub const RESERVED_SENDERS: [&str; 2] = ["user", "system"];
+
+fn valid(name: &str, digit_first: bool) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let first_ok = first.is_ascii_alphabetic() || (digit_first && first.is_ascii_digit());
+    name.len() <= MAX_NAME
+        && first_ok
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Is `name` a valid agent name (`[A-Za-z][A-Za-z0-9_-]*`)?
+pub fn is_agent_name(name: &str) -> bool {
+    valid(name, false)
+}
+
+/// Is `name` a valid instance name (an agent name that may also start with a digit)?
+pub fn is_instance_name(name: &str) -> bool {
+    valid(name, true)
+}
+
+/// Make a name safe to echo in an error message: control characters become `?`.
+pub fn sanitize(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(80)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if s.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
+pub fn check_agent(name: &str) -> Result<()> {
+    if is_agent_name(name) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "invalid agent name '{}': expected [A-Za-z][A-Za-z0-9_-]*, at most {MAX_NAME} characters",
+            sanitize(name)
+        )))
+    }
+}
+
+pub fn check_instance(name: &str) -> Result<()> {
+    if is_instance_name(name) {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "invalid instance name '{}': expected [A-Za-z0-9][A-Za-z0-9_-]*, at most {MAX_NAME} characters",
+            sanitize(name)
+        )))
+    }
+}
+
+/// A parsed send target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `agent` or `agent@instance`: mention that agent (instance `None` = the current one).
+    Agent {
+        name: String,
+        instance: Option<String>,
+    },
+    /// `@instance`: the whole instance, no mention.
+    Instance(String),
+}
+
+impl Target {
+    pub fn parse(s: &str) -> Result<Target> {
+        if let Some(inst) = s.strip_prefix('@') {
+            check_instance(inst)?;
+            return Ok(Target::Instance(inst.to_string()));
+        }
+        match s.split_once('@') {
+            Some((name, inst)) => {
+                check_agent(name)?;
+                check_instance(inst)?;
+                Ok(Target::Agent {
+                    name: name.to_string(),
+                    instance: Some(inst.to_string()),
+                })
+            }
+            None => {
+                check_agent(s)?;
+                Ok(Target::Agent {
+                    name: s.to_string(),
+                    instance: None,
+                })
+            }
+        }
+    }
+
+    /// The instance this target names, if it names one.
+    pub fn instance(&self) -> Option<&str> {
+        match self {
+            Target::Agent { instance, .. } => instance.as_deref(),
+            Target::Instance(i) => Some(i),
+        }
+    }
+}
+
+/// Split `agent[@instance]` into its parts, validating both.
+pub fn parse_agent_address(s: &str) -> Result<(String, Option<String>)> {
+    match Target::parse(s)? {
+        Target::Agent { name, instance } => Ok((name, instance)),
+        Target::Instance(_) => Err(Error::invalid(format!(
+            "'{}' names an instance, expected an agent (NAME or NAME@INSTANCE)",
+            sanitize(s)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names() {
+        assert!(is_agent_name("alice"));
+        assert!(is_agent_name("a-b_c9"));
+        assert!(!is_agent_name("9a"));
+        assert!(!is_agent_name(""));
+        assert!(!is_agent_name("a/b"));
+        assert!(!is_agent_name("a.b"));
+        assert!(!is_agent_name(&"a".repeat(65)));
+        assert!(is_instance_name("9a"));
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(
+            Target::parse("bob@x").unwrap(),
+            Target::Agent {
+                name: "bob".into(),
+                instance: Some("x".into())
+            }
+        );
+        assert_eq!(Target::parse("@x").unwrap(), Target::Instance("x".into()));
+        assert!(Target::parse("@").is_err());
+        assert!(Target::parse("bob@").is_err());
+        assert!(Target::parse("b b").is_err());
+    }
+}

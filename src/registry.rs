@@ -1,0 +1,126 @@
+//! The agent registry of an instance (`_state/agents.json`), and the instance configuration
+//! (`_state/config.json`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::names;
+use crate::state;
+
+/// One registered agent. Fields later parts fill (tools, limits) are kept as given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Agent {
+    pub name: String,
+    /// `claude`, `codex`, `anthropic`, `openai`, `exec`, `mock`, or `external` (driven by a
+    /// person or another program through aw-mcp / aw-send).
+    pub backend: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub limits: BTreeMap<String, serde_json::Value>,
+    pub created: String,
+}
+
+/// The registry file: agents in registration order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Registry {
+    pub agents: Vec<Agent>,
+}
+
+impl Registry {
+    pub fn load(inst: &Instance) -> Result<Registry> {
+        state::load(&inst.state_file("agents.json"))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.name == name)
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        self.agents.iter().map(|a| a.name.clone()).collect()
+    }
+}
+
+/// Register `agent` (replacing an agent of the same name when `replace`). Returns whether it
+/// was newly added.
+pub fn register(inst: &Instance, agent: Agent, replace: bool) -> Result<bool> {
+    names::check_agent(&agent.name)?;
+    if names::RESERVED_SENDERS.contains(&agent.name.as_str()) {
+        return Err(Error::invalid(format!(
+            "'{}' is a reserved sender name and cannot be an agent",
+            agent.name
+        )));
+    }
+    state::update(inst, "agents.json", |reg: &mut Registry| {
+        match reg.agents.iter_mut().find(|a| a.name == agent.name) {
+            Some(existing) if replace => {
+                let created = existing.created.clone();
+                *existing = agent;
+                existing.created = created;
+                Ok(false)
+            }
+            Some(_) => Ok(false),
+            None => {
+                reg.agents.push(agent);
+                Ok(true)
+            }
+        }
+    })
+}
+
+/// Remove an agent; exit 66 when it is not registered.
+pub fn unregister(inst: &Instance, name: &str) -> Result<()> {
+    names::check_agent(name)?;
+    inst.require()?;
+    state::update(inst, "agents.json", |reg: &mut Registry| {
+        let before = reg.agents.len();
+        reg.agents.retain(|a| a.name != name);
+        if reg.agents.len() == before {
+            return Err(Error::not_found(format!(
+                "no agent '{name}' in instance '{}'",
+                inst.name()
+            )));
+        }
+        Ok(())
+    })
+}
+
+/// Instance configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Config {
+    /// Only this agent may write documents, when set.
+    #[serde(
+        rename = "documentOwner",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub document_owner: Option<String>,
+}
+
+impl Config {
+    pub fn load(inst: &Instance) -> Result<Config> {
+        state::load(&inst.state_file("config.json"))
+    }
+}
+
+/// Set or clear the document owner.
+pub fn set_document_owner(inst: &Instance, owner: Option<&str>) -> Result<()> {
+    if let Some(o) = owner {
+        names::check_agent(o)?;
+    }
+    state::update(inst, "config.json", |c: &mut Config| {
+        c.document_owner = owner.map(str::to_string);
+        Ok(())
+    })
+}

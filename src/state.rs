@@ -1,0 +1,52 @@
+//! JSON state files under `_state/`: read without a lock, changed by read-modify-write under
+//! the instance's state lock, replaced atomically (temp + fsync + rename).
+
+use std::path::Path;
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::error::{Error, Result};
+use crate::fs::{Lock, atomic_write};
+use crate::instance::Instance;
+
+/// Load a state file; a missing file is the default value.
+pub fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            path: path.to_path_buf(),
+            why: format!("not valid state JSON: {e}"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Store a state file atomically (the caller holds the state lock).
+pub fn store<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("state serializes");
+    bytes.push(b'\n');
+    atomic_write(path, &bytes)
+}
+
+/// Take the instance's state lock (creating the instance if needed).
+pub fn lock(inst: &Instance) -> Result<Lock> {
+    inst.create()?;
+    Lock::exclusive(&inst.state_file("state.lock"))
+}
+
+/// Read-modify-write `_state/<file>` under the state lock. `f` may refuse with an error, in
+/// which case nothing is written. The file is rewritten only when the value changed.
+pub fn update<T, R>(inst: &Instance, file: &str, f: impl FnOnce(&mut T) -> Result<R>) -> Result<R>
+where
+    T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
+{
+    let _lock = lock(inst)?;
+    let path = inst.state_file(file);
+    let mut value: T = load(&path)?;
+    let before = value.clone();
+    let r = f(&mut value)?;
+    if value != before {
+        store(&path, &value)?;
+    }
+    Ok(r)
+}
