@@ -8,6 +8,7 @@ pub mod error;
 pub mod fs;
 pub mod inbox;
 pub mod instance;
+pub mod mcp;
 pub mod mention;
 pub mod names;
 pub mod post;
@@ -15,5 +16,6 @@ pub mod proposal;
 pub mod registry;
 pub mod resource;
 pub mod state;
+pub mod status;
 
 pub use error::{Error, Result};

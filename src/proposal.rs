@@ -1,33 +1,670 @@
-//! Proposals and votes (`_state/proposals.json`).
+//! Proposals and votes (`_state/proposals.json`): elections, decisions, approvals and
+//! assignments, resolved by plurality, majority or unanimity once a quorum has voted or when
+//! they time out. Every change happens under the state lock; announcements are posted to the
+//! channel while it is held, so each proposal is announced, resolved and closed exactly once
+//! however many processes race.
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::instance::Instance;
+use crate::names::{self, sanitize};
+use crate::post::{self, PostOptions};
+use crate::registry::{self, Registry};
 use crate::state;
 
-/// The stored form of a proposal (only what other modules read so far).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+const FILE: &str = "proposals.json";
+
+/// Proposal types.
+pub const KINDS: [&str; 4] = ["election", "decision", "approval", "assignment"];
+/// Resolution rules.
+pub const RULES: [&str; 3] = ["plurality", "majority", "unanimous"];
+/// Tie-breakers.
+pub const TIE_BREAKERS: [&str; 3] = ["first", "random", "creator-decides"];
+/// Longest timeout accepted, in seconds (one week).
+pub const MAX_TIMEOUT: u64 = 7 * 24 * 3600;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    pub id: String,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resolution {
+    #[serde(rename = "type", default = "plurality")]
+    pub rule: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quorum: Option<u32>,
+    #[serde(rename = "tieBreaker", default = "first")]
+    pub tie_breaker: String,
+}
+
+fn plurality() -> String {
+    "plurality".into()
+}
+fn first() -> String {
+    "first".into()
+}
+
+impl Default for Resolution {
+    fn default() -> Self {
+        Resolution {
+            rule: plurality(),
+            quorum: None,
+            tie_breaker: first(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vote {
+    pub voter: String,
+    pub choice: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub at: String,
+}
+
+/// One proposal as stored (and as returned by status calls, plus `counts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Proposal {
     pub id: String,
     #[serde(rename = "type")]
     pub kind: String,
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub options: Vec<Choice>,
+    pub resolution: Resolution,
+    /// Votes needed before the proposal resolves.
+    pub quorum: u32,
+    pub binding: bool,
+    pub creator: String,
+    pub created: String,
+    /// Milliseconds since the epoch after which the proposal expires.
+    #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    /// `active`, `resolved`, `expired` or `cancelled`.
     pub status: String,
+    pub votes: Vec<Vote>,
+    #[serde(default)]
+    pub winner: Option<String>,
+    /// How it ended: `quorum`, `timeout`, `tie-breaker:<rule>`, `no-majority`,
+    /// `not-unanimous`, `no-votes`, `cancelled`.
+    #[serde(rename = "resolvedBy", default)]
+    pub resolved_by: Option<String>,
+}
+
+impl Proposal {
+    pub fn is_active(&self) -> bool {
+        self.status == "active"
+    }
+
+    /// Votes per option id, every option present.
+    pub fn counts(&self) -> BTreeMap<String, u32> {
+        let mut c: BTreeMap<String, u32> = self.options.iter().map(|o| (o.id.clone(), 0)).collect();
+        for v in &self.votes {
+            *c.entry(v.choice.clone()).or_insert(0) += 1;
+        }
+        c
+    }
+
+    /// The structured form: the stored fields plus `counts`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("proposal serializes");
+        v["counts"] = serde_json::to_value(self.counts()).expect("counts serialize");
+        v
+    }
+
+    /// One line for humans.
+    pub fn summary(&self) -> String {
+        let counts = self.counts();
+        let opts: Vec<String> = self
+            .options
+            .iter()
+            .map(|o| format!("{}={}", o.id, counts.get(&o.id).copied().unwrap_or(0)))
+            .collect();
+        let mut s = format!(
+            "{} [{}] {} \"{}\" by @{}: {} ({}/{} votes)",
+            self.id,
+            self.status,
+            self.kind,
+            self.title,
+            self.creator,
+            opts.join(" "),
+            self.votes.len(),
+            self.quorum
+        );
+        if let Some(w) = &self.winner {
+            s.push_str(&format!(", winner {w}"));
+        }
+        if let Some(r) = &self.resolved_by {
+            s.push_str(&format!(" ({r})"));
+        }
+        s
+    }
 }
 
 /// The proposals file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Proposals {
+    /// Number of the next generated id (`prop-N`).
+    #[serde(default)]
+    pub next: u64,
     pub proposals: Vec<Proposal>,
+}
+
+impl Proposals {
+    pub fn load(inst: &Instance) -> Result<Proposals> {
+        state::load(&inst.state_file(FILE))
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Proposal> {
+        self.proposals.iter().find(|p| p.id == id)
+    }
+
+    pub fn active(&self) -> impl Iterator<Item = &Proposal> {
+        self.proposals.iter().filter(|p| p.is_active())
+    }
+
+    fn unknown(&self, id: &str) -> Error {
+        let active: Vec<&str> = self.active().map(|p| p.id.as_str()).collect();
+        Error::not_found(format!(
+            "no proposal '{}' (active: {})",
+            sanitize(id),
+            if active.is_empty() {
+                "none".to_string()
+            } else {
+                active.join(", ")
+            }
+        ))
+    }
+}
+
+/// What to create.
+#[derive(Debug, Clone, Default)]
+pub struct NewProposal {
+    /// Wanted id (letters, digits, `-`, `_`); generated as `prop-N` when absent.
+    pub id: Option<String>,
+    pub kind: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub options: Vec<Choice>,
+    pub resolution: Resolution,
+    pub binding: bool,
+    pub timeout_seconds: Option<u64>,
+}
+
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+fn post_as(inst: &Instance, from: &str, text: &str) -> Result<()> {
+    post::post(inst, from, text, &PostOptions::default()).map(|_| ())
+}
+
+fn valid_option_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+}
+
+/// Create a proposal as `creator` and announce it with `[PROPOSAL:id]`, mentioning every
+/// registered agent.
+pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Proposal> {
+    names::check_agent(creator)?;
+    refresh(inst)?;
+    if !KINDS.contains(&new.kind.as_str()) {
+        return Err(Error::invalid(format!(
+            "unknown proposal type '{}' (valid: {})",
+            sanitize(&new.kind),
+            KINDS.join(", ")
+        )));
+    }
+    let title = new.title.trim();
+    if title.is_empty() || title.len() > 200 || title.contains('\n') {
+        return Err(Error::invalid(
+            "a proposal needs a one-line title of at most 200 bytes",
+        ));
+    }
+    if !RULES.contains(&new.resolution.rule.as_str()) {
+        return Err(Error::invalid(format!(
+            "unknown resolution type '{}' (valid: {})",
+            sanitize(&new.resolution.rule),
+            RULES.join(", ")
+        )));
+    }
+    if !TIE_BREAKERS.contains(&new.resolution.tie_breaker.as_str()) {
+        return Err(Error::invalid(format!(
+            "unknown tieBreaker '{}' (valid: {})",
+            sanitize(&new.resolution.tie_breaker),
+            TIE_BREAKERS.join(", ")
+        )));
+    }
+    if let Some(t) = new.timeout_seconds
+        && (t == 0 || t > MAX_TIMEOUT)
+    {
+        return Err(Error::invalid(format!(
+            "timeoutSeconds must be between 1 and {MAX_TIMEOUT}"
+        )));
+    }
+    if let Some(id) = &new.id
+        && (!names::is_instance_name(id) || id.starts_with('-'))
+    {
+        return Err(Error::invalid(format!(
+            "invalid proposal id '{}': use letters, digits, '-' and '_'",
+            sanitize(id)
+        )));
+    }
+    let reg = Registry::load(inst)?;
+    let mut options = new.options.clone();
+    if options.is_empty() {
+        options = match new.kind.as_str() {
+            "election" | "assignment" => reg
+                .agents
+                .iter()
+                .map(|a| Choice {
+                    id: a.name.clone(),
+                    label: format!("@{}", a.name),
+                })
+                .collect(),
+            "approval" => vec![
+                Choice {
+                    id: "yes".into(),
+                    label: "Yes".into(),
+                },
+                Choice {
+                    id: "no".into(),
+                    label: "No".into(),
+                },
+            ],
+            _ => Vec::new(),
+        };
+    }
+    if options.len() < 2 {
+        return Err(Error::invalid(format!(
+            "a {} needs at least two options{}",
+            new.kind,
+            if new.kind == "election" || new.kind == "assignment" {
+                " (it defaults to the registered agents, and fewer than two are registered)"
+            } else {
+                ""
+            }
+        )));
+    }
+    for (i, o) in options.iter().enumerate() {
+        if !valid_option_id(&o.id) {
+            return Err(Error::invalid(format!(
+                "invalid option id '{}': use letters, digits, '-', '_', '.', '@' (at most 64)",
+                sanitize(&o.id)
+            )));
+        }
+        if options[..i].iter().any(|p| p.id == o.id) {
+            return Err(Error::invalid(format!("duplicate option id '{}'", o.id)));
+        }
+    }
+    for o in options.iter_mut() {
+        if o.label.trim().is_empty() {
+            o.label = o.id.clone();
+        }
+        o.label = o.label.replace('\n', " ");
+    }
+    let voters = reg.names();
+    let quorum = match new.resolution.quorum {
+        Some(0) => return Err(Error::invalid("quorum must be at least 1")),
+        Some(q) => q,
+        None => (voters.len() as u32).max(1),
+    };
+    state::update(inst, FILE, |all: &mut Proposals| {
+        let id = match &new.id {
+            Some(id) => {
+                if all.get(id).is_some() {
+                    return Err(Error::create(
+                        inst.state_file(FILE),
+                        std::io::Error::new(
+                            std::io::ErrorKind::AlreadyExists,
+                            format!("proposal '{id}' already exists"),
+                        ),
+                    ));
+                }
+                id.clone()
+            }
+            None => loop {
+                all.next += 1;
+                let id = format!("prop-{}", all.next);
+                if all.get(&id).is_none() {
+                    break id;
+                }
+            },
+        };
+        let p = Proposal {
+            id: id.clone(),
+            kind: new.kind.clone(),
+            title: title.to_string(),
+            description: new.description.clone().filter(|d| !d.trim().is_empty()),
+            options: options.clone(),
+            resolution: new.resolution.clone(),
+            quorum,
+            binding: new.binding,
+            creator: creator.to_string(),
+            created: crate::channel::now(),
+            expires_at: new.timeout_seconds.map(|t| now_ms() + t as i64 * 1000),
+            status: "active".into(),
+            votes: Vec::new(),
+            winner: None,
+            resolved_by: None,
+        };
+        let mut text = format!("[PROPOSAL:{id}] {} ({})\n", p.title, p.kind);
+        if !voters.is_empty() {
+            text.push_str(
+                &voters
+                    .iter()
+                    .map(|v| format!("@{v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            text.push('\n');
+        }
+        if let Some(d) = &p.description {
+            text.push_str(d.trim_end());
+            text.push('\n');
+        }
+        text.push_str("Options: ");
+        text.push_str(
+            &p.options
+                .iter()
+                .map(|o| {
+                    if o.label == o.id {
+                        o.id.clone()
+                    } else {
+                        format!("{} ({})", o.id, o.label)
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        text.push_str(&format!(
+            "\nResolution: {}, quorum {}{}{}.\nVote with team_vote {{\"proposal\": \"{id}\", \"choice\": \"<option>\"}} or: aw-ctl vote {id} <option>",
+            p.resolution.rule,
+            p.quorum,
+            if p.binding { ", binding" } else { "" },
+            match new.timeout_seconds {
+                Some(t) => format!(", closes in {t} s"),
+                None => String::new(),
+            }
+        ));
+        post_as(inst, creator, &text)?;
+        all.proposals.push(p.clone());
+        Ok(p)
+    })
+}
+
+/// Record `voter`'s vote. Repeating the same vote is a no-op; changing it is refused.
+/// Resolves the proposal when the quorum is reached.
+pub fn vote(
+    inst: &Instance,
+    voter: &str,
+    proposal: &str,
+    choice: &str,
+    reason: Option<&str>,
+) -> Result<Proposal> {
+    names::check_agent(voter)?;
+    inst.require()?;
+    refresh(inst)?;
+    state::update(inst, FILE, |all: &mut Proposals| {
+        let unknown = all.unknown(proposal);
+        let p = all
+            .proposals
+            .iter_mut()
+            .find(|p| p.id == proposal)
+            .ok_or(unknown)?;
+        if !p.is_active() {
+            return Err(Error::denied(format!(
+                "proposal '{}' is {} and takes no more votes",
+                p.id, p.status
+            )));
+        }
+        let Some(opt) = p
+            .options
+            .iter()
+            .find(|o| o.id == choice)
+            .or_else(|| {
+                p.options.iter().find(|o| {
+                    o.id.eq_ignore_ascii_case(choice) || o.label.eq_ignore_ascii_case(choice)
+                })
+            })
+            .map(|o| o.id.clone())
+        else {
+            return Err(Error::invalid(format!(
+                "'{}' is not an option of {} (valid: {})",
+                sanitize(choice),
+                p.id,
+                p.options
+                    .iter()
+                    .map(|o| o.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        };
+        if let Some(v) = p.votes.iter().find(|v| v.voter == voter) {
+            if v.choice == opt {
+                return Ok(p.clone());
+            }
+            return Err(Error::denied(format!(
+                "@{voter} already voted '{}' on {}; votes are final",
+                v.choice, p.id
+            )));
+        }
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+        p.votes.push(Vote {
+            voter: voter.to_string(),
+            choice: opt.clone(),
+            reason: reason.map(|r| r.replace('\n', " ")),
+            at: crate::channel::now(),
+        });
+        let mut text = format!("[VOTE:{}] {opt}", p.id);
+        if let Some(r) = reason {
+            text.push_str(" — ");
+            text.push_str(&r.replace('\n', " "));
+        }
+        post_as(inst, voter, &text)?;
+        if p.votes.len() as u32 >= p.quorum {
+            close(inst, p, "quorum")?;
+        }
+        Ok(p.clone())
+    })
+}
+
+/// Cancel a proposal; only its creator may.
+pub fn cancel(inst: &Instance, who: &str, proposal: &str) -> Result<Proposal> {
+    names::check_agent(who)?;
+    inst.require()?;
+    refresh(inst)?;
+    state::update(inst, FILE, |all: &mut Proposals| {
+        let unknown = all.unknown(proposal);
+        let p = all
+            .proposals
+            .iter_mut()
+            .find(|p| p.id == proposal)
+            .ok_or(unknown)?;
+        if p.creator != who {
+            return Err(Error::denied(format!(
+                "only the creator @{} may cancel {}",
+                p.creator, p.id
+            )));
+        }
+        if !p.is_active() {
+            return Err(Error::denied(format!(
+                "proposal '{}' is already {}",
+                p.id, p.status
+            )));
+        }
+        p.status = "cancelled".into();
+        p.resolved_by = Some("cancelled".into());
+        post_as(inst, who, &format!("[CANCELLED:{}] {}", p.id, p.title))?;
+        Ok(p.clone())
+    })
+}
+
+/// Resolve or expire every active proposal whose timeout has passed. Cheap when nothing is
+/// due: the lock is taken only when something is.
+pub fn refresh(inst: &Instance) -> Result<()> {
+    if !inst.exists() {
+        return Ok(());
+    }
+    let now = now_ms();
+    let due = |p: &Proposal| p.is_active() && p.expires_at.is_some_and(|e| e <= now);
+    if !Proposals::load(inst)?.proposals.iter().any(due) {
+        return Ok(());
+    }
+    state::update(inst, FILE, |all: &mut Proposals| {
+        for p in all.proposals.iter_mut().filter(|p| due(p)) {
+            if p.votes.is_empty() {
+                p.status = "expired".into();
+                p.resolved_by = Some("no-votes".into());
+                let extra = if p.binding && p.id.starts_with("doc-owner") {
+                    " Document ownership stays as it was."
+                } else {
+                    ""
+                };
+                post_as(
+                    inst,
+                    "system",
+                    &format!("[EXPIRED:{}] {}: no votes received.{extra}", p.id, p.title),
+                )?;
+            } else {
+                close(inst, p, "timeout")?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Decide the outcome of `p` from its votes, mark it resolved, apply a binding result and
+/// announce it. Called under the state lock.
+fn close(inst: &Instance, p: &mut Proposal, trigger: &str) -> Result<()> {
+    let (winner, how) = decide(p);
+    p.status = "resolved".into();
+    p.winner = winner.clone();
+    p.resolved_by = Some(match how {
+        Some(h) => h,
+        None => trigger.to_string(),
+    });
+    let counts = p.counts();
+    let tally: Vec<String> = p
+        .options
+        .iter()
+        .map(|o| format!("{} {}", o.id, counts.get(&o.id).copied().unwrap_or(0)))
+        .collect();
+    let mut text = format!("[RESOLVED:{}] {}: ", p.id, p.title);
+    match &winner {
+        Some(w) => text.push_str(&format!("{w} wins")),
+        None => text.push_str("no winner"),
+    }
+    text.push_str(&format!(
+        " ({}; {}).",
+        tally.join(", "),
+        p.resolved_by.as_deref().unwrap_or(trigger)
+    ));
+    if p.binding
+        && p.kind == "election"
+        && p.id.starts_with("doc-owner")
+        && let Some(w) = &winner
+        && names::is_agent_name(w)
+    {
+        registry::set_document_owner_locked(inst, w)?;
+        text.push_str(&format!(" @{w} now owns the documents."));
+    }
+    post_as(inst, "system", &text)
+}
+
+/// The winner (if any) and, when a rule other than the plain count decided, how.
+fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
+    let counts = p.counts();
+    let total = p.votes.len() as u32;
+    if total == 0 {
+        return (None, Some("no-votes".into()));
+    }
+    let top = counts.values().copied().max().unwrap_or(0);
+    // Tied options in option order.
+    let tied: Vec<&str> = p
+        .options
+        .iter()
+        .filter(|o| counts.get(&o.id) == Some(&top))
+        .map(|o| o.id.as_str())
+        .collect();
+    match p.resolution.rule.as_str() {
+        "majority" => {
+            if top * 2 > total {
+                (tied.first().map(|s| s.to_string()), None)
+            } else {
+                (None, Some("no-majority".into()))
+            }
+        }
+        "unanimous" => {
+            if top == total && tied.len() == 1 {
+                (Some(tied[0].to_string()), None)
+            } else {
+                (None, Some("not-unanimous".into()))
+            }
+        }
+        _ => {
+            if tied.len() == 1 {
+                return (Some(tied[0].to_string()), None);
+            }
+            let rule = p.resolution.tie_breaker.as_str();
+            let pick = match rule {
+                "random" => {
+                    // Seeded by the proposal and its votes: any process deciding the same
+                    // tie picks the same option.
+                    let mut h: u64 = 0xcbf29ce484222325;
+                    for b in p.id.bytes().chain(p.created.bytes()) {
+                        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+                    }
+                    tied[(h % tied.len() as u64) as usize]
+                }
+                "creator-decides" => p
+                    .votes
+                    .iter()
+                    .find(|v| v.voter == p.creator && tied.contains(&v.choice.as_str()))
+                    .map(|v| v.choice.as_str())
+                    .unwrap_or(tied[0]),
+                _ => tied[0],
+            };
+            (Some(pick.to_string()), Some(format!("tie-breaker:{rule}")))
+        }
+    }
 }
 
 /// The id of an active document-owner election (binding `election` whose id starts with
 /// `doc-owner`), if any: while it runs, document writes are refused.
 pub fn active_doc_owner_election(inst: &Instance) -> Result<Option<String>> {
-    let all: Proposals = state::load(&inst.state_file("proposals.json"))?;
+    refresh(inst)?;
+    let all = Proposals::load(inst)?;
+    Ok(all
+        .active()
+        .find(|p| p.kind == "election" && p.binding && p.id.starts_with("doc-owner"))
+        .map(|p| p.id.clone()))
+}
+
+/// One proposal by id, after applying expiry.
+pub fn status(inst: &Instance, id: &str) -> Result<Proposal> {
+    refresh(inst)?;
+    let all = Proposals::load(inst)?;
+    all.get(id).cloned().ok_or_else(|| all.unknown(id))
+}
+
+/// All proposals (or only the active ones), after applying expiry.
+pub fn list(inst: &Instance, active_only: bool) -> Result<Vec<Proposal>> {
+    refresh(inst)?;
+    let all = Proposals::load(inst)?;
     Ok(all
         .proposals
         .into_iter()
-        .find(|p| p.kind == "election" && p.id.starts_with("doc-owner") && p.status == "active")
-        .map(|p| p.id))
+        .filter(|p| !active_only || p.is_active())
+        .collect())
 }

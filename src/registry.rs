@@ -124,3 +124,12 @@ pub fn set_document_owner(inst: &Instance, owner: Option<&str>) -> Result<()> {
         Ok(())
     })
 }
+
+/// [`set_document_owner`] for a caller that holds the state lock.
+pub fn set_document_owner_locked(inst: &Instance, owner: &str) -> Result<()> {
+    names::check_agent(owner)?;
+    state::update_locked(inst, "config.json", |c: &mut Config| {
+        c.document_owner = Some(owner.to_string());
+        Ok(())
+    })
+}

@@ -41,6 +41,19 @@ where
     T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
 {
     let _lock = lock(inst)?;
+    update_locked(inst, file, f)
+}
+
+/// [`update`] for a caller that already holds the state lock (a second `flock` on the lock
+/// file from the same process would wait for itself).
+pub fn update_locked<T, R>(
+    inst: &Instance,
+    file: &str,
+    f: impl FnOnce(&mut T) -> Result<R>,
+) -> Result<R>
+where
+    T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
+{
     let path = inst.state_file(file);
     let mut value: T = load(&path)?;
     let before = value.clone();

@@ -1,0 +1,5 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    aw::cli::main("aw-mcp", aw::cli::mcp::run)
+}

@@ -1,0 +1,115 @@
+//! `aw-mcp`: a stdio MCP server for one agent identity.
+
+use crate::cli::{self, Common, Out};
+use crate::error::{Error, Result};
+use crate::mcp::Server;
+use crate::names;
+use crate::registry::{self, Agent, Registry};
+
+pub const HELP: &str = "\
+aw-mcp - MCP server (stdio) giving one agent the aw channel, inbox, documents and votes
+
+Usage: aw-mcp --agent NAME[@INSTANCE] [--root DIR] [-i NAME]
+
+Speaks MCP (JSON-RPC) on stdin/stdout; logs go to stderr. The identity is fixed at start.
+An agent that is not registered is registered with backend 'external'.
+Wire it into Claude Code with the output of: aw-ctl mcp-config NAME@INSTANCE
+
+Options:
+  -a, --agent NAME[@INSTANCE]  who is speaking (default: $AW_AGENT)
+      --root DIR               root directory (default: $AW_ROOT or ./.workflow)
+  -i, --instance NAME          instance (default: from --agent, $AW_INSTANCE or 'default')
+  -h, --help                   print this help
+  -V, --version                print the version
+
+Exit status: 0 on end of input or SIGTERM, 64 usage, 65 bad name, 70 internal error,
+74 I/O error, 130 on SIGINT.
+";
+
+pub fn run(out: &mut Out) -> Result<u8> {
+    use lexopt::prelude::*;
+    let mut common = Common::default();
+    let mut agent: Option<String> = None;
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next().map_err(cli::lex_err)? {
+        if let Some(k) = Common::key(&arg) {
+            common.set(k, &mut p)?;
+            continue;
+        }
+        match arg {
+            Short('a') | Long("agent") => agent = Some(cli::string(&mut p, "--agent")?),
+            Short('h') | Long("help") => return cli::print_help(out, HELP),
+            Short('V') | Long("version") => return cli::print_version(out, "aw-mcp"),
+            _ => return Err(cli::unexpected(arg)),
+        }
+    }
+    let agent = match agent {
+        Some(a) => a,
+        None => match std::env::var("AW_AGENT") {
+            Ok(v) if !v.is_empty() => v,
+            _ => {
+                return Err(Error::Usage(
+                    "no agent (hint: pass --agent NAME[@INSTANCE] or set AW_AGENT)".into(),
+                ));
+            }
+        },
+    };
+    let (name, inst_name) = names::parse_agent_address(&agent)?;
+    if names::RESERVED_SENDERS.contains(&name.as_str()) {
+        return Err(Error::invalid(format!(
+            "'{name}' is a reserved sender and cannot be an agent"
+        )));
+    }
+    let inst = match (inst_name, &common.instance) {
+        (Some(a), Some(b)) if a != *b => {
+            return Err(Error::Usage(format!(
+                "--agent names instance '{a}' but -i names '{b}'"
+            )));
+        }
+        (Some(i), _) => common.root().instance(&i)?,
+        (None, _) => common.instance()?,
+    };
+    if !Registry::load(&inst)?.contains(&name) {
+        registry::register(
+            &inst,
+            Agent {
+                name: name.clone(),
+                backend: "external".into(),
+                created: crate::channel::now(),
+                ..Agent::default()
+            },
+            false,
+        )?;
+    }
+    serve(Server { inst, agent: name })
+}
+
+fn serve(server: Server) -> Result<u8> {
+    use rmcp::ServiceExt;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Unavailable(format!("cannot start the runtime: {e}")))?;
+    let code = rt.block_on(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|e| Error::Unavailable(format!("cannot handle SIGTERM: {e}")))?;
+        let running = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::Unavailable(format!("MCP initialisation failed: {e}")))?;
+        tokio::select! {
+            r = running.waiting() => {
+                if let Err(e) = r {
+                    eprintln!("aw-mcp: server task failed: {e}");
+                    return Ok::<u8, Error>(crate::error::exit::SOFTWARE);
+                }
+                Ok(0)
+            }
+            _ = tokio::signal::ctrl_c() => Ok(crate::error::exit::INTERRUPTED),
+            _ = term.recv() => Ok(0),
+        }
+    })?;
+    // Do not wait for blocking tool calls (an inbox wait) or the stdin reader thread:
+    // leave at once, as a server told to stop should.
+    std::process::exit(code as i32)
+}

@@ -1,0 +1,78 @@
+//! Per-agent status (`_state/status.json`): state (`idle` or `running`), current task and
+//! free-form metadata, set by the agent itself.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::names;
+use crate::state;
+
+const FILE: &str = "status.json";
+
+/// Valid states.
+pub const STATES: [&str; 2] = ["idle", "running"];
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AgentStatus {
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    pub updated: String,
+}
+
+pub type Statuses = BTreeMap<String, AgentStatus>;
+
+/// Every agent's status.
+pub fn all(inst: &Instance) -> Result<Statuses> {
+    state::load(&inst.state_file(FILE))
+}
+
+/// Update `agent`'s status: only the fields given change (an empty task clears it).
+pub fn set(
+    inst: &Instance,
+    agent: &str,
+    new_state: Option<&str>,
+    task: Option<&str>,
+    metadata: Option<serde_json::Value>,
+) -> Result<AgentStatus> {
+    names::check_agent(agent)?;
+    if let Some(s) = new_state
+        && !STATES.contains(&s)
+    {
+        return Err(Error::invalid(format!(
+            "invalid state '{}' (valid: {})",
+            names::sanitize(s),
+            STATES.join(", ")
+        )));
+    }
+    if let Some(m) = &metadata
+        && !m.is_object()
+    {
+        return Err(Error::invalid("metadata must be a JSON object"));
+    }
+    if task.is_some_and(|t| t.len() > 4096) {
+        return Err(Error::invalid("task is over 4096 bytes"));
+    }
+    state::update(inst, FILE, |all: &mut Statuses| {
+        let st = all.entry(agent.to_string()).or_insert_with(|| AgentStatus {
+            state: "idle".into(),
+            ..AgentStatus::default()
+        });
+        if let Some(s) = new_state {
+            st.state = s.to_string();
+        }
+        if let Some(t) = task {
+            st.task = (!t.is_empty()).then(|| t.to_string());
+        }
+        if let Some(m) = metadata {
+            st.metadata = Some(m);
+        }
+        st.updated = crate::channel::now();
+        Ok(st.clone())
+    })
+}
