@@ -1,6 +1,6 @@
 //! `aw-ctl`: register agents, list instances, acknowledge inboxes, manage documents.
 
-use crate::cli::{self, Common, Out};
+use crate::cli::{self, Common, Out, ctl_team};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
 use crate::inbox;
@@ -27,7 +27,19 @@ Commands:
   doc rm FILE            delete a document
   doc owner [NAME | --clear]
                          show, set or clear the document owner
-  (doc commands take --as AGENT: who is writing, default $AW_AGENT or 'user')
+  status [NAME] [--json] agents' state, task and unread counts; active proposals
+  proposals [--all] [--json]
+                         active proposals (--all: every proposal)
+  propose TYPE TITLE [--option ID[=LABEL]]... [--rule R] [--quorum N]
+          [--tie-breaker T] [--binding] [--timeout SECS] [--description TEXT] [--id ID]
+                         create a proposal (election, decision, approval, assignment)
+  vote PROPOSAL CHOICE [--reason R]
+                         vote (votes are final)
+  cancel PROPOSAL        cancel a proposal you created
+  mcp-config NAME@INSTANCE [--codex | --codex-toml]
+                         print the MCP configuration for Claude Code (JSON for
+                         --mcp-config) or Codex (-c arguments, or config.toml)
+  (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
 
 Options:
       --root DIR       root directory (default: $AW_ROOT or ./.workflow)
@@ -38,8 +50,22 @@ Options:
       --prompt-file F  (new) read the system prompt from file F
       --replace        (new) replace an agent that is already registered
       --until ID       (ack) acknowledge up to entry ID
-      --as AGENT       (doc) act as AGENT
+      --as AGENT       (doc, propose, vote, cancel) act as AGENT
       --clear          (doc owner) remove the document owner
+      --all            (proposals) list closed proposals too
+      --option ID[=LABEL]
+                       (propose) an option; repeat for each
+      --rule R         (propose) plurality (default), majority or unanimous
+      --quorum N       (propose) votes needed (default: number of agents)
+      --tie-breaker T  (propose) first (default), random or creator-decides
+      --binding        (propose) enforce the result (doc-owner elections set the owner)
+      --timeout SECS   (propose) resolve or expire after SECS seconds
+      --description TEXT
+                       (propose) longer text for the announcement
+      --id ID          (propose) proposal id (default prop-N)
+      --reason R       (vote) why
+      --codex          (mcp-config) print Codex -c arguments
+      --codex-toml     (mcp-config) print a Codex config.toml fragment
       --json           JSON Lines output
   -h, --help           print this help
   -V, --version        print the version
@@ -61,8 +87,8 @@ pub const BACKENDS: [&str; 7] = [
 ];
 
 #[derive(Debug, Default)]
-struct Args {
-    common: Common,
+pub(crate) struct Args {
+    pub(crate) common: Common,
     words: Vec<String>,
     model: Option<String>,
     backend: Option<String>,
@@ -72,7 +98,19 @@ struct Args {
     until: Option<u64>,
     as_agent: Option<String>,
     clear: bool,
-    json: bool,
+    pub(crate) json: bool,
+    pub(crate) all: bool,
+    pub(crate) options: Vec<String>,
+    pub(crate) rule: Option<String>,
+    pub(crate) quorum: Option<u32>,
+    pub(crate) tie_breaker: Option<String>,
+    pub(crate) binding: bool,
+    pub(crate) timeout: Option<u64>,
+    pub(crate) description: Option<String>,
+    pub(crate) id: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) codex: bool,
+    pub(crate) codex_toml: bool,
 }
 
 pub fn run(out: &mut Out) -> Result<u8> {
@@ -96,6 +134,18 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("as") => a.as_agent = Some(cli::string(&mut p, "--as")?),
             Long("clear") => a.clear = true,
             Long("json") => a.json = true,
+            Long("all") => a.all = true,
+            Long("option") => a.options.push(cli::string(&mut p, "--option")?),
+            Long("rule") => a.rule = Some(cli::string(&mut p, "--rule")?),
+            Long("quorum") => a.quorum = Some(cli::number(&mut p, "--quorum")?),
+            Long("tie-breaker") => a.tie_breaker = Some(cli::string(&mut p, "--tie-breaker")?),
+            Long("binding") => a.binding = true,
+            Long("timeout") => a.timeout = Some(cli::number(&mut p, "--timeout")?),
+            Long("description") => a.description = Some(cli::string(&mut p, "--description")?),
+            Long("id") => a.id = Some(cli::string(&mut p, "--id")?),
+            Long("reason") => a.reason = Some(cli::string(&mut p, "--reason")?),
+            Long("codex") => a.codex = true,
+            Long("codex-toml") => a.codex_toml = true,
             Short('h') | Long("help") => return cli::print_help(out, HELP),
             Short('V') | Long("version") => return cli::print_version(out, "aw-ctl"),
             Value(v) => a.words.push(
@@ -112,10 +162,33 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["ls"] => ls(out, &a),
         ["ack", agent] => ack(out, &a, agent),
         ["doc", rest @ ..] => doc(out, &a, rest),
+        ["status"] => ctl_team::status(out, &a, None),
+        ["status", name] => ctl_team::status(out, &a, Some(name)),
+        ["proposals"] => ctl_team::proposals(out, &a),
+        ["propose", kind, title] => ctl_team::propose(out, &a, kind, title),
+        ["vote", id, choice] => ctl_team::vote(out, &a, id, choice),
+        ["cancel", id] => ctl_team::cancel(out, &a, id),
+        ["mcp-config", addr] => ctl_team::mcp_config(out, &a, addr),
         [] => Err(Error::Usage("no command (hint: see aw-ctl --help)".into())),
-        [cmd, ..] if ["new", "rm", "ls", "ack"].contains(cmd) => Err(Error::Usage(format!(
-            "wrong number of arguments for '{cmd}' (hint: see aw-ctl --help)"
-        ))),
+        [cmd, ..]
+            if [
+                "new",
+                "rm",
+                "ls",
+                "ack",
+                "status",
+                "proposals",
+                "propose",
+                "vote",
+                "cancel",
+                "mcp-config",
+            ]
+            .contains(cmd) =>
+        {
+            Err(Error::Usage(format!(
+                "wrong number of arguments for '{cmd}' (hint: see aw-ctl --help)"
+            )))
+        }
         [cmd, ..] => Err(Error::Usage(format!(
             "unknown command '{}' (hint: see aw-ctl --help)",
             names::sanitize(cmd)
@@ -124,7 +197,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
 }
 
 /// The instance for an `agent[@instance]` argument: its own instance, or the common one.
-fn agent_instance(a: &Args, addr: &str) -> Result<(String, Instance)> {
+pub(crate) fn agent_instance(a: &Args, addr: &str) -> Result<(String, Instance)> {
     let (name, inst) = names::parse_agent_address(addr)?;
     let instance = match inst {
         Some(i) => a.common.root().instance(&i)?,
@@ -259,7 +332,7 @@ fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     Ok(0)
 }
 
-fn who(a: &Args) -> Result<String> {
+pub(crate) fn who(a: &Args) -> Result<String> {
     let w = match &a.as_agent {
         Some(w) => w.clone(),
         None => match std::env::var("AW_AGENT") {
