@@ -8,7 +8,7 @@ ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 CARGO ?= cargo
 
-BINS = aw-send aw-peek aw-ctl
+BINS = aw-send aw-peek aw-ctl aw-mcp
 MAN1 = $(wildcard man/*.1)
 MAN5 = $(wildcard man/*.5)
 MAN7 = $(wildcard man/*.7)
