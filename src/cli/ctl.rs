@@ -327,6 +327,13 @@ fn ls(out: &mut Out, a: &Args) -> Result<u8> {
 
 fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
+    inst.require()?;
+    if !Registry::load(&inst)?.contains(&name) {
+        return Err(Error::not_found(format!(
+            "no agent '{name}' in instance '{}'",
+            inst.name()
+        )));
+    }
     let cursor = inbox::ack(&inst, &name, a.until)?;
     out.line(&cursor.to_string())?;
     Ok(0)
