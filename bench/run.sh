@@ -1,0 +1,63 @@
+#!/bin/sh
+# Run aw's benchmarks: aw-send per call, reads at 10k/100k/1M entries, follow wake latency.
+# Usage: sh bench/run.sh [--quick]    (make bench runs it after make build)
+# Prints Markdown tables; a copy goes to target/bench-data/last-run.md. Nothing here asserts
+# on time: figures are measured and printed, and BENCHMARKS.md is updated by hand.
+set -eu
+cd "$(dirname "$0")/.."
+CARGO=${CARGO:-cargo}
+BENCHES="send read follow"
+
+QUICK=
+for a in "$@"; do
+	case $a in
+	--quick) QUICK=--quick ;;
+	-h | --help)
+		echo "usage: sh bench/run.sh [--quick]"
+		exit 0
+		;;
+	*)
+		echo "bench/run.sh: unknown argument '$a' (hint: --quick)" >&2
+		exit 64
+		;;
+	esac
+done
+
+mkdir -p target/bench-data
+log=target/bench-data/last-run.md
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# Build first, so that compiler output stays out of the figures.
+set --
+for b in $BENCHES; do set -- "$@" --bench "$b"; done
+"$CARGO" bench --no-run "$@"
+
+cpu=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
+start=$(date +%s)
+{
+	echo "# aw benchmarks"
+	echo
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+	echo "machine: nproc $(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN), CPU ${cpu:-unknown}, kernel $(uname -r)"
+	echo "toolchain: $(rustc --version 2>/dev/null || echo unknown)"
+	echo
+} | tee "$log"
+
+for b in $BENCHES; do
+	# A pipeline's status is tee's: keep the benchmark's own in a file.
+	{
+		if "$CARGO" bench -q --bench "$b" -- $QUICK 2>&1; then
+			echo 0 >"$tmp/rc"
+		else
+			echo $? >"$tmp/rc"
+		fi
+	} | tee -a "$log"
+	rc=$(cat "$tmp/rc")
+	if [ "$rc" != 0 ]; then
+		echo "bench/run.sh: benchmark '$b' failed (exit $rc)" >&2
+		exit "$rc"
+	fi
+done
+
+echo "total: $(($(date +%s) - start)) s; figures saved in $log" | tee -a "$log"
