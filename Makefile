@@ -9,6 +9,10 @@ FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 CARGO ?= cargo
 
 BINS = aw-send aw-peek aw-ctl aw-mcp
+# Installed binaries are linked statically: a tool that costs about a process spawn should
+# not spend half of it in the dynamic loader (see BENCHMARKS.md).
+HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+OUT = target/$(HOST)/release
 MAN1 = $(wildcard man/*.1)
 MAN5 = $(wildcard man/*.5)
 MAN7 = $(wildcard man/*.7)
@@ -18,7 +22,8 @@ MAN7 = $(wildcard man/*.7)
 all: build
 
 build:
-	$(CARGO) build --release --bins
+	RUSTFLAGS="$$RUSTFLAGS -C target-feature=+crt-static" \
+		$(CARGO) build --release --bins --target $(HOST)
 
 # The whole test suite (what CI runs).
 test:
@@ -26,7 +31,7 @@ test:
 
 # Benchmarks; figures go to BENCHMARKS.md by hand after a run.
 bench: build
-	sh bench/run.sh
+	AW_BENCH_BIN_DIR="$${AW_BENCH_BIN_DIR:-$(CURDIR)/$(OUT)}" sh bench/run.sh
 
 # Formatting, lints and man page lint (mandoc, when installed).
 check:
@@ -44,12 +49,12 @@ completions:
 
 # The quick start: two agents and a human talk through a channel.
 demo: build
-	PATH="$(CURDIR)/target/release:$$PATH" sh examples/quickstart.sh
+	PATH="$(CURDIR)/$(OUT):$$PATH" sh examples/quickstart.sh
 
 install: build
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(BASHDIR) $(DESTDIR)$(ZSHDIR) $(DESTDIR)$(FISHDIR)
-	for b in $(BINS); do install -m 0755 target/release/$$b $(DESTDIR)$(BINDIR)/$$b; done
+	for b in $(BINS); do install -m 0755 $(OUT)/$$b $(DESTDIR)$(BINDIR)/$$b; done
 	for m in $(MAN1); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man1/; done
 	for m in $(MAN5); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man5/; done
 	for m in $(MAN7); do install -m 0644 $$m $(DESTDIR)$(MANDIR)/man7/; done

@@ -527,6 +527,10 @@ impl Records {
 
     /// Index slot of the first record with an id greater than `after`.
     fn position_after(&self, after: u64) -> std::io::Result<u64> {
+        // Nothing new: the common case of a poll or a follower.
+        if self.last.is_none_or(|l| l.id <= after) {
+            return Ok(self.count);
+        }
         // Ids are dense from 1, so slot `after` normally holds id `after + 1`.
         if after < self.count && self.get(after)?.id == after + 1 {
             return Ok(after);
