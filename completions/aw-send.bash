@@ -75,15 +75,18 @@ _aw_documents() {
 }
 
 # Set COMPREPLY to the candidates (one per line on stdin) that start with $cur.
-# Bash replaces only the part of the word after the last COMP_WORDBREAKS
-# character (such as @), so that part of $cur is cut from each candidate.
+# Bash replaces only the part of the word from the last COMP_WORDBREAKS
+# character on (after it, except for @ and $, which it keeps in the word), so
+# the part before is cut from each candidate.
 _aw_reply() {
     local c keep= i
     for ((i = ${#cur} - 1; i >= 0; i--)); do
-        if [[ $COMP_WORDBREAKS == *"${cur:i:1}"* ]]; then
-            keep=${cur:0:i+1}
-            break
-        fi
+        case ${cur:i:1} in
+        @ | \$) keep=${cur:0:i} ;;
+        *) keep=${cur:0:i+1} ;;
+        esac
+        [[ $COMP_WORDBREAKS == *"${cur:i:1}"* ]] && break
+        keep=
     done
     COMPREPLY=()
     while IFS= read -r c; do
