@@ -1,0 +1,112 @@
+# fish completion for aw-peek(1)
+
+# Helpers shared by the aw completions (the same in every aw-*.fish file).
+
+# The words before the cursor, without the command.
+function __aw_tokens
+    set -l t (commandline -opc)
+    set -e t[1]
+    for w in $t
+        echo $w
+    end
+end
+
+# The root directory: --root on the command line, else $AW_ROOT, else .workflow.
+function __aw_root
+    set -l root $AW_ROOT
+    test -n "$root"; or set root .workflow
+    set -l t (__aw_tokens)
+    for i in (seq (count $t))
+        switch $t[$i]
+            case --root
+                set -q t[(math $i + 1)]; and set root $t[(math $i + 1)]
+            case '--root=*'
+                set root (string replace -- --root= '' $t[$i])
+        end
+    end
+    string replace -r '^~' $HOME -- $root
+end
+
+# The instance: -i/--instance or a target with @ on the command line, else
+# $AW_INSTANCE, else default.
+function __aw_instance
+    set -l inst $AW_INSTANCE
+    test -n "$inst"; or set inst default
+    set -l t (__aw_tokens)
+    for i in (seq (count $t))
+        switch $t[$i]
+            case -i --instance
+                set -q t[(math $i + 1)]; and set inst $t[(math $i + 1)]
+            case '--instance=*'
+                set inst (string replace -- --instance= '' $t[$i])
+            case '-i?*'
+                set inst (string sub -s 3 -- $t[$i])
+            case '-*'
+            case '*@?*'
+                set inst (string replace -r '^[^@]*@' '' -- $t[$i])
+        end
+    end
+    echo $inst
+end
+
+# Instance names under the root.
+function __aw_instances
+    for d in (__aw_root)/*/
+        set -l n (basename $d)
+        string match -qr '^[A-Za-z0-9][A-Za-z0-9_-]*$' -- $n; and echo $n
+    end
+end
+
+# Agent names of an instance (default: the current one).
+function __aw_agents
+    set -l inst $argv[1]
+    test -n "$inst"; or set inst (__aw_instance)
+    set -l f (__aw_root)/$inst/_state/agents.json
+    test -r $f; or return 0
+    string replace -rf '^\s*"name":\s*"([A-Za-z][A-Za-z0-9_-]*)".*$' '$1' <$f
+end
+
+# Targets: agents, @instance, and agent@instance once an @ is typed.
+function __aw_targets
+    set -l cur (commandline -ct)
+    if string match -qr '^[^@]+@' -- $cur
+        for i in (__aw_instances)
+            for a in (__aw_agents $i)
+                echo $a@$i
+            end
+        end
+    else
+        __aw_agents
+        for i in (__aw_instances)
+            echo @$i
+        end
+    end
+end
+
+# Documents of the current instance, as relative paths.
+function __aw_documents
+    set -l dir (__aw_root)/(__aw_instance)/documents
+    test -d $dir; or return 0
+    find $dir -type f ! -path '*/.*' 2>/dev/null | string replace -- $dir/ ''
+end
+
+complete -c aw-peek -f
+complete -c aw-peek -n 'not __fish_seen_argument -l doc -l docs -l inbox' -a '(__aw_targets)'
+complete -c aw-peek -l root -x -a '(__fish_complete_directories)' -d 'Root directory'
+complete -c aw-peek -s i -l instance -x -a '(__aw_instances)' -d Instance
+complete -c aw-peek -l inbox -x -a '(__aw_agents)' -d "Show an agent's unread mentions"
+complete -c aw-peek -l since -x -d 'Only entries with an id greater than ID'
+complete -c aw-peek -s n -l limit -x -d 'At most N entries (0: no limit)'
+complete -c aw-peek -l json -d 'One JSON record per line'
+complete -c aw-peek -s F -l follow -d 'Keep printing new entries as they arrive'
+complete -c aw-peek -l poll -x -d 'With --follow: poll every SECS seconds'
+complete -c aw-peek -l doc -a '(__aw_documents)' -d 'Print a document (default notes.md)'
+# --doc takes an optional FILE: as --doc=FILE, or as the next word.
+function __aw_peek_after_doc
+    set -l t (commandline -opc)
+    test "$t[-1]" = --doc
+end
+complete -c aw-peek -n __aw_peek_after_doc -a '(__aw_documents)'
+complete -c aw-peek -l docs -d 'List the documents'
+complete -c aw-peek -s h -l help -d 'Print help'
+complete -c aw-peek -s V -l version -d 'Print the version'

@@ -1,0 +1,305 @@
+//! Documentation checks.
+//!
+//! - Every flag that a tool's `--help` names is documented in the OPTIONS section of
+//!   `man/<tool>.1` and offered by its bash, zsh and fish completions.
+//! - Every man page passes `mandoc -Tlint -W warning` (when mandoc is installed).
+//!
+//! To check a new tool, add it to [`TOOLS`].
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+
+/// The tools whose documentation is checked.
+const TOOLS: &[&str] = &["aw-send", "aw-peek", "aw-ctl"];
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(path: &Path) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", rel(path)))
+}
+
+/// A path as shown in messages: relative to the repository.
+fn rel(path: &Path) -> String {
+    path.strip_prefix(repo())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn help(tool: &str) -> String {
+    let out = Command::cargo_bin(tool)
+        .unwrap_or_else(|e| panic!("{tool}: no such binary: {e}"))
+        .arg("--help")
+        .output()
+        .unwrap_or_else(|e| panic!("{tool} --help: {e}"));
+    assert!(out.status.success(), "{tool} --help failed: {out:?}");
+    String::from_utf8(out.stdout).expect("--help output is UTF-8")
+}
+
+/// Can `c` be part of a flag name (so that it glues to a flag next to it)?
+fn wordy(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Every flag that a help text names: long flags `--[a-z][a-z-]*` not glued to a word before
+/// them, and short flags `-[a-zA-Z]` that stand alone as a token (`-i,` and `[-i` count).
+fn flags(help: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let chars: Vec<char> = help.chars().collect();
+    let mut i = 0;
+    while i + 2 < chars.len() {
+        let glued = i > 0 && wordy(chars[i - 1]);
+        if chars[i] == '-' && chars[i + 1] == '-' && chars[i + 2].is_ascii_lowercase() && !glued {
+            let mut j = i + 2;
+            while j < chars.len() && (chars[j].is_ascii_lowercase() || chars[j] == '-') {
+                j += 1;
+            }
+            let flag: String = chars[i..j].iter().collect();
+            out.insert(flag.trim_end_matches('-').to_string());
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    for token in help.split_whitespace() {
+        let t = token.trim_matches(|c| "[](){}|,;:".contains(c));
+        let b = t.as_bytes();
+        if b.len() == 2 && b[0] == b'-' && b[1].is_ascii_alphabetic() {
+            out.insert(t.to_string());
+        }
+    }
+    out
+}
+
+/// Does `needle` occur in `hay` with no flag character right before or after it?
+fn has_token(hay: &str, needle: &str) -> bool {
+    hay.match_indices(needle).any(|(i, _)| {
+        let before = hay[..i].chars().next_back();
+        let after = hay[i + needle.len()..].chars().next();
+        !before.is_some_and(|c| wordy(c) || c == '\\') && !after.is_some_and(wordy)
+    })
+}
+
+/// The text of one `.Sh` section of an mdoc page (empty when the page has none).
+fn section<'a>(page: &'a str, name: &str) -> &'a str {
+    let head = format!(".Sh {name}\n");
+    let Some(start) = page.find(&head).map(|i| i + head.len()) else {
+        return "";
+    };
+    let end = page[start..]
+        .find("\n.Sh ")
+        .map_or(page.len(), |i| start + i);
+    &page[start..end]
+}
+
+/// Is `flag` documented in an mdoc text: as `Fl -root` / `Fl i`, or literally as `--root`,
+/// `\-\-root`, `-i` or `\-i`?
+fn in_man(text: &str, flag: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let bare = &flag[1..];
+    words
+        .windows(2)
+        .any(|w| w[0].trim_start_matches('.') == "Fl" && w[1] == bare)
+        || has_token(text, flag)
+        || has_token(text, &flag.replace('-', "\\-"))
+}
+
+/// Is `flag` offered by a bash completion: as a word inside a quoted string (so that a
+/// `[[ -n ... ]]` or `compgen -f` in the script does not count)?
+fn in_bash(script: &str, flag: &str) -> bool {
+    script.lines().any(|line| {
+        let line = line.trim_start();
+        if line.starts_with('#') {
+            return false;
+        }
+        let mut inside = None;
+        let mut quoted = String::new();
+        for c in line.chars() {
+            match inside {
+                None if c == '"' || c == '\'' => inside = Some(c),
+                Some(q) if c == q => {
+                    inside = None;
+                    quoted.push(' ');
+                }
+                Some(_) => quoted.push(c),
+                None => {}
+            }
+        }
+        quoted.split_whitespace().any(|w| w == flag)
+    })
+}
+
+/// Is `flag` offered by a zsh completion: as an `_arguments` option spec, that is the flag,
+/// an optional argument marker (`=`, `+`, `-`, `=-`), then `[` or `:`; or in a brace group
+/// such as `{-i+,--instance=}`.
+fn in_zsh(script: &str, flag: &str) -> bool {
+    script.match_indices(flag).any(|(i, _)| {
+        let before = script[..i].chars().next_back();
+        if before.is_some_and(|c| wordy(c) || c == '\\') {
+            return false;
+        }
+        let mut rest = &script[i + flag.len()..];
+        for marker in ["=-", "=", "+", "-"] {
+            if let Some(r) = rest.strip_prefix(marker) {
+                rest = r;
+                break;
+            }
+        }
+        let spec = rest.starts_with('[') || rest.starts_with(':');
+        let brace = matches!(before, Some('{') | Some(','))
+            && (rest.starts_with(',') || rest.starts_with('}'));
+        spec || brace
+    })
+}
+
+/// Is `flag` offered by a fish completion: `-l root` / `--long-option root` for a long flag,
+/// `-s i` / `--short-option i` for a short one?
+fn in_fish(script: &str, flag: &str) -> bool {
+    let (keys, name): (&[&str], &str) = match flag.strip_prefix("--") {
+        Some(long) => (&["-l", "--long", "--long-option"], long),
+        None => (&["-s", "--short", "--short-option"], &flag[1..]),
+    };
+    script.lines().any(|line| {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        words
+            .windows(2)
+            .any(|w| keys.contains(&w[0]) && w[1].trim_matches(|c| c == '\'' || c == '"') == name)
+    })
+}
+
+/// Does a file's text (first argument) offer a flag (second argument)?
+type Check = fn(&str, &str) -> bool;
+
+#[test]
+fn help_flags_are_documented_and_completed() {
+    let mut problems = Vec::new();
+    for tool in TOOLS {
+        let wanted = flags(&help(tool));
+        assert!(
+            wanted.contains("--help"),
+            "{tool}: flag extraction found no --help in: {wanted:?}"
+        );
+        let man = repo().join(format!("man/{tool}.1"));
+        let bash = repo().join(format!("completions/{tool}.bash"));
+        let zsh = repo().join(format!("completions/_{tool}"));
+        let fish = repo().join(format!("completions/{tool}.fish"));
+        let checks: [(&Path, &str, Check); 4] = [
+            (&man, "the OPTIONS section of", |page, f| {
+                in_man(section(page, "OPTIONS"), f)
+            }),
+            (&bash, "", in_bash),
+            (&zsh, "", in_zsh),
+            (&fish, "", in_fish),
+        ];
+        for (path, where_, check) in checks {
+            let text = match read(path) {
+                Ok(t) => t,
+                Err(e) => {
+                    problems.push(format!("{tool}: {e}"));
+                    continue;
+                }
+            };
+            let missing: Vec<&str> = wanted
+                .iter()
+                .filter(|f| !check(&text, f))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                let place = if where_.is_empty() {
+                    rel(path)
+                } else {
+                    format!("{where_} {}", rel(path))
+                };
+                problems.push(format!(
+                    "{tool}: --help names {} missing from {place}",
+                    missing.join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "documentation is out of date with --help:\n  {}\n",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn man_pages_pass_mandoc_lint() {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo().join("man"))
+        .expect("man/ exists")
+        .map(|e| e.expect("readable man/").path())
+        .filter(|p| {
+            p.extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| e.len() == 1 && e.as_bytes()[0].is_ascii_digit())
+        })
+        .collect();
+    pages.sort();
+    for tool in TOOLS {
+        let page = repo().join(format!("man/{tool}.1"));
+        assert!(pages.contains(&page), "{} is missing", rel(&page));
+    }
+    let out = match std::process::Command::new("mandoc")
+        .args(["-Tlint", "-W", "warning"])
+        .args(&pages)
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("mandoc not found, skipped");
+            return;
+        }
+        Err(e) => panic!("cannot run mandoc: {e}"),
+    };
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.trim().is_empty() && out.status.success(),
+        "mandoc -Tlint -W warning complains ({}):\n{text}",
+        out.status
+    );
+}
+
+#[test]
+fn flag_extraction() {
+    let help = "Usage: x [--root DIR] [-i NAME] <CMD>\n  -n, --limit N  e.g. claude-sonnet-4-5, aw-ctl\n  --doc [FILE]  (-F) a-b --x- [MESSAGE... | -]\n";
+    let got: Vec<String> = flags(help).into_iter().collect();
+    assert_eq!(got, ["--doc", "--limit", "--root", "--x", "-F", "-i", "-n"]);
+    assert!(in_man(".It Fl i , Fl -instance", "-i"));
+    assert!(in_man(".It Fl i , Fl -instance", "--instance"));
+    assert!(!in_man(".It Fl -instance-name", "--instance"));
+    assert!(in_man("use \\-\\-root", "--root"));
+    assert!(in_man("With\n.Fl F ,\npoll", "-F"));
+    assert!(in_bash("opts='--root -i'", "-i"));
+    assert!(!in_bash("[[ -n $x ]] && compgen -f", "-n"));
+    assert!(!in_bash("[[ -n $x ]] && compgen -f", "-f"));
+    assert!(in_zsh(
+        "'(-i --instance)'{-i,--instance}'[instance]:name:'",
+        "-i"
+    ));
+    assert!(in_zsh("'--root=[root]:dir:_files -/'", "--root"));
+    assert!(in_zsh(
+        "'(-n --limit)'{-n+,--limit=}'[at most N]:count:'",
+        "-n"
+    ));
+    assert!(in_zsh(
+        "'(-n --limit)'{-n+,--limit=}'[at most N]:count:'",
+        "--limit"
+    ));
+    assert!(!in_zsh(
+        "'(-n --limit)'{-x+,--lim=}'[at most N]:count:'",
+        "--limit"
+    ));
+    assert!(!in_zsh("_describe -t commands", "-t"));
+    assert!(in_fish("complete -c aw-peek -s n -l limit -r", "-n"));
+    assert!(in_fish("complete -c aw-peek -s n -l limit -r", "--limit"));
+    assert!(!in_fish("complete -c aw-peek -s n -l limit -r", "--lim"));
+}
