@@ -115,13 +115,16 @@ _aw_ctl() {
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
     --prompt-file) _aw_paths -f; return ;;
     --as) _aw_reply < <(_aw_agents "$root" "$inst"; echo user); return ;;
-    -m | --model | --prompt | --until) return ;;
+    --rule) _aw_reply < <(printf '%s\n' plurality majority unanimous); return ;;
+    --tie-breaker) _aw_reply < <(printf '%s\n' first random creator-decides); return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason) return ;;
     esac
     # The command words before the cursor (options may come anywhere).
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | \
+            --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason) ((i++)) ;;
         -*) ;;
         *) pos+=("$w") ;;
         esac
@@ -135,13 +138,21 @@ _aw_ctl() {
         doc/list) opts+=' --json' ;;
         doc/owner) opts+=' --clear' ;;
         doc/*) opts+=' --as' ;;
+        status/*) opts+=' --json' ;;
+        proposals/*) opts+=' --all --json' ;;
+        propose/*) opts+=' --option --rule --quorum --tie-breaker --binding --timeout --description --id --as --json' ;;
+        vote/*) opts+=' --reason --as --json' ;;
+        cancel/*) opts+=' --as --json' ;;
+        mcp-config/*) opts+=' --codex --codex-toml' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc) ;;
-    1/rm/ | 1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config) ;;
+    1/rm/ | 1/ack/ | 1/status/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
+    1/propose/) _aw_reply < <(printf '%s\n' election decision approval assignment) ;;
+    1/mcp-config/) _aw_reply < <(_aw_agents "$root" "$inst" | sed "s/\$/@$inst/") ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     2/doc/read | 2/doc/write | 2/doc/append | 2/doc/rm) _aw_reply < <(_aw_documents "$root" "$inst") ;;
     2/doc/owner) _aw_reply < <(_aw_agents "$root" "$inst") ;;

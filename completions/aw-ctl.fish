@@ -99,7 +99,8 @@ function __aw_ctl_words
             continue
         end
         switch $t
-            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as
+            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as \
+                    --option --rule --quorum --tie-breaker --timeout --description --id --reason
                 set skip 1
             case '-*'
             case '*'
@@ -159,3 +160,27 @@ complete -c aw-ctl -n '__aw_ctl_at doc owner' -a '(__aw_agents)'
 complete -c aw-ctl -n '__aw_ctl_in doc; and not __aw_ctl_in doc list; and not __aw_ctl_in doc owner' -l as -x -a '(__aw_agents; echo user)' -d 'Act as AGENT'
 complete -c aw-ctl -n '__aw_ctl_in doc list' -l json -d 'JSON Lines output'
 complete -c aw-ctl -n '__aw_ctl_in doc owner' -l clear -d 'Remove the document owner'
+
+complete -c aw-ctl -n '__aw_ctl_at' -a status -d 'Agents state, task and unread counts'
+complete -c aw-ctl -n '__aw_ctl_at' -a proposals -d 'List proposals'
+complete -c aw-ctl -n '__aw_ctl_at' -a propose -d 'Create a proposal'
+complete -c aw-ctl -n '__aw_ctl_at' -a vote -d 'Vote on a proposal'
+complete -c aw-ctl -n '__aw_ctl_at' -a cancel -d 'Cancel a proposal you created'
+complete -c aw-ctl -n '__aw_ctl_at' -a mcp-config -d 'Print the MCP configuration for Claude Code or Codex'
+complete -c aw-ctl -n '__aw_ctl_at status' -a '(__aw_agents)'
+complete -c aw-ctl -n '__aw_ctl_in status; or __aw_ctl_in proposals; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel' -l json -d 'JSON output'
+complete -c aw-ctl -n '__aw_ctl_in proposals' -l all -d 'List closed proposals too'
+complete -c aw-ctl -n '__aw_ctl_at propose' -a 'election decision approval assignment'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l option -x -d 'An option: ID or ID=LABEL'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l rule -x -a 'plurality majority unanimous' -d 'Resolution rule'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l quorum -x -d 'Votes needed'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l tie-breaker -x -a 'first random creator-decides' -d 'Tie-breaker'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l binding -d 'Enforce the result'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l timeout -x -d 'Resolve or expire after SECS seconds'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l description -x -d 'Longer text'
+complete -c aw-ctl -n '__aw_ctl_in propose' -l id -x -d 'Proposal id'
+complete -c aw-ctl -n '__aw_ctl_in vote' -l reason -x -d 'Why'
+complete -c aw-ctl -n '__aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel' -l as -x -a '(__aw_agents; echo user)' -d 'Act as AGENT'
+complete -c aw-ctl -n '__aw_ctl_at mcp-config' -a '(for a in (__aw_agents); echo $a@(__aw_instance); end)'
+complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex -d 'Print Codex command-line overrides'
+complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex-toml -d 'Print a Codex config.toml fragment'

@@ -47,4 +47,4 @@ aw-ctl ls
 
 # JSON for machines: every entry that mentions coder, through jq-free shell tools.
 echo "--- entries mentioning coder, as JSON"
-aw-peek -i review --json --limit 0 | grep '"mentions":\["coder"' || true
+aw-peek -i review --json --limit 0 | grep '"mentions":\[[^]]*"coder"' || true

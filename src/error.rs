@@ -37,6 +37,9 @@ pub enum Error {
     /// A lock could not be taken in time.
     #[error("{0}")]
     Busy(String),
+    /// Something to be created exists already.
+    #[error("{0}")]
+    Exists(String),
     /// A file or directory could not be created.
     #[error("{}: {source}", path.display())]
     Create { path: PathBuf, source: io::Error },
@@ -66,6 +69,12 @@ impl Error {
             Error::NotFound(_) => exit::NOINPUT,
             Error::Denied(_) => exit::NOPERM,
             Error::Busy(_) => exit::TEMPFAIL,
+            Error::Create { source, .. } | Error::Io { source, .. }
+                if source.kind() == io::ErrorKind::PermissionDenied =>
+            {
+                exit::NOPERM
+            }
+            Error::Exists(_) => exit::CANTCREAT,
             Error::Create { .. } => exit::CANTCREAT,
             Error::Io { .. } => exit::IOERR,
             Error::Corrupt { .. } => exit::DATAERR,

@@ -43,9 +43,20 @@ pub fn is_for(e: &Entry, agent: &str) -> bool {
 
 /// Unread messages for `agent`. Reading never acknowledges.
 pub fn unread(inst: &Instance, agent: &str) -> Result<(Vec<InboxMessage>, Vec<Damage>)> {
+    let (msgs, damage, _) = unread_with_last(inst, agent)?;
+    Ok((msgs, damage))
+}
+
+/// [`unread`], plus the id of the newest entry read (the cursor when nothing is newer): a
+/// follower continues from there without missing what was appended meanwhile.
+pub fn unread_with_last(
+    inst: &Instance,
+    agent: &str,
+) -> Result<(Vec<InboxMessage>, Vec<Damage>, u64)> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
     let batch = Channel::new(inst).read_since(after)?;
+    let last = batch.entries.last().map_or(after, |e| e.id);
     let msgs = batch
         .entries
         .into_iter()
@@ -56,7 +67,7 @@ pub fn unread(inst: &Instance, agent: &str) -> Result<(Vec<InboxMessage>, Vec<Da
             unread: true,
         })
         .collect();
-    Ok((msgs, batch.damage))
+    Ok((msgs, batch.damage, last))
 }
 
 /// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never

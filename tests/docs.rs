@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 
 /// The tools whose documentation is checked.
-const TOOLS: &[&str] = &["aw-send", "aw-peek", "aw-ctl"];
+const TOOLS: &[&str] = &["aw-send", "aw-peek", "aw-ctl", "aw-mcp"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

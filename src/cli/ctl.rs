@@ -37,8 +37,8 @@ Commands:
                          vote (votes are final)
   cancel PROPOSAL        cancel a proposal you created
   mcp-config NAME@INSTANCE [--codex | --codex-toml]
-                         print the MCP configuration for Claude Code (JSON for
-                         --mcp-config) or Codex (-c arguments, or config.toml)
+                         print the MCP configuration for Claude Code (JSON) or
+                         Codex (command-line overrides, or config.toml)
   (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
 
 Options:
@@ -64,7 +64,7 @@ Options:
                        (propose) longer text for the announcement
       --id ID          (propose) proposal id (default prop-N)
       --reason R       (vote) why
-      --codex          (mcp-config) print Codex -c arguments
+      --codex          (mcp-config) print Codex command-line overrides
       --codex-toml     (mcp-config) print a Codex config.toml fragment
       --json           JSON Lines output
   -h, --help           print this help
@@ -247,13 +247,10 @@ fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     };
     let added = registry::register(&inst, agent, a.replace)?;
     if !added && !a.replace {
-        return Err(Error::create(
-            inst.state_file("agents.json"),
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                format!("agent '{name}' is already registered (hint: use --replace)"),
-            ),
-        ));
+        return Err(Error::Exists(format!(
+            "agent '{name}' is already registered in instance '{}' (hint: use --replace)",
+            inst.name()
+        )));
     }
     out.line(&format!("{name}@{}", inst.name()))?;
     Ok(0)
@@ -351,6 +348,17 @@ pub(crate) fn who(a: &Args) -> Result<String> {
     Ok(w)
 }
 
+/// Document content from stdin; a terminal is refused rather than waited on.
+fn doc_stdin() -> Result<String> {
+    if cli::stdin_is_tty() {
+        return Err(Error::Usage(
+            "document content is read from stdin (hint: pipe it in, or redirect a file with <)"
+                .into(),
+        ));
+    }
+    cli::read_stdin("document")
+}
+
 fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
     let inst = a.common.instance()?;
     let file = |f: Option<&&str>| f.map_or(DEFAULT_DOCUMENT.to_string(), |s| s.to_string());
@@ -363,20 +371,20 @@ fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
             let who = who(a)?;
             let f = file(rest.get(1));
             document::resolve(&inst, &f)?;
-            let content = cli::read_stdin("document")?;
+            let content = doc_stdin()?;
             document::write(&inst, &f, &content, &who)?;
         }
         ["append"] | ["append", _] => {
             let who = who(a)?;
             let f = file(rest.get(1));
             document::resolve(&inst, &f)?;
-            let content = cli::read_stdin("document")?;
+            let content = doc_stdin()?;
             document::append(&inst, &f, &content, &who)?;
         }
         ["create", f] => {
             let who = who(a)?;
             document::resolve(&inst, f)?;
-            let content = cli::read_stdin("document")?;
+            let content = doc_stdin()?;
             document::create(&inst, f, &content, &who)?;
         }
         ["list"] => {

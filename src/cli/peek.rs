@@ -22,10 +22,12 @@ TARGET is @instance (that instance's channel) or agent[@instance] (that agent's 
 Options:
       --root DIR       root directory (default: $AW_ROOT or ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
-      --inbox AGENT    show AGENT's unread mentions (does not acknowledge them)
+      --inbox AGENT    show AGENT's (or AGENT@INSTANCE's) unread mentions; does not
+                       acknowledge them
       --since ID       only entries with an id greater than ID
   -n, --limit N        at most N entries: the last N, or the first N after --since
-                       (default 20 without --since, no limit with it; 0 = no limit)
+                       (channel default 20, no limit with --since or for an inbox;
+                       0 = no limit)
       --json           one JSON record per line
   -F, --follow         keep printing new entries as they arrive, until interrupted
       --poll SECS      with --follow: poll every SECS seconds instead of using inotify
@@ -34,7 +36,8 @@ Options:
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 ok, 64 usage, 65 bad name, 66 no such instance or document, 74 I/O error.
+Exit status: 0 ok, 64 usage, 65 bad name or damaged state file, 66 no such instance,
+agent or document, 69 lost the watch, 74 I/O error, 77 permission denied.
 ";
 
 #[derive(Debug, Default)]
@@ -61,7 +64,13 @@ pub fn run(out: &mut Out) -> Result<u8> {
             continue;
         }
         match arg {
-            Long("inbox") => a.inbox = Some(cli::string(&mut p, "--inbox")?),
+            Long("inbox") => {
+                if a.target.is_some() || a.inbox.is_some() {
+                    return Err(Error::Usage("give TARGET or --inbox, not both".into()));
+                }
+                a.target = Some(cli::string(&mut p, "--inbox")?);
+                a.inbox = Some(String::new()); // marks the target as an agent
+            }
             Long("since") => a.since = Some(cli::number(&mut p, "--since")?),
             Short('n') | Long("limit") => a.limit = Some(cli::number(&mut p, "--limit")?),
             Long("json") => a.json = true,
@@ -115,13 +124,17 @@ pub fn run(out: &mut Out) -> Result<u8> {
 
 fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
     let mut inst = a.common.instance()?;
+    let forced_agent = a.inbox.take().is_some();
     if let Some(t) = a.target.take() {
         match Target::parse(&t)? {
+            Target::Instance(_) if forced_agent => {
+                return Err(Error::invalid(format!(
+                    "--inbox takes an agent (NAME or NAME@INSTANCE), not '{}'",
+                    crate::names::sanitize(&t)
+                )));
+            }
             Target::Instance(i) => inst = a.common.root().instance(&i)?,
             Target::Agent { name, instance } => {
-                if a.inbox.is_some() {
-                    return Err(Error::Usage("give TARGET or --inbox, not both".into()));
-                }
                 if let Some(i) = instance {
                     inst = a.common.root().instance(&i)?;
                 }
@@ -204,9 +217,8 @@ fn show_channel(out: &mut Out, inst: &Instance, a: &Args, poll: Option<Duration>
     if !a.follow {
         return Ok(0);
     }
-    if batch.entries.is_empty() && a.since.is_none() {
-        last = ch.last_id()?;
-    }
+    // An empty first read means nothing was there (or nothing after --since): follow from
+    // `last` as it is, so that an entry appended meanwhile is not skipped.
     out.flush()?;
     follow(inst, poll, last, |entries| {
         for e in entries {
@@ -232,7 +244,15 @@ fn show_inbox(
     a: &Args,
     poll: Option<Duration>,
 ) -> Result<u8> {
-    let (mut msgs, damage) = inbox::unread(inst, agent)?;
+    inst.require()?;
+    if !crate::registry::Registry::load(inst)?.contains(agent) {
+        return Err(Error::not_found(format!(
+            "no agent '{agent}' in instance '{}'",
+            inst.name()
+        )));
+    }
+    // One read gives both the inbox and the id to follow from, so nothing slips between.
+    let (mut msgs, damage, last) = inbox::unread_with_last(inst, agent)?;
     print_damage(&damage);
     if let Some(since) = a.since {
         msgs.retain(|m| m.entry.id > since);
@@ -246,7 +266,6 @@ fn show_inbox(
     if !a.follow {
         return Ok(0);
     }
-    let last = Channel::new(inst).last_id()?;
     out.flush()?;
     follow(inst, poll, last, |entries| {
         for e in entries.iter().filter(|e| inbox::is_for(e, agent)) {

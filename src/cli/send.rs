@@ -25,8 +25,8 @@ Options:
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 sent, 64 usage, 65 bad message or name, 66 no such instance,
-73 cannot create, 74 I/O error, 75 lock timeout.
+Exit status: 0 sent, 64 usage, 65 bad message or name, 73 cannot create,
+74 I/O error, 75 lock timeout, 77 permission denied.
 ";
 
 #[derive(Debug, Default)]
