@@ -93,10 +93,16 @@ fn serve(server: Server) -> Result<u8> {
     let code = rt.block_on(async move {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
             .map_err(|e| Error::Unavailable(format!("cannot handle SIGTERM: {e}")))?;
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| Error::Unavailable(format!("MCP initialisation failed: {e}")))?;
+        let running = match server.serve(rmcp::transport::stdio()).await {
+            Ok(r) => r,
+            // End of input before the handshake: nothing was asked, nothing to report.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
+            Err(e) => {
+                return Err(Error::Unavailable(format!(
+                    "MCP initialisation failed: {e}"
+                )));
+            }
+        };
         tokio::select! {
             r = running.waiting() => {
                 if let Err(e) = r {
