@@ -113,10 +113,11 @@ fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
         ));
     }
     text.push('.');
+    let mut structured = serde_json::to_value(&posted.entry).expect("entry");
     if !posted.unknown.is_empty() {
         let reg = Registry::load(&s.inst)?;
-        text.push_str(&format!(
-            " Warning: {} not an agent here (agents: {}); nobody was notified for it.",
+        let warning = format!(
+            "{} not an agent here (agents: {}); nobody was notified for it.",
             posted
                 .unknown
                 .iter()
@@ -124,12 +125,13 @@ fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
                 .collect::<Vec<_>>()
                 .join(", "),
             reg.names().join(", ")
-        ));
+        );
+        text.push_str(&format!(" Warning: {warning}"));
+        // Claude Code and Codex show the model the structured content instead of the text:
+        // the warning must be there too.
+        structured["warning"] = json!(warning);
     }
-    Ok(Reply::with(
-        text,
-        serde_json::to_value(&posted.entry).expect("entry"),
-    ))
+    Ok(Reply::with(text, structured))
 }
 
 fn channel_read(s: &Server, a: &Args) -> Result<Reply> {
@@ -551,4 +553,36 @@ fn resource_create(s: &Server, a: &Args) -> Result<Reply> {
 fn resource_read(s: &Server, a: &Args) -> Result<Reply> {
     let (content, _kind) = resource::read(&s.inst, req_str(a, "id")?)?;
     Ok(Reply::text(content))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::Root;
+
+    #[test]
+    fn channel_send_warning_is_in_the_structured_content() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = Root::new(d.path()).instance("t").unwrap();
+        let s = Server {
+            inst,
+            agent: "alice".into(),
+        };
+        let mut a = Args::new();
+        a.insert("message".into(), json!("@nobody hello"));
+        let r = call(&s, "channel_send", &a).unwrap();
+        assert!(
+            r.text.contains("Warning: @nobody not an agent here"),
+            "{}",
+            r.text
+        );
+        let st = r.structured.unwrap();
+        assert_eq!(st["from"], "alice");
+        let w = st["warning"].as_str().unwrap();
+        assert!(w.starts_with("@nobody not an agent here"), "{w}");
+
+        a.insert("message".into(), json!("no mention"));
+        let st = call(&s, "channel_send", &a).unwrap().structured.unwrap();
+        assert!(st.get("warning").is_none(), "{st}");
+    }
 }
