@@ -17,7 +17,7 @@ MAN1 = $(wildcard man/*.1)
 MAN5 = $(wildcard man/*.5)
 MAN7 = $(wildcard man/*.7)
 
-.PHONY: all build test bench check man completions demo install uninstall clean
+.PHONY: all build test bench check man completions demo interop install uninstall clean
 
 all: build
 
@@ -50,6 +50,13 @@ completions:
 # The quick start: two agents and a human talk through a channel.
 demo: build
 	PATH="$(CURDIR)/$(OUT):$$PATH" sh examples/quickstart.sh
+
+# The README's Claude Code and Codex recipes, run with the real CLIs (installed with npm into
+# a scratch prefix) against a mock model: needs npm, node, python3 and git, no API key.
+# Not part of `make test`: it downloads the CLIs.
+interop: build
+	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/claude-code.sh
+	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/codex.sh
 
 install: build
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Checks for the interop scripts. Each prints what it found and exits 1 when the check fails.
+
+  check.py tools AW_MCP
+      Print the names of the tools aw-mcp lists, one per line (asks a throw-away server).
+
+  check.py offered LOG PREFIX TOOLS_FILE
+      The first model request that offers any tool must offer every tool of TOOLS_FILE
+      as PREFIX + name (Codex's namespaces count as "<namespace>__<name>").
+
+  check.py results LOG PREFIX [TEXT]
+      Some aw tool result was sent back to the model (one containing TEXT, if given), and
+      none of them is a permission or approval refusal.
+
+  check.py channel FROM MESSAGE COUNT
+      Standard input is `aw-peek --json -n 0`: at least COUNT entries are from FROM with
+      exactly MESSAGE as their text.
+
+Standard library only.
+"""
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+
+REFUSAL = re.compile(r"permission|approval|not granted|denied|rejected", re.I)
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def requests(log):
+    with open(log, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def list_tools(aw_mcp):
+    """Ask aw-mcp for its tool list over stdio, in a scratch root."""
+    with tempfile.TemporaryDirectory() as root:
+        msgs = [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "aw-interop-check", "version": "1"},
+            }},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        ]
+        p = subprocess.Popen(
+            [aw_mcp, "--agent", "probe@probe", "--root", root],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for m in msgs:
+            p.stdin.write(json.dumps(m) + "\n")
+            p.stdin.flush()
+        names = None
+        for line in p.stdout:
+            reply = json.loads(line)
+            if reply.get("id") == 2:
+                names = [t["name"] for t in reply["result"]["tools"]]
+                break
+        p.stdin.close()
+        p.wait(timeout=10)
+    if not names:
+        fail("aw-mcp listed no tools")
+    return names
+
+
+def offered_names(tools):
+    out = []
+    for t in tools or []:
+        if not isinstance(t, dict):
+            continue
+        if t.get("type") == "namespace":
+            out.extend("%s__%s" % (t.get("name"), n) for n in offered_names(t.get("tools")))
+            continue
+        if isinstance(t.get("name"), str):
+            out.append(t["name"])
+    return out
+
+
+def offered(log, prefix, tools_file):
+    with open(tools_file, encoding="utf-8") as f:
+        want = {prefix + n.strip() for n in f if n.strip()}
+    for r in requests(log):
+        body = r.get("body")
+        if not isinstance(body, dict) or not body.get("tools"):
+            continue
+        names = offered_names(body["tools"])
+        got = {n for n in names if n.startswith(prefix)}
+        missing = sorted(want - got)
+        if missing:
+            fail("the first model request (%s) offers %d of the %d aw tools; missing: %s"
+                 % (r.get("path"), len(got & want), len(want), ", ".join(missing)))
+        print("first model request offers all %d aw tools (%d tools in all)" % (len(want), len(names)))
+        return
+    fail("no model request offered any tool")
+
+
+def tool_results(body, prefix):
+    """(tool name, output text, is_error) for each aw tool result in a request."""
+    calls = {}
+    out = []
+    # Anthropic Messages API.
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        if not isinstance(content, list):
+            continue
+        for b in content:
+            if not isinstance(b, dict):
+                continue
+            if b.get("type") == "tool_use":
+                calls[b.get("id")] = b.get("name", "")
+            elif b.get("type") == "tool_result":
+                c = b.get("content")
+                text = c if isinstance(c, str) else json.dumps(c)
+                out.append((calls.get(b.get("tool_use_id"), ""), text, bool(b.get("is_error"))))
+    # OpenAI Responses API.
+    items = body.get("input")
+    for i in items if isinstance(items, list) else []:
+        if not isinstance(i, dict):
+            continue
+        if i.get("type") == "function_call":
+            name = i.get("name", "")
+            if i.get("namespace"):
+                name = "%s__%s" % (i["namespace"], name)
+            calls[i.get("call_id")] = name
+        elif str(i.get("type", "")).endswith("call_output"):
+            o = i.get("output")
+            text = o if isinstance(o, str) else json.dumps(o)
+            out.append((calls.get(i.get("call_id"), ""), text, False))
+    return [r for r in out if r[0].startswith(prefix)]
+
+
+def results(log, prefix, text):
+    seen = False
+    for r in requests(log):
+        body = r.get("body")
+        if not isinstance(body, dict):
+            continue
+        for name, out, is_error in tool_results(body, prefix):
+            if is_error or REFUSAL.search(out):
+                fail("%s was refused or failed: %s" % (name, out[:300]))
+            if text is None or text in out:
+                seen = True
+    if not seen:
+        fail("no aw tool result sent back to the model%s"
+             % ("" if text is None else " contains %r" % text))
+    print("the model got the aw tool results%s, and no refusal"
+          % ("" if text is None else ", %r among them" % text))
+
+
+def channel(sender, message, count):
+    entries = [json.loads(line) for line in sys.stdin if line.strip()]
+    n = sum(1 for e in entries if e.get("from") == sender and e.get("message") == message)
+    if n < count:
+        fail("%d channel entries from %r saying %r, expected %d; the channel has:\n%s"
+             % (n, sender, message, count, "\n".join(json.dumps(e) for e in entries)))
+    print("%d channel entries from %r saying %r" % (n, sender, message))
+
+
+def main():
+    a = sys.argv[1:]
+    if a[:1] == ["tools"] and len(a) == 2:
+        print("\n".join(list_tools(a[1])))
+    elif a[:1] == ["offered"] and len(a) == 4:
+        offered(a[1], a[2], a[3])
+    elif a[:1] == ["results"] and len(a) in (3, 4):
+        results(a[1], a[2], a[3] if len(a) == 4 else None)
+    elif a[:1] == ["channel"] and len(a) == 4:
+        channel(a[1], a[2], int(a[3]))
+    else:
+        print(__doc__.strip(), file=sys.stderr)
+        sys.exit(64)
+
+
+if __name__ == "__main__":
+    main()
