@@ -5,6 +5,8 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use common::{Root, header_lines};
 
@@ -47,6 +49,57 @@ fn sixteen_writers_five_hundred_sends_each() {
             })
         })
         .collect();
+    // A reader runs meanwhile, without a lock: every read succeeds and returns a prefix of
+    // the log, ids 1..=k, each a whole message of some writer.
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let path = root.path().to_path_buf();
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            let mut newest = 0;
+            while !done.load(Ordering::Relaxed) {
+                let out = common::tool("aw-peek")
+                    .arg("--root")
+                    .arg(&path)
+                    .args(["-i", inst, "--json", "-n", "0"])
+                    .output()
+                    .expect("spawn aw-peek");
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                match out.status.code() {
+                    Some(0) => {}
+                    // Before the first send, the instance may not exist yet.
+                    Some(66) if newest == 0 => continue,
+                    c => panic!("aw-peek during the writes: {c:?}: {stderr}"),
+                }
+                // A read that races with an append may see its first part only, and report
+                // it as a torn final entry (aw-workflow(5), CAVEATS).
+                for l in stderr.lines() {
+                    assert!(l.starts_with("aw-peek: warning: "), "aw-peek: {l}");
+                }
+                let entries = common::parse_entries(&out.stdout);
+                for (k, e) in entries.iter().enumerate() {
+                    assert_eq!(e.id, k as u64 + 1, "a read during the writes: ids");
+                    let (w, n) = e
+                        .message
+                        .strip_prefix('w')
+                        .and_then(|s| s.split_once(" n"))
+                        .unwrap_or_else(|| panic!("a read returned {:?}", e.message));
+                    assert!(
+                        w.parse::<usize>().is_ok_and(|w| w < WRITERS)
+                            && n.parse::<usize>().is_ok_and(|n| n < PER_WRITER),
+                        "a read returned {:?}",
+                        e.message
+                    );
+                }
+                assert!(entries.len() >= newest, "a later read returned less");
+                newest = entries.len();
+                reads += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            reads
+        })
+    };
     // id -> text, as printed by the writers.
     let mut printed: BTreeMap<u64, String> = BTreeMap::new();
     for (w, h) in writers.into_iter().enumerate() {
@@ -62,6 +115,9 @@ fn sixteen_writers_five_hundred_sends_each() {
             }
         }
     }
+    done.store(true, Ordering::Relaxed);
+    let reads = reader.join().expect("reader thread");
+    eprintln!("{reads} reads during the writes");
     let total = WRITERS * PER_WRITER;
     assert_eq!(printed.len(), total);
 
