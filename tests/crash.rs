@@ -320,3 +320,86 @@ fn log_cut_inside_last_entry_reads_and_takes_a_clean_append() {
         assert_eq!(header_lines(&now), 4 + torn_header, "{what}: '### ' lines");
     }
 }
+
+/// Send `text` to `inst`, expecting the next dense id.
+fn send_next(root: &Root, inst: &str, want: &mut Vec<String>, text: &str) {
+    want.push(text.to_string());
+    assert_eq!(
+        root.send(inst, &[], text),
+        want.len() as u64,
+        "id of {text:?}"
+    );
+}
+
+/// Every read of `inst` returns `want`, with ids 1, 2, ...
+fn check_reads(root: &Root, inst: &str, want: &[String], what: &str) {
+    let entries = root.entries(inst);
+    let got: Vec<&str> = entries.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(got, want, "{what}");
+    assert!(
+        entries
+            .iter()
+            .enumerate()
+            .all(|(k, e)| e.id == k as u64 + 1)
+    );
+    for since in [0, want.len() / 2, want.len() - 1] {
+        let out = root.ok(
+            "aw-peek",
+            &["-i", inst, "--json", "--since", &since.to_string()],
+            None,
+        );
+        assert_eq!(
+            common::parse_entries(out.as_bytes()),
+            entries[since..],
+            "{what}: --since {since}"
+        );
+    }
+    let out = root.ok("aw-peek", &["-i", inst, "--json", "-n", "2"], None);
+    assert_eq!(
+        common::parse_entries(out.as_bytes()),
+        entries[entries.len() - 2..],
+        "{what}: -n 2"
+    );
+}
+
+/// The index is derived data (aw-workflow(5)): cut to a partial record, deleted, or left
+/// ahead of a log restored from a copy, it is ignored by readers and rebuilt by the next
+/// append.
+#[test]
+fn lost_or_stale_index_is_rebuilt() {
+    let root = Root::new();
+    let i = "idx";
+    let idx = root.inst_dir(i).join("_state/channel.idx");
+    let records = || std::fs::metadata(&idx).unwrap().len();
+    let mut want = Vec::new();
+    for n in 0..5 {
+        send_next(&root, i, &mut want, &format!("message {n}"));
+    }
+    assert_eq!(records(), 5 * 24);
+
+    // A partial final record (a writer killed while writing it).
+    let full = std::fs::read(&idx).unwrap();
+    std::fs::write(&idx, &full[..3 * 24 + 7]).unwrap();
+    check_reads(&root, i, &want, "index cut to a partial record");
+    send_next(&root, i, &mut want, "after the partial record");
+    assert_eq!(records(), 6 * 24);
+    check_reads(&root, i, &want, "after the partial record");
+
+    // No index at all.
+    std::fs::remove_file(&idx).unwrap();
+    check_reads(&root, i, &want, "no index");
+    send_next(&root, i, &mut want, "after the index was deleted");
+    assert_eq!(records(), 7 * 24);
+    check_reads(&root, i, &want, "index rebuilt");
+
+    // The log restored from an older copy, the index left ahead of it.
+    let log = root.channel(i);
+    let old = std::fs::read(&log).unwrap();
+    root.send(i, &[], "lost in the restore");
+    root.send(i, &[], "lost too");
+    std::fs::write(&log, &old).unwrap();
+    check_reads(&root, i, &want, "log restored, index ahead of it");
+    send_next(&root, i, &mut want, "after the restore");
+    assert_eq!(records(), 8 * 24);
+    check_reads(&root, i, &want, "after the restore");
+}
