@@ -372,7 +372,8 @@ impl Channel {
     }
 
     /// Under the lock: make the index cover the whole log. Returns the last record, damage
-    /// found in the unindexed tail, and whether the log ends in a torn entry.
+    /// found in the unindexed tail, and whether the log ends in a torn entry that does not end
+    /// with a newline (the next header must start a line of its own).
     fn catch_up(
         &self,
         log: &File,
@@ -415,8 +416,12 @@ impl Channel {
             records.extend_from_slice(&r.encode());
             last = Some(r);
         }
+        // Only a newline goes between a torn entry and the next one, and only when the torn
+        // entry lacks one: an entry cut just before its final newline would become whole again
+        // with it, and valid entries would share an id.
         if let Some(d) = damage.last()
             && d.at_end
+            && buf.last() != Some(&b'\n')
         {
             torn = true;
         }

@@ -42,6 +42,10 @@ pub fn resolve(inst: &Instance, file: &str) -> Result<PathBuf> {
     if file.starts_with('/') {
         return bad("absolute paths are not allowed");
     }
+    // `Path::components` drops a `.` inside a path, so look at the text for those.
+    if file.split('/').any(|c| c == ".") {
+        return bad("'.' components are not allowed");
+    }
     for comp in Path::new(file).components() {
         match comp {
             Component::Normal(c) => {

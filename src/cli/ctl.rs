@@ -281,6 +281,9 @@ fn rm(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 fn ls(out: &mut Out, a: &Args) -> Result<u8> {
     let root = a.common.root();
     let only = a.common.instance.clone();
+    if let Some(o) = &only {
+        names::check_instance(o)?;
+    }
     for name in root.instances()? {
         if only.as_ref().is_some_and(|o| *o != name) {
             continue;
