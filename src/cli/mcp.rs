@@ -86,26 +86,41 @@ pub fn run(out: &mut Out) -> Result<u8> {
 
 fn serve(server: Server) -> Result<u8> {
     use rmcp::ServiceExt;
+    use rmcp::service::ServerInitializeError;
+    use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Unavailable(format!("cannot start the runtime: {e}")))?;
     let code = rt.block_on(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        // Install the handlers before anything else, so a signal ends the server at every
+        // stage, the MCP initialisation included.
+        let mut term = signal(SignalKind::terminate())
             .map_err(|e| Error::Unavailable(format!("cannot handle SIGTERM: {e}")))?;
-        let running = server
-            .serve(rmcp::transport::stdio())
-            .await
-            .map_err(|e| Error::Unavailable(format!("MCP initialisation failed: {e}")))?;
-        tokio::select! {
-            r = running.waiting() => {
-                if let Err(e) = r {
-                    eprintln!("aw-mcp: server task failed: {e}");
-                    return Ok::<u8, Error>(crate::error::exit::SOFTWARE);
+        let mut int = signal(SignalKind::interrupt())
+            .map_err(|e| Error::Unavailable(format!("cannot handle SIGINT: {e}")))?;
+        let session = async move {
+            let running = match server.serve(rmcp::transport::stdio()).await {
+                Ok(r) => r,
+                // End of input before (or during) the initialisation: nothing to serve.
+                Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
+                Err(e) => {
+                    return Err(Error::Unavailable(format!(
+                        "MCP initialisation failed: {e}"
+                    )));
                 }
-                Ok(0)
+            };
+            match running.waiting().await {
+                Ok(_) => Ok(0),
+                Err(e) => {
+                    eprintln!("aw-mcp: server task failed: {e}");
+                    Ok(crate::error::exit::SOFTWARE)
+                }
             }
-            _ = tokio::signal::ctrl_c() => Ok(crate::error::exit::INTERRUPTED),
+        };
+        tokio::select! {
+            r = session => r,
+            _ = int.recv() => Ok(crate::error::exit::INTERRUPTED),
             _ = term.recv() => Ok(0),
         }
     })?;
