@@ -100,7 +100,10 @@ fn serve(server: Server) -> Result<u8> {
         let mut int = signal(SignalKind::interrupt())
             .map_err(|e| Error::Unavailable(format!("cannot handle SIGINT: {e}")))?;
         let session = async move {
-            let running = match server.serve(rmcp::transport::stdio()).await {
+            let (stdin, stdout) = rmcp::transport::stdio();
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
+                .with_max_line_length(crate::mcp::MAX_REQUEST_LINE);
+            let running = match server.serve(transport).await {
                 Ok(r) => r,
                 // End of input before (or during) the initialisation: nothing to serve.
                 Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
