@@ -224,6 +224,13 @@ pub fn remove(inst: &Instance, file: &str, who: &str) -> Result<()> {
 pub fn list(inst: &Instance) -> Result<Vec<String>> {
     inst.require()?;
     let root = inst.documents_dir();
+    if let (Ok(base), Ok(real)) = (fs::canonicalize(inst.dir()), fs::canonicalize(&root))
+        && !real.starts_with(&base)
+    {
+        return Err(Error::denied(
+            "documents: a symlink leads outside the instance directory",
+        ));
+    }
     let mut out = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(dir) = stack.pop() {
