@@ -195,10 +195,10 @@ pub fn create(inst: &Instance, file: &str, content: &str, who: &str) -> Result<(
     check_write(inst, who)?;
     let _l = docs_lock(inst)?;
     if fs::symlink_metadata(&path).is_ok() {
-        return Err(Error::create(
-            &path,
-            std::io::Error::new(std::io::ErrorKind::AlreadyExists, "document already exists"),
-        ));
+        return Err(Error::Exists(format!(
+            "document '{}' already exists",
+            sanitize(file)
+        )));
     }
     make_parents(inst, &path)?;
     atomic_write(&path, content.as_bytes())
