@@ -796,12 +796,17 @@ async fn documents_write_append_read_list_create() {
         json!({"file": "findings/auth.md", "content": "token leak"}),
     )
     .await;
-    bob.fail_with(
-        "team_doc_create",
-        json!({"file": "findings/auth.md", "content": "again"}),
-        &["exists"],
-    )
-    .await;
+    let e = bob
+        .fail_with(
+            "team_doc_create",
+            json!({"file": "findings/auth.md", "content": "again"}),
+            &["document 'findings/auth.md' already exists"],
+        )
+        .await;
+    assert!(
+        !e.contains(team.root.to_str().unwrap()),
+        "no host path: {e}"
+    );
     alice
         .fail_with(
             "team_doc_create",
@@ -1523,7 +1528,10 @@ async fn proposal_types_defaults_and_bad_input() {
         (t(json!({"resolution": "majority"})), vec!["resolution"]),
         (t(json!({"timeoutSeconds": 0})), vec!["timeoutSeconds"]),
         (t(json!({"timeoutSeconds": -5})), vec!["timeoutSeconds"]),
-        (t(json!({"id": "api-style"})), vec!["api-style", "exists"]),
+        (
+            t(json!({"id": "api-style"})),
+            vec!["Error: proposal 'api-style' already exists"],
+        ),
         (t(json!({"id": "../x"})), vec!["proposal id"]),
         (t(json!({"binding": "maybe"})), vec!["binding"]),
     ] {
