@@ -207,6 +207,32 @@ pub struct Agent {
     pub client: RunningService<RoleClient, ()>,
 }
 
+/// Arguments as shown in a failure message: the first 300 bytes of their JSON, without
+/// serializing large content in full.
+fn shown(args: &Value) -> String {
+    struct Capped(Vec<u8>);
+    impl std::io::Write for Capped {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let take = buf.len().min(300 - self.0.len());
+            if take == 0 && !buf.is_empty() {
+                return Err(std::io::Error::other("enough"));
+            }
+            self.0.extend_from_slice(&buf[..take]);
+            Ok(take)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Capped(Vec::new());
+    let complete = serde_json::to_writer(&mut w, args).is_ok();
+    let mut s = String::from_utf8_lossy(&w.0).into_owned();
+    if !complete {
+        s.push_str("...");
+    }
+    s
+}
+
 fn text_of(r: &CallToolResult) -> String {
     r.content
         .iter()
@@ -236,12 +262,13 @@ impl Agent {
 
     /// Call a tool that must succeed; its text and structured content (null when none).
     pub async fn ok(&self, tool: &str, args: Value) -> Reply {
-        let r = self.call(tool, args.clone()).await;
+        let args_shown = shown(&args);
+        let r = self.call(tool, args).await;
         let text = text_of(&r);
         assert_ne!(
             r.is_error,
             Some(true),
-            "{}: {tool} {args} failed: {text}",
+            "{}: {tool} {args_shown} failed: {text}",
             self.name
         );
         Reply {
@@ -252,12 +279,13 @@ impl Agent {
 
     /// Call a tool that must fail with a tool error; its one-line reason.
     pub async fn fail(&self, tool: &str, args: Value) -> String {
-        let r = self.call(tool, args.clone()).await;
+        let args_shown = shown(&args);
+        let r = self.call(tool, args).await;
         let text = text_of(&r);
         assert_eq!(
             r.is_error,
             Some(true),
-            "{}: {tool} {args} should have failed, got: {text}",
+            "{}: {tool} {args_shown} should have failed, got: {text}",
             self.name
         );
         assert_eq!(r.content.len(), 1, "one content block: {r:?}");
