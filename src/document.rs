@@ -199,10 +199,10 @@ pub fn create(inst: &Instance, file: &str, content: &str, who: &str) -> Result<(
     check_write(inst, who)?;
     let _l = docs_lock(inst)?;
     if fs::symlink_metadata(&path).is_ok() {
-        return Err(Error::create(
-            &path,
-            std::io::Error::new(std::io::ErrorKind::AlreadyExists, "document already exists"),
-        ));
+        return Err(Error::Exists(format!(
+            "document '{}' already exists",
+            sanitize(file)
+        )));
     }
     make_parents(inst, &path)?;
     atomic_write(&path, content.as_bytes())
@@ -228,6 +228,13 @@ pub fn remove(inst: &Instance, file: &str, who: &str) -> Result<()> {
 pub fn list(inst: &Instance) -> Result<Vec<String>> {
     inst.require()?;
     let root = inst.documents_dir();
+    if let (Ok(base), Ok(real)) = (fs::canonicalize(inst.dir()), fs::canonicalize(&root))
+        && !real.starts_with(&base)
+    {
+        return Err(Error::denied(
+            "documents: a symlink leads outside the instance directory",
+        ));
+    }
     let mut out = Vec::new();
     let mut stack = vec![root.clone()];
     while let Some(dir) = stack.pop() {

@@ -323,13 +323,7 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         let id = match &new.id {
             Some(id) => {
                 if all.get(id).is_some() {
-                    return Err(Error::create(
-                        inst.state_file(FILE),
-                        std::io::Error::new(
-                            std::io::ErrorKind::AlreadyExists,
-                            format!("proposal '{id}' already exists"),
-                        ),
-                    ));
+                    return Err(Error::Exists(format!("proposal '{id}' already exists")));
                 }
                 id.clone()
             }

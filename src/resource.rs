@@ -2,6 +2,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
+use std::path::PathBuf;
 
 use crate::error::{Error, IoContext, Result};
 use crate::instance::Instance;
@@ -60,6 +61,19 @@ fn new_id() -> String {
     format!("res-{x:016x}")
 }
 
+/// The resources folder; refused when a symlink leads it outside the instance directory.
+fn folder(inst: &Instance) -> Result<PathBuf> {
+    let dir = inst.resources_dir();
+    if let (Ok(base), Ok(real)) = (fs::canonicalize(inst.dir()), fs::canonicalize(&dir))
+        && !real.starts_with(&base)
+    {
+        return Err(Error::denied(
+            "resources: a symlink leads outside the instance directory",
+        ));
+    }
+    Ok(dir)
+}
+
 /// Store `content` as a resource of `kind` (default `markdown`); returns its id.
 pub fn create(inst: &Instance, content: &str, kind: Option<&str>) -> Result<String> {
     let ext = ext_of(kind.unwrap_or("markdown"))?;
@@ -81,6 +95,7 @@ pub fn create(inst: &Instance, content: &str, kind: Option<&str>) -> Result<Stri
     inst.create()?;
     let dir = inst.resources_dir();
     fs::create_dir_all(&dir).map_err(|e| Error::create(&dir, e))?;
+    let dir = folder(inst)?;
     loop {
         let id = new_id();
         let path = dir.join(format!("{id}.{ext}"));
@@ -105,8 +120,9 @@ pub fn read(inst: &Instance, id: &str) -> Result<(String, &'static str)> {
         )));
     }
     inst.require()?;
+    let dir = folder(inst)?;
     for (kind, ext) in TYPES {
-        let path = inst.resources_dir().join(format!("{id}.{ext}"));
+        let path = dir.join(format!("{id}.{ext}"));
         let meta = match fs::symlink_metadata(&path) {
             Ok(m) => m,
             Err(_) => continue,

@@ -86,32 +86,44 @@ pub fn run(out: &mut Out) -> Result<u8> {
 
 fn serve(server: Server) -> Result<u8> {
     use rmcp::ServiceExt;
+    use rmcp::service::ServerInitializeError;
+    use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| Error::Unavailable(format!("cannot start the runtime: {e}")))?;
     let code = rt.block_on(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        // Install the handlers before anything else, so a signal ends the server at every
+        // stage, the MCP initialisation included.
+        let mut term = signal(SignalKind::terminate())
             .map_err(|e| Error::Unavailable(format!("cannot handle SIGTERM: {e}")))?;
-        let running = match server.serve(rmcp::transport::stdio()).await {
-            Ok(r) => r,
-            // End of input before the handshake: nothing was asked, nothing to report.
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
-            Err(e) => {
-                return Err(Error::Unavailable(format!(
-                    "MCP initialisation failed: {e}"
-                )));
+        let mut int = signal(SignalKind::interrupt())
+            .map_err(|e| Error::Unavailable(format!("cannot handle SIGINT: {e}")))?;
+        let session = async move {
+            let (stdin, stdout) = rmcp::transport::stdio();
+            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
+                .with_max_line_length(crate::mcp::MAX_REQUEST_LINE);
+            let running = match server.serve(transport).await {
+                Ok(r) => r,
+                // End of input before (or during) the initialisation: nothing to serve.
+                Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
+                Err(e) => {
+                    return Err(Error::Unavailable(format!(
+                        "MCP initialisation failed: {e}"
+                    )));
+                }
+            };
+            match running.waiting().await {
+                Ok(_) => Ok(0),
+                Err(e) => {
+                    eprintln!("aw-mcp: server task failed: {e}");
+                    Ok(crate::error::exit::SOFTWARE)
+                }
             }
         };
         tokio::select! {
-            r = running.waiting() => {
-                if let Err(e) = r {
-                    eprintln!("aw-mcp: server task failed: {e}");
-                    return Ok::<u8, Error>(crate::error::exit::SOFTWARE);
-                }
-                Ok(0)
-            }
-            _ = tokio::signal::ctrl_c() => Ok(crate::error::exit::INTERRUPTED),
+            r = session => r,
+            _ = int.recv() => Ok(crate::error::exit::INTERRUPTED),
             _ = term.recv() => Ok(0),
         }
     })?;
