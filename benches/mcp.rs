@@ -17,7 +17,6 @@ use aw::instance::{Instance, Root};
 use aw::registry::{self, Agent};
 use common::{Opts, Stats, Table, fmt, ratio, time};
 
-const AW_MCP: &str = env!("CARGO_BIN_EXE_aw-mcp");
 const BIG: u64 = 100_000;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#;
@@ -34,7 +33,7 @@ struct Server {
 
 impl Server {
     fn spawn(root: &Path, agent: &str) -> Server {
-        let mut child = Command::new(AW_MCP)
+        let mut child = Command::new(common::aw_mcp())
             .args(["--root"])
             .arg(root)
             .args(["--agent", agent])

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 /// The aw binaries cargo built for this benchmark.
 const BUILT_SEND: &str = env!("CARGO_BIN_EXE_aw-send");
 const BUILT_PEEK: &str = env!("CARGO_BIN_EXE_aw-peek");
+const BUILT_MCP: &str = env!("CARGO_BIN_EXE_aw-mcp");
 
 /// `aw-send` under test: from `$AW_BENCH_BIN_DIR` when set (to compare another build of the
 /// same source), else the one cargo built.
@@ -19,6 +20,11 @@ pub fn aw_send() -> PathBuf {
 /// `aw-peek` under test (see [`aw_send`]).
 pub fn aw_peek() -> PathBuf {
     bin("aw-peek", BUILT_PEEK)
+}
+
+/// `aw-mcp` under test (see [`aw_send`]).
+pub fn aw_mcp() -> PathBuf {
+    bin("aw-mcp", BUILT_MCP)
 }
 
 fn bin(name: &str, built: &str) -> PathBuf {
@@ -243,7 +249,7 @@ pub fn machine() -> String {
     if aw_send() != Path::new(BUILT_SEND) {
         s.push_str(&format!(
             "\nbinaries from AW_BENCH_BIN_DIR: {}",
-            aw_send().display()
+            aw_send().parent().unwrap_or(Path::new(".")).display()
         ));
     }
     s
