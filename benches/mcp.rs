@@ -99,9 +99,14 @@ impl Server {
         result.clone()
     }
 
-    fn close(mut self) {
+    /// Close stdin and wait for the exit; returns the time from the close to the exit.
+    fn close(mut self) -> std::time::Duration {
+        let t = Instant::now();
         drop(self.stdin);
-        let _ = self.child.wait();
+        let st = self.child.wait().expect("wait for aw-mcp");
+        let d = t.elapsed();
+        assert!(st.success(), "aw-mcp ended with {st} on end of input");
+        d
     }
 }
 
@@ -120,6 +125,7 @@ fn startup(opts: &Opts) {
     Server::spawn(root, "alice@bench").close();
     let n = opts.reps(500);
     let (mut t_true, mut t_mcp) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut t_eof = Vec::with_capacity(n);
     for i in 0..n {
         let run_true = || {
             let (d, st) = time(|| Command::new("/bin/true").status().expect("/bin/true"));
@@ -133,14 +139,17 @@ fn startup(opts: &Opts) {
             let d = t.elapsed();
             let tools = list["result"]["tools"].as_array().map_or(0, Vec::len);
             assert_eq!(tools, 18, "tools/list should list 18 tools");
-            s.close();
-            d
+            (d, s.close())
         };
         if i % 2 == 0 {
             t_true.push(run_true());
-            t_mcp.push(run_mcp());
+            let (up, down) = run_mcp();
+            t_mcp.push(up);
+            t_eof.push(down);
         } else {
-            t_mcp.push(run_mcp());
+            let (up, down) = run_mcp();
+            t_mcp.push(up);
+            t_eof.push(down);
             t_true.push(run_true());
         }
     }
@@ -151,6 +160,11 @@ fn startup(opts: &Opts) {
         "aw-mcp spawn → initialize → tools/list answered",
         &sm,
         vec![format!("{:.2}", ratio(sm.median, st.median))],
+    );
+    t.stats(
+        "aw-mcp stdin closed → process exited",
+        &Stats::of(&t_eof),
+        vec!["-".into()],
     );
     t.print();
 }
