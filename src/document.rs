@@ -224,11 +224,19 @@ pub fn remove(inst: &Instance, file: &str, who: &str) -> Result<()> {
     }
 }
 
-/// All documents, as sorted relative paths. Hidden files and symlinked directories are skipped.
+/// Does the symlink `p` lead to a regular file inside `base` (the instance directory)? Only
+/// those are listed: a document that cannot be read is not one.
+fn links_inside(p: &Path, base: &Path) -> bool {
+    fs::canonicalize(p).is_ok_and(|real| real.starts_with(base) && real.is_file())
+}
+
+/// All documents, as sorted relative paths. Hidden files and symlinked directories are skipped;
+/// a symlinked file is listed only when it leads to a file inside the instance.
 pub fn list(inst: &Instance) -> Result<Vec<String>> {
     inst.require()?;
     let root = inst.documents_dir();
-    if let (Ok(base), Ok(real)) = (fs::canonicalize(inst.dir()), fs::canonicalize(&root))
+    let base = fs::canonicalize(inst.dir()).at(inst.dir())?;
+    if let Ok(real) = fs::canonicalize(&root)
         && !real.starts_with(&base)
     {
         return Err(Error::denied(
@@ -252,7 +260,7 @@ pub fn list(inst: &Instance) -> Result<Vec<String>> {
             let p = de.path();
             if ft.is_dir() {
                 stack.push(p);
-            } else if (ft.is_file() || (ft.is_symlink() && p.is_file()))
+            } else if (ft.is_file() || (ft.is_symlink() && links_inside(&p, &base)))
                 && let Ok(rel) = p.strip_prefix(&root)
             {
                 out.push(rel.to_string_lossy().into_owned());

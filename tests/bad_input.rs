@@ -452,3 +452,21 @@ fn only_the_document_owner_writes() {
     root.ok("aw-ctl", &with(&["doc", "write"]), Some(b"anyone\n"));
     assert_eq!(root.ok("aw-ctl", &with(&["doc", "read"]), None), "anyone\n");
 }
+
+#[test]
+fn the_document_list_shows_no_symlink_that_leads_outside() {
+    let root = Root::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.md"), "outside").unwrap();
+    root.ok(
+        "aw-ctl",
+        &["-i", "d", "doc", "write", "real.md"],
+        Some(b"inside"),
+    );
+    let docs = root.inst_dir("d").join("documents");
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), docs.join("out.md")).unwrap();
+    std::os::unix::fs::symlink("real.md", docs.join("alias.md")).unwrap();
+    std::os::unix::fs::symlink("missing.md", docs.join("dangling.md")).unwrap();
+    let list = root.ok("aw-peek", &["-i", "d", "--docs"], None);
+    assert_eq!(list, "alias.md\nreal.md\n");
+}
