@@ -14,7 +14,6 @@ use std::time::Instant;
 
 use aw::channel::{Channel, Entry, render};
 use aw::instance::{Instance, Root};
-use aw::registry::{self, Agent};
 use common::{Opts, Stats, Table, fmt, ratio, time};
 
 const BIG: u64 = 100_000;
@@ -228,16 +227,7 @@ fn count(result: &serde_json::Value) -> usize {
 /// Write `n` entries between alice and carol (the last one through `Channel::append`, which
 /// builds the index), with alice, bob and carol registered.
 fn fill(inst: &Instance, n: u64) {
-    inst.create().expect("create instance");
-    for name in ["alice", "bob", "carol"] {
-        let agent = Agent {
-            name: name.into(),
-            backend: "external".into(),
-            created: aw::channel::now(),
-            ..Default::default()
-        };
-        registry::register(inst, agent, false).expect("register");
-    }
+    common::create_team(inst);
     let f = File::create(inst.channel_path()).expect("create channel.md");
     let mut w = BufWriter::with_capacity(1 << 20, f);
     for id in 1..n {

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 use aw::channel::{Channel, Entry, render};
 use aw::inbox;
 use aw::instance::{Instance, Root};
-use aw::registry::{self, Agent};
 use common::{Opts, Stats, Table, fmt, ratio, time};
 
 const SIZES: [u64; 3] = [10_000, 100_000, 1_000_000];
@@ -250,16 +249,7 @@ fn generate(size: u64, dir: &Path, inst: Instance) -> Big {
     if dir.exists() {
         fs::remove_dir_all(dir).expect("remove old cache");
     }
-    inst.create().expect("create instance");
-    for name in ["alice", "bob", "carol"] {
-        let agent = Agent {
-            name: name.into(),
-            backend: "external".into(),
-            created: aw::channel::now(),
-            ..Default::default()
-        };
-        registry::register(&inst, agent, false).expect("register agent");
-    }
+    common::create_team(&inst);
     let t = Instant::now();
     let f = File::create(inst.channel_path()).expect("create channel.md");
     let mut w = BufWriter::with_capacity(1 << 20, f);

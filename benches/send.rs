@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use aw::channel::Channel;
 use aw::instance::{Instance, Root};
 use aw::post::{self, PostOptions};
-use aw::registry::{self, Agent};
 use common::{Opts, Stats, Table, fmt, ratio, time};
 
 const TRUE: &str = "/bin/true";
@@ -131,16 +130,7 @@ fn main() {
 /// A scratch instance with three registered agents.
 fn setup(root: &Path) -> Instance {
     let inst = Root::new(root).instance("bench").expect("instance name");
-    inst.create().expect("create instance");
-    for name in ["alice", "bob", "carol"] {
-        let agent = Agent {
-            name: name.into(),
-            backend: "external".into(),
-            created: aw::channel::now(),
-            ..Default::default()
-        };
-        registry::register(&inst, agent, false).expect("register agent");
-    }
+    common::create_team(&inst);
     inst
 }
 

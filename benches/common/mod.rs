@@ -103,6 +103,20 @@ pub fn scratch(prefix: &str) -> tempfile::TempDir {
         .expect("create scratch directory")
 }
 
+/// Create `inst` with the agents alice, bob and carol registered.
+pub fn create_team(inst: &aw::instance::Instance) {
+    inst.create().expect("create instance");
+    for name in ["alice", "bob", "carol"] {
+        let agent = aw::registry::Agent {
+            name: name.into(),
+            backend: "external".into(),
+            created: aw::channel::now(),
+            ..Default::default()
+        };
+        aw::registry::register(inst, agent, false).expect("register agent");
+    }
+}
+
 /// Summary of a sample of durations.
 #[derive(Debug, Clone, Copy)]
 pub struct Stats {
