@@ -1282,6 +1282,18 @@ async fn trio(team: &Team) -> (Agent, Agent, Agent) {
     (a, b, c)
 }
 
+/// Create a proposal as `a`; the proposal's structured content.
+async fn propose(a: &Agent, args: Value) -> Value {
+    a.ok("team_proposal_create", args).await.data
+}
+
+/// End every server of a test.
+async fn quit_all<const N: usize>(agents: [Agent; N]) {
+    for a in agents {
+        a.quit().await;
+    }
+}
+
 fn option_ids(p: &Value) -> Vec<String> {
     p["options"]
         .as_array()
@@ -1425,9 +1437,7 @@ async fn election_defaults_to_the_agents_and_resolves_at_quorum() {
     let all = carol.ok("team_proposal_status", json!({})).await;
     assert_eq!(all.data["proposals"], json!([]));
     assert_eq!(announcements(&team, "RESOLVED", &id).len(), 1);
-    for a in [alice, bob, carol] {
-        a.quit().await;
-    }
+    quit_all([alice, bob, carol]).await;
 }
 
 #[tokio::test]
@@ -1435,35 +1445,25 @@ async fn proposal_types_defaults_and_bad_input() {
     let team = Team::new();
     let (alice, bob, carol) = trio(&team).await;
 
-    let p = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "approval", "title": "Merge #12"}),
-        )
-        .await
-        .data;
+    let p = propose(&alice, json!({"type": "approval", "title": "Merge #12"})).await;
     assert_eq!(option_ids(&p), ["yes", "no"]);
-    let p = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "assignment", "title": "Who takes auth?"}),
-        )
-        .await
-        .data;
+    let p = propose(
+        &alice,
+        json!({"type": "assignment", "title": "Who takes auth?"}),
+    )
+    .await;
     assert_eq!(option_ids(&p), ["alice", "bob", "carol"]);
-    let p = alice
-        .ok(
-            "team_proposal_create",
-            json!({
-                "type": "decision",
-                "title": "REST or GraphQL?",
-                "description": "For the public API",
-                "options": [{"id": "rest", "label": "REST"}, {"id": "graphql"}],
-                "id": "api-style"
-            }),
-        )
-        .await
-        .data;
+    let p = propose(
+        &alice,
+        json!({
+            "type": "decision",
+            "title": "REST or GraphQL?",
+            "description": "For the public API",
+            "options": [{"id": "rest", "label": "REST"}, {"id": "graphql"}],
+            "id": "api-style"
+        }),
+    )
+    .await;
     assert_eq!(p["id"], "api-style");
     assert_eq!(option_ids(&p), ["rest", "graphql"]);
     assert_eq!(p["type"], "decision");
@@ -1556,21 +1556,17 @@ async fn proposal_types_defaults_and_bad_input() {
         "no proposal was created by the failed calls"
     );
     assert_eq!(team.entries_starting("[PROPOSAL:").len(), 3);
-    for a in [alice, bob, carol] {
-        a.quit().await;
-    }
+    quit_all([alice, bob, carol]).await;
 }
 
 /// Create a decision over `options` by `creator`, with `resolution`; its id.
 async fn decision(creator: &Agent, options: &[&str], resolution: Value) -> String {
     let opts: Vec<Value> = options.iter().map(|o| json!({ "id": o })).collect();
-    creator
-        .ok(
-            "team_proposal_create",
-            json!({"type": "decision", "title": "Pick one", "options": opts, "resolution": resolution}),
-        )
-        .await
-        .data["id"]
+    propose(
+        creator,
+        json!({"type": "decision", "title": "Pick one", "options": opts, "resolution": resolution}),
+    )
+    .await["id"]
         .as_str()
         .unwrap()
         .to_string()
@@ -1701,30 +1697,20 @@ async fn resolution_rules_and_tie_breakers() {
             .contains(&format!("{w} wins"))
     );
     assert_eq!(resolved[0]["from"], "system");
-    for a in [alice, bob, carol] {
-        a.quit().await;
-    }
+    quit_all([alice, bob, carol]).await;
 }
 
 #[tokio::test]
 async fn votes_are_final_and_only_the_creator_cancels() {
     let team = Team::new();
     let (alice, bob, carol) = trio(&team).await;
-    let p = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "approval", "title": "Release"}),
-        )
-        .await
-        .data;
+    let p = propose(&alice, json!({"type": "approval", "title": "Release"})).await;
     let id = p["id"].as_str().unwrap().to_string();
-    let other = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "approval", "title": "Other", "id": "other"}),
-        )
-        .await
-        .data;
+    let other = propose(
+        &alice,
+        json!({"type": "approval", "title": "Other", "id": "other"}),
+    )
+    .await;
     assert_eq!(other["id"], "other");
 
     vote(&bob, &id, "yes").await;
@@ -1803,32 +1789,26 @@ async fn votes_are_final_and_only_the_creator_cancels() {
         .fail("team_proposal_status", json!({"proposal": "nope"}))
         .await;
     assert!(e.contains("(active: other)"), "{e}");
-    for a in [alice, bob, carol] {
-        a.quit().await;
-    }
+    quit_all([alice, bob, carol]).await;
 }
 
 #[tokio::test]
 async fn timed_out_proposals_resolve_or_expire_when_someone_looks() {
     let team = Team::new();
     let (alice, bob, carol) = trio(&team).await;
-    let quiet = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "approval", "title": "Nobody votes", "timeoutSeconds": 1}),
-        )
-        .await
-        .data["id"]
+    let quiet = propose(
+        &alice,
+        json!({"type": "approval", "title": "Nobody votes", "timeoutSeconds": 1}),
+    )
+    .await["id"]
         .as_str()
         .unwrap()
         .to_string();
-    let partial = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "approval", "title": "One vote", "timeoutSeconds": 2}),
-        )
-        .await
-        .data["id"]
+    let partial = propose(
+        &alice,
+        json!({"type": "approval", "title": "One vote", "timeoutSeconds": 2}),
+    )
+    .await["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -1868,9 +1848,7 @@ async fn timed_out_proposals_resolve_or_expire_when_someone_looks() {
             &["expired"],
         )
         .await;
-    for a in [alice, bob, carol] {
-        a.quit().await;
-    }
+    quit_all([alice, bob, carol]).await;
 }
 
 #[tokio::test]
@@ -1880,13 +1858,7 @@ async fn a_binding_doc_owner_election_sets_the_owner() {
     alice
         .ok("team_doc_write", json!({"content": "before"}))
         .await;
-    let p = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "election", "title": "Who owns the documents?", "binding": true, "id": "doc-owner-1"}),
-        )
-        .await
-        .data;
+    let p = propose(&alice, json!({"type": "election", "title": "Who owns the documents?", "binding": true, "id": "doc-owner-1"})).await;
     assert_eq!(p["binding"], true);
 
     // While it runs, nobody writes; the refusal names the election.
@@ -1924,22 +1896,18 @@ async fn a_binding_doc_owner_election_sets_the_owner() {
     assert_eq!(bob.ok("team_doc_read", json!({})).await.text, "after");
 
     // A non-binding election changes nothing.
-    let p = alice
-        .ok(
-            "team_proposal_create",
-            json!({"type": "election", "title": "Advisory", "id": "doc-owner-2"}),
-        )
-        .await
-        .data;
+    let p = propose(
+        &alice,
+        json!({"type": "election", "title": "Advisory", "id": "doc-owner-2"}),
+    )
+    .await;
     assert_eq!(p["binding"], false);
     carol.ok("team_doc_append", json!({"content": "+"})).await;
     for a in [&alice, &bob, &carol] {
         vote(a, "doc-owner-2", "bob").await;
     }
     assert_eq!(team.ctl_ok(&["doc", "owner"]).trim(), "carol");
-    for a in [alice, bob, carol] {
-        a.quit().await;
-    }
+    quit_all([alice, bob, carol]).await;
 }
 
 #[tokio::test]
