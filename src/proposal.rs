@@ -30,6 +30,20 @@ pub const RULES: [&str; 3] = ["plurality", "majority", "unanimous"];
 pub const TIE_BREAKERS: [&str; 3] = ["first", "random", "creator-decides"];
 /// Longest timeout accepted, in seconds (one week).
 pub const MAX_TIMEOUT: u64 = 7 * 24 * 3600;
+/// Most options a proposal offers.
+pub const MAX_OPTIONS: usize = 20;
+/// Longest option id, in bytes.
+pub const MAX_OPTION_ID: usize = 64;
+/// Longest option label, in bytes.
+pub const MAX_LABEL: usize = 200;
+/// Longest title, in bytes.
+pub const MAX_TITLE: usize = 200;
+/// Longest description, in bytes.
+pub const MAX_DESCRIPTION: usize = 4096;
+/// Longest reason given with a vote, in bytes.
+pub const MAX_REASON: usize = 1000;
+/// Most proposals active at once in an instance.
+pub const MAX_ACTIVE: usize = 50;
 /// Ids of binding elections that choose the document owner start with this.
 pub const OWNER_PREFIX: &str = "doc-owner";
 const OWNER_STAYS: &str = "Document ownership stays as it was.";
@@ -234,9 +248,19 @@ fn post_as(inst: &Instance, from: &str, text: &str) -> Result<()> {
 
 fn valid_option_id(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 64
         && s.chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+}
+
+/// Refuse `text` when it is longer than `max` bytes, naming `what`.
+fn check_len(what: &str, text: &str, max: usize) -> Result<()> {
+    if text.len() > max {
+        return Err(Error::invalid(format!(
+            "{what} is {} bytes, over the limit of {max} bytes",
+            text.len()
+        )));
+    }
+    Ok(())
 }
 
 /// `kind` with its indefinite article.
@@ -269,6 +293,19 @@ fn options_of(new: &NewProposal, reg: &Registry) -> Result<Vec<Choice>> {
             }
         )));
     }
+    if count > MAX_OPTIONS {
+        return Err(Error::invalid(if agents_by_default {
+            format!(
+                "{} offers at most {MAX_OPTIONS} options, and it defaults to the {count} registered agents: name at most {MAX_OPTIONS} of them in options",
+                a_kind(&new.kind)
+            )
+        } else {
+            format!(
+                "{} offers at most {MAX_OPTIONS} options ({count} given)",
+                a_kind(&new.kind)
+            )
+        }));
+    }
     let mut options = if agents_by_default {
         reg.agents
             .iter()
@@ -295,13 +332,23 @@ fn options_of(new: &NewProposal, reg: &Registry) -> Result<Vec<Choice>> {
     for o in options.iter_mut() {
         if !valid_option_id(&o.id) {
             return Err(Error::invalid(format!(
-                "invalid option id '{}': use letters, digits, '-', '_', '.', '@' (at most 64)",
+                "invalid option id '{}': use letters, digits, '-', '_', '.', '@'",
                 sanitize(&o.id)
             )));
         }
+        check_len(
+            &format!("option id '{}'", sanitize(&o.id)),
+            &o.id,
+            MAX_OPTION_ID,
+        )?;
         if !seen.insert(o.id.as_str()) {
             return Err(Error::invalid(format!("duplicate option id '{}'", o.id)));
         }
+        check_len(
+            &format!("the label of option '{}'", o.id),
+            &o.label,
+            MAX_LABEL,
+        )?;
     }
     for o in options.iter_mut() {
         if o.label.trim().is_empty() {
@@ -351,12 +398,19 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         )));
     }
     let title = new.title.trim();
-    if title.is_empty() || title.len() > 200 || title.contains('\n') {
-        return Err(Error::invalid(
-            "a proposal needs a one-line title of at most 200 bytes",
-        ));
+    if title.is_empty() || title.contains('\n') {
+        return Err(Error::invalid("a proposal needs a one-line title"));
     }
+    check_len("the title", title, MAX_TITLE)?;
     let description = new.description.as_deref().filter(|d| !d.trim().is_empty());
+    if let Some(d) = description
+        && d.len() > MAX_DESCRIPTION
+    {
+        return Err(Error::invalid(format!(
+            "the description is {} bytes, over the limit of {MAX_DESCRIPTION} bytes (hint: put longer text in a document or a resource and name it)",
+            d.len()
+        )));
+    }
     if !RULES.contains(&new.resolution.rule.as_str()) {
         return Err(Error::invalid(format!(
             "unknown resolution type '{}' (valid: {})",
@@ -400,6 +454,11 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         check_owner_election(&reg, &options, quorum)?;
     }
     state::update(inst, FILE, |all: &mut Proposals| {
+        if all.active().count() >= MAX_ACTIVE {
+            return Err(Error::denied(format!(
+                "the instance has {MAX_ACTIVE} active proposals, the most it may have (hint: vote on them, or cancel one you created)"
+            )));
+        }
         let id = match &new.id {
             Some(id) => {
                 if all.get(id).is_some() {
@@ -488,6 +547,9 @@ pub fn vote(
 ) -> Result<Proposal> {
     names::check_agent(voter)?;
     let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    if let Some(r) = reason {
+        check_len("the reason", r, MAX_REASON)?;
+    }
     inst.require()?;
     refresh(inst)?;
     state::update(inst, FILE, |all: &mut Proposals| {

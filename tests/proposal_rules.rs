@@ -1,5 +1,6 @@
 //! The rules a proposal must follow before it is stored: who may take document ownership
-//! through a binding `doc-owner` election. Every case goes through the real binaries: `aw-mcp`
+//! through a binding `doc-owner` election, and how large a proposal, a vote reason and the
+//! set of active proposals may grow. Every case goes through the real binaries: `aw-mcp`
 //! (an rmcp client per agent) and `aw-ctl`.
 //!
 //! A refusal must leave the instance directory exactly as it was. Nothing here judges speed.
@@ -12,6 +13,14 @@ use std::time::Duration;
 use common::{assert_error, assert_same_tree, snapshot};
 use mcp_common::{Agent, Team};
 use serde_json::{Value, json};
+
+const MAX_OPTIONS: usize = 20;
+const MAX_OPTION_ID: usize = 64;
+const MAX_LABEL: usize = 200;
+const MAX_TITLE: usize = 200;
+const MAX_DESCRIPTION: usize = 4096;
+const MAX_REASON: usize = 1000;
+const MAX_ACTIVE: usize = 50;
 
 async fn trio(team: &Team) -> [Agent; 3] {
     [
@@ -367,4 +376,278 @@ async fn a_legitimate_owner_election_still_works() {
     assert_eq!(owner(&team), "alice");
     alice.ok("team_doc_write", json!({"content": "mine"})).await;
     quit_all([alice, bob, carol]).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Size limits
+
+/// A decision as both front ends take it.
+#[derive(Clone)]
+struct Draft {
+    title: String,
+    description: Option<String>,
+    options: Vec<(String, String)>,
+}
+
+impl Draft {
+    fn new() -> Draft {
+        Draft {
+            title: "Pick one".into(),
+            description: None,
+            options: vec![("a".into(), "a".into()), ("b".into(), "b".into())],
+        }
+    }
+
+    fn options(n: usize) -> Draft {
+        let mut d = Draft::new();
+        d.options = (0..n).map(|i| (format!("o{i}"), format!("o{i}"))).collect();
+        d
+    }
+
+    fn ctl_args(&self, id: &str) -> Vec<String> {
+        let mut v: Vec<String> = [
+            "propose",
+            "decision",
+            &self.title,
+            "--id",
+            id,
+            "--as",
+            "alice",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if let Some(d) = &self.description {
+            v.extend(["--description".to_string(), d.clone()]);
+        }
+        for (oid, label) in &self.options {
+            v.extend(["--option".to_string(), format!("{oid}={label}")]);
+        }
+        v
+    }
+
+    fn mcp_args(&self, id: &str) -> Value {
+        let opts: Vec<Value> = self
+            .options
+            .iter()
+            .map(|(i, l)| json!({"id": i, "label": l}))
+            .collect();
+        let mut v = json!({"type": "decision", "title": self.title, "id": id, "options": opts});
+        if let Some(d) = &self.description {
+            v["description"] = json!(d);
+        }
+        v
+    }
+}
+
+/// Each limit: a draft exactly at it, one just over it, and words the refusal must contain.
+fn limit_cases() -> Vec<(&'static str, Draft, Draft, Vec<String>)> {
+    let with = |f: &dyn Fn(&mut Draft, usize), n: usize| {
+        let mut d = Draft::new();
+        f(&mut d, n);
+        d
+    };
+    let title = |d: &mut Draft, n: usize| d.title = "t".repeat(n);
+    let desc = |d: &mut Draft, n: usize| d.description = Some("d".repeat(n));
+    let oid = |d: &mut Draft, n: usize| d.options[0] = ("i".repeat(n), "x".into());
+    let label = |d: &mut Draft, n: usize| d.options[0].1 = "l".repeat(n);
+    vec![
+        (
+            "options",
+            Draft::options(MAX_OPTIONS),
+            Draft::options(MAX_OPTIONS + 1),
+            vec![format!("at most {MAX_OPTIONS} options"), "21".into()],
+        ),
+        (
+            "title",
+            with(&title, MAX_TITLE),
+            with(&title, MAX_TITLE + 1),
+            vec!["title".into(), format!("{MAX_TITLE} bytes")],
+        ),
+        (
+            "description",
+            with(&desc, MAX_DESCRIPTION),
+            with(&desc, MAX_DESCRIPTION + 1),
+            vec!["description".into(), format!("{MAX_DESCRIPTION} bytes")],
+        ),
+        (
+            "option id",
+            with(&oid, MAX_OPTION_ID),
+            with(&oid, MAX_OPTION_ID + 1),
+            vec!["option id".into(), format!("{MAX_OPTION_ID}")],
+        ),
+        (
+            "label",
+            with(&label, MAX_LABEL),
+            with(&label, MAX_LABEL + 1),
+            vec!["label".into(), format!("{MAX_LABEL} bytes")],
+        ),
+    ]
+}
+
+#[test]
+fn proposal_size_limits_through_aw_ctl() {
+    let team = Team::new();
+    team.register("alice");
+    team.register("bob");
+    for (i, (what, at, over, needles)) in limit_cases().into_iter().enumerate() {
+        let id = format!("at-{i}");
+        let args = at.ctl_args(&id);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(team.ctl_ok(&args).trim(), id, "{what} at the limit");
+        let p = proposal(&team, &id);
+        assert_eq!(p["options"].as_array().unwrap().len(), at.options.len());
+        assert_eq!(p["title"], at.title);
+
+        let args = over.ctl_args(&format!("over-{i}"));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        ctl_refused(&team, &args, 65, &needles);
+    }
+    assert_eq!(team.proposals().len(), limit_cases().len());
+    assert_eq!(
+        team.entries_starting("[PROPOSAL:").len(),
+        limit_cases().len()
+    );
+}
+
+#[tokio::test]
+async fn proposal_size_limits_through_aw_mcp() {
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    let bob = team.join("bob").await;
+    for (i, (what, at, over, needles)) in limit_cases().into_iter().enumerate() {
+        let id = format!("at-{i}");
+        let p = alice
+            .ok("team_proposal_create", at.mcp_args(&id))
+            .await
+            .data;
+        assert_eq!(p["id"], id, "{what} at the limit");
+        assert_eq!(p["options"].as_array().unwrap().len(), at.options.len());
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        mcp_refused(
+            &team,
+            &alice,
+            "team_proposal_create",
+            over.mcp_args(&format!("over-{i}")),
+            &needles,
+        )
+        .await;
+    }
+    assert_eq!(team.proposals().len(), limit_cases().len());
+    // A hundred thousand options: refused at once, nothing written.
+    let huge = Draft::options(100_000);
+    mcp_refused(
+        &team,
+        &bob,
+        "team_proposal_create",
+        huge.mcp_args("huge"),
+        &["100000", "at most 20 options"],
+    )
+    .await;
+    quit_all([alice, bob]).await;
+}
+
+#[tokio::test]
+async fn an_election_of_more_agents_than_options_allowed_says_so() {
+    let team = Team::new();
+    for i in 0..=MAX_OPTIONS {
+        team.register(&format!("agent{i:02}"));
+    }
+    let a = team.join("agent00").await;
+    mcp_refused(
+        &team,
+        &a,
+        "team_proposal_create",
+        json!({"type": "election", "title": "Lead"}),
+        &["at most 20 options", "21 registered agents", "options"],
+    )
+    .await;
+    // Naming twenty of them works.
+    let opts: Vec<Value> = (0..MAX_OPTIONS)
+        .map(|i| json!({"id": format!("agent{i:02}")}))
+        .collect();
+    a.ok(
+        "team_proposal_create",
+        json!({"type": "election", "title": "Lead", "options": opts}),
+    )
+    .await;
+    a.quit().await;
+}
+
+#[tokio::test]
+async fn vote_reasons_have_a_size_limit() {
+    let team = Team::new();
+    let [alice, bob, carol] = trio(&team).await;
+    team.register("dave");
+    alice
+        .ok(
+            "team_proposal_create",
+            json!({"type": "approval", "title": "Ship it?", "id": "ship"}),
+        )
+        .await;
+    let at = "r".repeat(MAX_REASON);
+    let over = "r".repeat(MAX_REASON + 1);
+    mcp_refused(
+        &team,
+        &alice,
+        "team_vote",
+        json!({"proposal": "ship", "choice": "yes", "reason": over}),
+        &["reason", &format!("{MAX_REASON} bytes")],
+    )
+    .await;
+    ctl_refused(
+        &team,
+        &["vote", "ship", "yes", "--as", "bob", "--reason", &over],
+        65,
+        &["reason", &format!("{MAX_REASON} bytes")],
+    );
+    let p = alice
+        .ok(
+            "team_vote",
+            json!({"proposal": "ship", "choice": "yes", "reason": at}),
+        )
+        .await
+        .data;
+    assert_eq!(p["votes"][0]["reason"].as_str().unwrap().len(), MAX_REASON);
+    team.ctl_ok(&["vote", "ship", "no", "--as", "bob", "--reason", &at]);
+    assert_eq!(team.entries_starting("[VOTE:ship]").len(), 2);
+    quit_all([alice, bob, carol]).await;
+}
+
+#[tokio::test]
+async fn active_proposals_per_instance_are_capped() {
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    let bob = team.join("bob").await;
+    let approval = |id: String| json!({"type": "approval", "title": "Yes?", "id": id});
+    for i in 0..MAX_ACTIVE {
+        alice
+            .ok("team_proposal_create", approval(format!("p{i}")))
+            .await;
+    }
+    mcp_refused(
+        &team,
+        &bob,
+        "team_proposal_create",
+        approval("one-more".into()),
+        &[&format!("{MAX_ACTIVE} active proposals")],
+    )
+    .await;
+    ctl_refused(
+        &team,
+        &[
+            "propose", "approval", "Yes?", "--id", "one-more", "--as", "bob",
+        ],
+        77,
+        &[&format!("{MAX_ACTIVE} active proposals")],
+    );
+    // Once one closes there is room again.
+    alice
+        .ok("team_proposal_cancel", json!({"proposal": "p0"}))
+        .await;
+    bob.ok("team_proposal_create", approval("one-more".into()))
+        .await;
+    assert_eq!(team.proposals().len(), MAX_ACTIVE + 1);
+    quit_all([alice, bob]).await;
 }
