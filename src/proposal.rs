@@ -3,8 +3,13 @@
 //! they time out. Every change happens under the state lock; announcements are posted to the
 //! channel while it is held, so each proposal is announced, resolved and closed exactly once
 //! however many processes race.
+//!
+//! A binding election whose id starts with `doc-owner` chooses the document owner. So that no
+//! agent can take ownership on its own, it offers only registered agents, needs a quorum of
+//! at least a majority of them, only registered agents vote in it, and it installs an owner
+//! only when one option leads once the quorum has voted: a tie or a timeout changes nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +30,34 @@ pub const RULES: [&str; 3] = ["plurality", "majority", "unanimous"];
 pub const TIE_BREAKERS: [&str; 3] = ["first", "random", "creator-decides"];
 /// Longest timeout accepted, in seconds (one week).
 pub const MAX_TIMEOUT: u64 = 7 * 24 * 3600;
+/// Most options a proposal offers.
+pub const MAX_OPTIONS: usize = 20;
+/// Longest option id, in bytes.
+pub const MAX_OPTION_ID: usize = 64;
+/// Longest option label, in bytes.
+pub const MAX_LABEL: usize = 200;
+/// Longest title, in bytes.
+pub const MAX_TITLE: usize = 200;
+/// Longest description, in bytes.
+pub const MAX_DESCRIPTION: usize = 4096;
+/// Longest reason given with a vote, in bytes.
+pub const MAX_REASON: usize = 1000;
+/// Most proposals active at once in an instance.
+pub const MAX_ACTIVE: usize = 50;
+/// Ids of binding elections that choose the document owner start with this.
+pub const OWNER_PREFIX: &str = "doc-owner";
+const OWNER_STAYS: &str = "Document ownership stays as it was.";
+
+/// Does a proposal of `kind` with this `id` choose the document owner when it is binding?
+fn chooses_owner(kind: &str, binding: bool, id: &str) -> bool {
+    binding && kind == "election" && id.starts_with(OWNER_PREFIX)
+}
+
+/// The smallest quorum of a document-owner election among `agents` registered agents: a
+/// majority of them, so that no agent elects anyone on its own while others exist.
+pub fn owner_quorum(agents: usize) -> u32 {
+    (agents / 2 + 1) as u32
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Choice {
@@ -92,8 +125,9 @@ pub struct Proposal {
     pub votes: Vec<Vote>,
     #[serde(default)]
     pub winner: Option<String>,
-    /// How it ended: `quorum`, `timeout`, `tie-breaker:<rule>`, `no-majority`,
-    /// `not-unanimous`, `no-votes`, `cancelled`.
+    /// How it ended: `quorum`, `timeout`, `tie-breaker:<rule>`, `tie` (a document-owner
+    /// election), `no-majority`, `not-unanimous`, `no-votes`, `no-quorum` (a document-owner
+    /// election that timed out), `cancelled`.
     #[serde(rename = "resolvedBy", default)]
     pub resolved_by: Option<String>,
 }
@@ -101,6 +135,12 @@ pub struct Proposal {
 impl Proposal {
     pub fn is_active(&self) -> bool {
         self.status == "active"
+    }
+
+    /// A binding election whose id starts with `doc-owner`: its winner becomes the document
+    /// owner, and document writes wait while it is active.
+    pub fn chooses_owner(&self) -> bool {
+        chooses_owner(&self.kind, self.binding, &self.id)
     }
 
     /// Votes per option id, every option present.
@@ -208,9 +248,141 @@ fn post_as(inst: &Instance, from: &str, text: &str) -> Result<()> {
 
 fn valid_option_id(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 64
         && s.chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'))
+}
+
+/// Refuse `text` when it is longer than `max` bytes, naming `what`.
+fn check_len(what: &str, text: &str, max: usize) -> Result<()> {
+    if text.len() > max {
+        return Err(Error::invalid(format!(
+            "{what} is {} bytes, over the limit of {max} bytes",
+            text.len()
+        )));
+    }
+    Ok(())
+}
+
+/// `kind` with its indefinite article.
+fn a_kind(kind: &str) -> String {
+    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {kind}")
+}
+
+/// The options of `new`, or the defaults of its kind, checked and with clean labels.
+fn options_of(new: &NewProposal, reg: &Registry) -> Result<Vec<Choice>> {
+    let agents_by_default =
+        new.options.is_empty() && (new.kind == "election" || new.kind == "assignment");
+    let count = match new.options.len() {
+        0 if agents_by_default => reg.agents.len(),
+        0 if new.kind == "approval" => 2,
+        n => n,
+    };
+    if count < 2 {
+        return Err(Error::invalid(format!(
+            "{} needs at least two options{}",
+            a_kind(&new.kind),
+            if agents_by_default {
+                " (it defaults to the registered agents, and fewer than two are registered)"
+            } else {
+                ""
+            }
+        )));
+    }
+    if count > MAX_OPTIONS {
+        return Err(Error::invalid(if agents_by_default {
+            format!(
+                "{} offers at most {MAX_OPTIONS} options, and it defaults to the {count} registered agents: name at most {MAX_OPTIONS} of them in options",
+                a_kind(&new.kind)
+            )
+        } else {
+            format!(
+                "{} offers at most {MAX_OPTIONS} options ({count} given)",
+                a_kind(&new.kind)
+            )
+        }));
+    }
+    let mut options = if agents_by_default {
+        reg.agents
+            .iter()
+            .map(|a| Choice {
+                id: a.name.clone(),
+                label: format!("@{}", a.name),
+            })
+            .collect()
+    } else if new.options.is_empty() {
+        vec![
+            Choice {
+                id: "yes".into(),
+                label: "Yes".into(),
+            },
+            Choice {
+                id: "no".into(),
+                label: "No".into(),
+            },
+        ]
+    } else {
+        new.options.clone()
+    };
+    let mut seen = BTreeSet::new();
+    for o in options.iter_mut() {
+        if !valid_option_id(&o.id) {
+            return Err(Error::invalid(format!(
+                "invalid option id '{}': use letters, digits, '-', '_', '.', '@'",
+                sanitize(&o.id)
+            )));
+        }
+        check_len(
+            &format!("option id '{}'", sanitize(&o.id)),
+            &o.id,
+            MAX_OPTION_ID,
+        )?;
+        if !seen.insert(o.id.as_str()) {
+            return Err(Error::invalid(format!("duplicate option id '{}'", o.id)));
+        }
+        check_len(
+            &format!("the label of option '{}'", o.id),
+            &o.label,
+            MAX_LABEL,
+        )?;
+    }
+    for o in options.iter_mut() {
+        if o.label.trim().is_empty() {
+            o.label = o.id.clone();
+        }
+        o.label = o.label.replace('\n', " ");
+    }
+    Ok(options)
+}
+
+/// A document-owner election offers only registered agents, and needs a quorum no single
+/// agent meets on its own: at least a majority of the registered agents, at most all of them.
+fn check_owner_election(reg: &Registry, options: &[Choice], quorum: u32) -> Result<()> {
+    let agents = reg.names();
+    if let Some(o) = options.iter().find(|o| !reg.contains(&o.id)) {
+        return Err(Error::invalid(format!(
+            "a document-owner election offers only registered agents, and '{}' is not one (agents: {})",
+            sanitize(&o.id),
+            agents.join(", ")
+        )));
+    }
+    let n = agents.len();
+    let min = owner_quorum(n);
+    if quorum < min || quorum as usize > n {
+        let range = if min as usize == n {
+            format!("of {n}")
+        } else {
+            format!("between {min} and {n}")
+        };
+        return Err(Error::invalid(format!(
+            "a document-owner election needs a quorum {range} (at least a majority of the {n} registered agents), not {quorum}"
+        )));
+    }
+    Ok(())
 }
 
 /// Create a proposal as `creator` and announce it with `[PROPOSAL:id]`, mentioning every
@@ -226,10 +398,18 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         )));
     }
     let title = new.title.trim();
-    if title.is_empty() || title.len() > 200 || title.contains('\n') {
-        return Err(Error::invalid(
-            "a proposal needs a one-line title of at most 200 bytes",
-        ));
+    if title.is_empty() || title.contains('\n') {
+        return Err(Error::invalid("a proposal needs a one-line title"));
+    }
+    check_len("the title", title, MAX_TITLE)?;
+    let description = new.description.as_deref().filter(|d| !d.trim().is_empty());
+    if let Some(d) = description
+        && d.len() > MAX_DESCRIPTION
+    {
+        return Err(Error::invalid(format!(
+            "the description is {} bytes, over the limit of {MAX_DESCRIPTION} bytes (hint: put longer text in a document or a resource and name it)",
+            d.len()
+        )));
     }
     if !RULES.contains(&new.resolution.rule.as_str()) {
         return Err(Error::invalid(format!(
@@ -261,65 +441,24 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         )));
     }
     let reg = Registry::load(inst)?;
-    let mut options = new.options.clone();
-    if options.is_empty() {
-        options = match new.kind.as_str() {
-            "election" | "assignment" => reg
-                .agents
-                .iter()
-                .map(|a| Choice {
-                    id: a.name.clone(),
-                    label: format!("@{}", a.name),
-                })
-                .collect(),
-            "approval" => vec![
-                Choice {
-                    id: "yes".into(),
-                    label: "Yes".into(),
-                },
-                Choice {
-                    id: "no".into(),
-                    label: "No".into(),
-                },
-            ],
-            _ => Vec::new(),
-        };
-    }
-    if options.len() < 2 {
-        return Err(Error::invalid(format!(
-            "a {} needs at least two options{}",
-            new.kind,
-            if new.kind == "election" || new.kind == "assignment" {
-                " (it defaults to the registered agents, and fewer than two are registered)"
-            } else {
-                ""
-            }
-        )));
-    }
-    for (i, o) in options.iter().enumerate() {
-        if !valid_option_id(&o.id) {
-            return Err(Error::invalid(format!(
-                "invalid option id '{}': use letters, digits, '-', '_', '.', '@' (at most 64)",
-                sanitize(&o.id)
-            )));
-        }
-        if options[..i].iter().any(|p| p.id == o.id) {
-            return Err(Error::invalid(format!("duplicate option id '{}'", o.id)));
-        }
-    }
-    for o in options.iter_mut() {
-        if o.label.trim().is_empty() {
-            o.label = o.id.clone();
-        }
-        o.label = o.label.replace('\n', " ");
-    }
+    let options = options_of(&new, &reg)?;
     let voters = reg.names();
     let quorum = match new.resolution.quorum {
         Some(0) => return Err(Error::invalid("quorum must be at least 1")),
         Some(q) => q,
         None => (voters.len() as u32).max(1),
     };
+    if let Some(id) = &new.id
+        && chooses_owner(&new.kind, new.binding, id)
+    {
+        check_owner_election(&reg, &options, quorum)?;
+    }
     state::update(inst, FILE, |all: &mut Proposals| {
+        if all.active().count() >= MAX_ACTIVE {
+            return Err(Error::denied(format!(
+                "the instance has {MAX_ACTIVE} active proposals, the most it may have (hint: vote on them, or cancel one you created)"
+            )));
+        }
         let id = match &new.id {
             Some(id) => {
                 if all.get(id).is_some() {
@@ -339,7 +478,7 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
             id: id.clone(),
             kind: new.kind.clone(),
             title: title.to_string(),
-            description: new.description.clone().filter(|d| !d.trim().is_empty()),
+            description: description.map(str::to_string),
             options: options.clone(),
             resolution: new.resolution.clone(),
             quorum,
@@ -407,6 +546,10 @@ pub fn vote(
     reason: Option<&str>,
 ) -> Result<Proposal> {
     names::check_agent(voter)?;
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    if let Some(r) = reason {
+        check_len("the reason", r, MAX_REASON)?;
+    }
     inst.require()?;
     refresh(inst)?;
     state::update(inst, FILE, |all: &mut Proposals| {
@@ -420,6 +563,12 @@ pub fn vote(
             return Err(Error::denied(format!(
                 "proposal '{}' is {} and takes no more votes",
                 p.id, p.status
+            )));
+        }
+        if p.chooses_owner() && !Registry::load(inst)?.contains(voter) {
+            return Err(Error::denied(format!(
+                "only registered agents vote in {}, a document-owner election, and @{voter} is not one",
+                p.id
             )));
         }
         let Some(opt) = p
@@ -453,7 +602,6 @@ pub fn vote(
                 v.choice, p.id
             )));
         }
-        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         p.votes.push(Vote {
             voter: voter.to_string(),
             choice: opt.clone(),
@@ -517,18 +665,30 @@ pub fn refresh(inst: &Instance) -> Result<()> {
     }
     state::update(inst, FILE, |all: &mut Proposals| {
         for p in all.proposals.iter_mut().filter(|p| due(p)) {
-            if p.votes.is_empty() {
+            if p.votes.is_empty() || p.chooses_owner() {
+                // A document-owner election that times out is short of its quorum (reaching
+                // it resolves at once): a lone vote never installs an owner.
                 p.status = "expired".into();
-                p.resolved_by = Some("no-votes".into());
-                let extra = if p.binding && p.id.starts_with("doc-owner") {
-                    " Document ownership stays as it was."
+                let why = if p.votes.is_empty() {
+                    p.resolved_by = Some("no-votes".into());
+                    "no votes received".to_string()
                 } else {
-                    ""
+                    p.resolved_by = Some("no-quorum".into());
+                    format!(
+                        "quorum not reached ({} of {} votes)",
+                        p.votes.len(),
+                        p.quorum
+                    )
+                };
+                let extra = if p.chooses_owner() {
+                    format!(" {OWNER_STAYS}")
+                } else {
+                    String::new()
                 };
                 post_as(
                     inst,
                     "system",
-                    &format!("[EXPIRED:{}] {}: no votes received.{extra}", p.id, p.title),
+                    &format!("[EXPIRED:{}] {}: {why}.{extra}", p.id, p.title),
                 )?;
             } else {
                 close(inst, p, "timeout")?;
@@ -564,14 +724,17 @@ fn close(inst: &Instance, p: &mut Proposal, trigger: &str) -> Result<()> {
         tally.join(", "),
         p.resolved_by.as_deref().unwrap_or(trigger)
     ));
-    if p.binding
-        && p.kind == "election"
-        && p.id.starts_with("doc-owner")
-        && let Some(w) = &winner
-        && names::is_agent_name(w)
-    {
-        registry::set_document_owner_locked(inst, w)?;
-        text.push_str(&format!(" @{w} now owns the documents."));
+    if p.chooses_owner() {
+        match &winner {
+            Some(w) if Registry::load(inst)?.contains(w) => {
+                registry::set_document_owner_locked(inst, w)?;
+                text.push_str(&format!(" @{w} now owns the documents."));
+            }
+            Some(w) => text.push_str(&format!(
+                " @{w} is not a registered agent any more. {OWNER_STAYS}"
+            )),
+            None => text.push_str(&format!(" {OWNER_STAYS}")),
+        }
     }
     post_as(inst, "system", &text)
 }
@@ -610,6 +773,10 @@ fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
             if tied.len() == 1 {
                 return (Some(tied[0].to_string()), None);
             }
+            if p.chooses_owner() {
+                // Breaking the tie would let one agent's rule pick the owner.
+                return (None, Some("tie".into()));
+            }
             let rule = p.resolution.tie_breaker.as_str();
             let pick = match rule {
                 "random" => {
@@ -641,7 +808,7 @@ pub fn active_doc_owner_election(inst: &Instance) -> Result<Option<String>> {
     let all = Proposals::load(inst)?;
     Ok(all
         .active()
-        .find(|p| p.kind == "election" && p.binding && p.id.starts_with("doc-owner"))
+        .find(|p| p.chooses_owner())
         .map(|p| p.id.clone()))
 }
 

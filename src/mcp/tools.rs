@@ -5,6 +5,10 @@ use std::sync::{Arc, OnceLock};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
 
+use crate::proposal::{
+    MAX_DESCRIPTION, MAX_LABEL, MAX_OPTION_ID, MAX_OPTIONS, MAX_REASON, MAX_TITLE,
+};
+
 /// Longest `my_inbox` wait, in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 120;
 
@@ -146,15 +150,15 @@ fn build() -> Vec<Tool> {
         ),
         tool(
             "team_proposal_create",
-            "Create a proposal for the team to vote on: election (options default to the agents), decision, approval (options default to yes/no) or assignment.",
+            "Create a proposal for the team to vote on: election (options default to the agents), decision, approval (options default to yes/no) or assignment. Limits: 2 to 20 options, option ids of at most 64 bytes, labels and title of at most 200 bytes, description of at most 4096 bytes; at most 50 active proposals per team. A binding election whose id starts with doc-owner chooses the document owner: its options must be registered agents and its quorum at least a majority of them (at most all); a tie or a timeout leaves the owner unchanged.",
             json!({
                 "type": {"type": "string", "enum": ["election", "decision", "approval", "assignment"]},
-                "title": {"type": "string"},
-                "description": {"type": "string"},
-                "options": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}, "label": {"type": "string"}}, "required": ["id"]}, "description": "Choices as {id, label}"},
+                "title": {"type": "string", "maxLength": MAX_TITLE, "description": "One line, at most 200 bytes"},
+                "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "description": "Context for voters, at most 4096 bytes"},
+                "options": {"type": "array", "maxItems": MAX_OPTIONS, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": MAX_OPTION_ID}, "label": {"type": "string", "maxLength": MAX_LABEL}}, "required": ["id"]}, "description": "Choices as {id, label}: 2 to 20; ids of letters, digits, - _ . @ (at most 64 bytes), labels of at most 200 bytes"},
                 "resolution": {"type": "object", "properties": {
                     "type": {"type": "string", "enum": ["plurality", "majority", "unanimous"]},
-                    "quorum": {"type": "integer", "minimum": 1, "description": "Votes needed to resolve (default: number of agents)"},
+                    "quorum": {"type": "integer", "minimum": 1, "description": "Votes needed to resolve (default: number of agents; a doc-owner election needs at least a majority of the agents)"},
                     "tieBreaker": {"type": "string", "enum": ["first", "random", "creator-decides"]}
                 }},
                 "binding": {"type": "boolean", "description": "Enforced by the system (an election with an id starting doc-owner sets the document owner)"},
@@ -165,11 +169,11 @@ fn build() -> Vec<Tool> {
         ),
         tool(
             "team_vote",
-            "Vote on an active proposal. Votes are final.",
+            "Vote on an active proposal. Votes are final. Only registered agents vote in a doc-owner election.",
             json!({
                 "proposal": {"type": "string", "description": "Proposal id"},
                 "choice": {"type": "string", "description": "Option id"},
-                "reason": {"type": "string"}
+                "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why, at most 1000 bytes"}
             }),
             &["proposal", "choice"],
         ),
@@ -201,4 +205,39 @@ fn build() -> Vec<Tool> {
             &["id"],
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proposal::MAX_ACTIVE;
+
+    fn description(name: &str) -> String {
+        let t = all().iter().find(|t| t.name == name).expect("tool");
+        t.description.as_deref().unwrap_or_default().to_string()
+    }
+
+    #[test]
+    fn proposal_limits_in_descriptions_match_the_library() {
+        let d = description("team_proposal_create");
+        for limit in [
+            format!("2 to {MAX_OPTIONS} options"),
+            format!("ids of at most {MAX_OPTION_ID} bytes"),
+            format!("title of at most {MAX_TITLE} bytes"),
+            format!("description of at most {MAX_DESCRIPTION} bytes"),
+            format!("at most {MAX_ACTIVE} active proposals"),
+        ] {
+            assert!(d.contains(&limit), "{limit:?} not in {d:?}");
+        }
+        assert_eq!(
+            MAX_LABEL, MAX_TITLE,
+            "the description gives them as one figure"
+        );
+        let v = all().iter().find(|t| t.name == "team_vote").unwrap();
+        let reason = v.input_schema["properties"]["reason"]["description"].as_str();
+        assert_eq!(
+            reason,
+            Some(format!("Why, at most {MAX_REASON} bytes").as_str())
+        );
+    }
 }
