@@ -359,7 +359,7 @@ fn doc_stdin() -> Result<String> {
                 .into(),
         ));
     }
-    cli::read_stdin("document")
+    cli::read_stdin("document content", document::MAX_DOCUMENT, None)
 }
 
 fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {

@@ -173,14 +173,35 @@ pub fn print_version(out: &mut Out, tool: &str) -> Result<u8> {
     Ok(0)
 }
 
-/// Read the whole of stdin as UTF-8 text.
-pub fn read_stdin(what: &str) -> Result<String> {
+/// Read stdin as UTF-8 text of at most `max` bytes. `what` names the text in errors;
+/// `hint`, when given, follows the error for text over the limit.
+///
+/// Reads at most `max + 1` bytes, so an endless input costs no more than the limit: more
+/// than `max` bytes is refused once the extra byte arrives, and a NUL byte as soon as the
+/// block that holds it is read. Both refusals are bad data (exit 65).
+pub fn read_stdin(what: &str, max: usize, hint: Option<&str>) -> Result<String> {
     use std::io::Read;
+    let mut input = io::stdin().lock().take(max as u64 + 1);
     let mut buf = Vec::new();
-    io::stdin()
-        .lock()
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io("<stdin>", e))?;
+    let mut block = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut block) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("<stdin>", e)),
+        };
+        if block[..n].contains(&0) {
+            return Err(Error::invalid(format!("{what} contains a NUL byte")));
+        }
+        buf.extend_from_slice(&block[..n]);
+    }
+    if buf.len() > max {
+        let hint = hint.map(|h| format!(" (hint: {h})")).unwrap_or_default();
+        return Err(Error::invalid(format!(
+            "{what} on stdin is over the limit of {max} bytes{hint}"
+        )));
+    }
     String::from_utf8(buf).map_err(|e| {
         Error::invalid(format!(
             "{what} on stdin is not valid UTF-8 (invalid byte at offset {})",
