@@ -37,7 +37,8 @@ Options:
   -V, --version        print the version
 
 Exit status: 0 ok, 64 usage, 65 bad name or damaged state file, 66 no such instance,
-agent or document, 69 lost the watch, 74 I/O error, 77 permission denied.
+agent or document, 69 lost the watch, 74 I/O error, 77 permission denied,
+130 interrupted.
 ";
 
 #[derive(Debug, Default)]

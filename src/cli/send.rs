@@ -27,7 +27,7 @@ Options:
   -V, --version        print the version
 
 Exit status: 0 sent, 64 usage, 65 bad message or name, 73 cannot create,
-74 I/O error, 75 lock timeout, 77 permission denied.
+74 I/O error, 75 lock timeout, 77 permission denied, 130 interrupted.
 ";
 
 #[derive(Debug, Default)]
