@@ -210,6 +210,34 @@ pub fn read_stdin(what: &str, max: usize, hint: Option<&str>) -> Result<String> 
     })
 }
 
+/// Call `on_close` once nobody reads stdout any more: the read end of a pipe closed (as
+/// `| head -1` does), or a terminal hung up. A thread waits in poll(2) on descriptor 1
+/// with no events asked, which reports only those conditions; stdout that cannot tell
+/// (a file, /dev/null) never calls it.
+pub fn on_stdout_closed(on_close: impl FnOnce() + Send + 'static) {
+    use nix::errno::Errno;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    std::thread::spawn(move || {
+        let stdout = io::stdout();
+        loop {
+            let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(Errno::EINTR) => continue,
+                Err(_) => return,
+                Ok(_) => {
+                    let got = fds[0].revents().unwrap_or(PollFlags::empty());
+                    if got.intersects(PollFlags::POLLERR | PollFlags::POLLHUP) {
+                        on_close();
+                    }
+                    // Anything else (POLLNVAL: no stdout at all) is not worth a spin.
+                    return;
+                }
+            }
+        }
+    });
+}
+
 /// Is stdin a terminal?
 pub fn stdin_is_tty() -> bool {
     use std::io::IsTerminal;
