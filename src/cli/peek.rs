@@ -303,9 +303,9 @@ fn follow(
     mut emit: impl FnMut(&[Entry]) -> Result<()>,
 ) -> Result<u8> {
     let ch = Channel::new(inst);
-    let unread = Arc::new(AtomicBool::new(false));
+    let no_reader = Arc::new(AtomicBool::new(false));
     let waker = waiter.waker();
-    let flag = Arc::clone(&unread);
+    let flag = Arc::clone(&no_reader);
     cli::on_stdout_closed(move || {
         flag.store(true, Ordering::SeqCst);
         waker.wake();
@@ -321,10 +321,10 @@ fn follow(
             last = e.id;
             emit(&batch.entries)?;
         }
-        if !unread.load(Ordering::SeqCst) {
+        if !no_reader.load(Ordering::SeqCst) {
             waiter.wait(None);
         }
-        if unread.load(Ordering::SeqCst) {
+        if no_reader.load(Ordering::SeqCst) {
             return Ok(0);
         }
     }
