@@ -2,6 +2,9 @@
 //!
 //! - Every flag that a tool's `--help` names is documented in the OPTIONS section of
 //!   `man/<tool>.1` and offered by its bash, zsh and fish completions.
+//! - Every exit code that the EXIT STATUS section of `man/<tool>.1` names is named by the
+//!   tool's `--help` and the other way round, and is in the shared table of `man/aw.7`, which
+//!   is the table of `aw::error::exit`.
 //! - Every man page passes `mandoc -Tlint -W warning` (when mandoc is installed).
 //!
 //! To check a new tool, add it to [`TOOLS`].
@@ -10,6 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
+use aw::error::exit;
 
 /// The tools whose documentation is checked.
 const TOOLS: &[&str] = &["aw-send", "aw-peek", "aw-ctl", "aw-mcp"];
@@ -228,6 +232,118 @@ fn help_flags_are_documented_and_completed() {
     );
 }
 
+/// The exit codes every tool shares, as the library defines them.
+const TABLE: [u8; 12] = [
+    exit::OK,
+    exit::NO,
+    exit::USAGE,
+    exit::DATAERR,
+    exit::NOINPUT,
+    exit::UNAVAILABLE,
+    exit::SOFTWARE,
+    exit::CANTCREAT,
+    exit::IOERR,
+    exit::TEMPFAIL,
+    exit::NOPERM,
+    exit::INTERRUPTED,
+];
+
+/// The codes an EXIT STATUS section lists, one `.It CODE` each.
+fn man_codes(section: &str) -> BTreeSet<u32> {
+    section
+        .lines()
+        .filter_map(|l| l.strip_prefix(".It "))
+        .filter_map(|w| w.trim().parse().ok())
+        .collect()
+}
+
+/// The codes the `Exit status:` paragraph of a help text names: every number in it.
+fn help_codes(help: &str) -> BTreeSet<u32> {
+    let Some(start) = help.find("Exit status:") else {
+        return BTreeSet::new();
+    };
+    let para = &help[start..];
+    let para = para.split("\n\n").next().unwrap_or(para);
+    para.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+/// `codes` as a list for messages.
+fn list(codes: impl IntoIterator<Item = u32>) -> String {
+    let v: Vec<String> = codes.into_iter().map(|c| c.to_string()).collect();
+    v.join(" ")
+}
+
+#[test]
+fn exit_codes_agree_with_help_and_the_table() {
+    let mut problems = Vec::new();
+    let table: BTreeSet<u32> = TABLE.iter().map(|&c| u32::from(c)).collect();
+    let overview = repo().join("man/aw.7");
+    let shared = man_codes(section(&read(&overview).unwrap(), "EXIT STATUS"));
+    if shared != table {
+        problems.push(format!(
+            "{} lists {}, the library has {}",
+            rel(&overview),
+            list(shared.iter().copied()),
+            list(table.iter().copied())
+        ));
+    }
+    for tool in TOOLS {
+        let page = repo().join(format!("man/{tool}.1"));
+        let man = match read(&page) {
+            Ok(p) => man_codes(section(&p, "EXIT STATUS")),
+            Err(e) => {
+                problems.push(format!("{tool}: {e}"));
+                continue;
+            }
+        };
+        let help = help_codes(&help(tool));
+        if man.is_empty() || help.is_empty() {
+            problems.push(format!(
+                "{tool}: no exit codes found (man: {}, --help: {})",
+                list(man.iter().copied()),
+                list(help.iter().copied())
+            ));
+            continue;
+        }
+        let checks = [
+            (
+                &man,
+                &help,
+                format!("the EXIT STATUS of {}", rel(&page)),
+                "--help",
+            ),
+            (&help, &man, "--help".to_string(), "the man page"),
+        ];
+        for (from, other, name, other_name) in checks {
+            let missing: Vec<u32> = from.difference(other).copied().collect();
+            if !missing.is_empty() {
+                problems.push(format!(
+                    "{tool}: {name} names {} that {other_name} does not",
+                    list(missing)
+                ));
+            }
+        }
+        let unknown: Vec<u32> = man
+            .union(&help)
+            .copied()
+            .filter(|c| !table.contains(c))
+            .collect();
+        if !unknown.is_empty() {
+            problems.push(format!(
+                "{tool}: {} not in the exit-code table",
+                list(unknown)
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "exit codes disagree:\n  {}\n",
+        problems.join("\n  ")
+    );
+}
+
 #[test]
 fn man_pages_pass_mandoc_lint() {
     let mut pages: Vec<PathBuf> = std::fs::read_dir(repo().join("man"))
@@ -302,4 +418,8 @@ fn flag_extraction() {
     assert!(in_fish("complete -c aw-peek -s n -l limit -r", "-n"));
     assert!(in_fish("complete -c aw-peek -s n -l limit -r", "--limit"));
     assert!(!in_fish("complete -c aw-peek -s n -l limit -r", "--lim"));
+    let help = "Options:\n  -n 5\n\nExit status: 0 ok, 64 usage, 77 not the\nowner, 130 on SIGINT.\n\nMore: 3\n";
+    assert_eq!(list(help_codes(help)), "0 64 77 130");
+    let man = ".Bl -tag -width Ds\n.It 0\nSuccess.\n.It 65\nBad data, 4 MiB.\n.It Fl x\n.El\n";
+    assert_eq!(list(man_codes(man)), "0 65");
 }

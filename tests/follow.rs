@@ -1,5 +1,7 @@
 //! `aw-peek --follow`: new entries of a channel or an inbox are printed as they arrive, each
-//! once and in order, with inotify and with polling; a closed pipe ends it quietly.
+//! once and in order, with inotify and with polling; a closed pipe ends it quietly, even
+//! while no entry comes; a removed or replaced instance directory or channel ends it with
+//! 69 before anything of the new log is printed.
 //!
 //! A follower that prints nothing would hang a test, so every read has a deadline; the
 //! deadline is generous and only turns a hang into a failure, it measures nothing.
@@ -219,4 +221,166 @@ fn following_a_missing_instance_is_refused() {
     assert_eq!(out.status.code(), Some(66));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("aw-peek: "), "{err}");
+}
+
+impl Follower {
+    /// Wait for the follower to end by itself (killing it and failing after the deadline);
+    /// return its exit code, its stderr, and the lines it printed that were not read yet.
+    fn exit(&mut self) -> (Option<i32>, String, Vec<String>) {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                break st;
+            }
+            if start.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                panic!("aw-peek --follow kept running");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(self.child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        // The reader thread ends at the end of the pipe, so this collects everything.
+        let rest = self.lines.iter().collect();
+        (status.code(), err, rest)
+    }
+}
+
+/// Require one error line `aw-peek: ...` that contains one of `want`, and a following
+/// `hint:` line at most.
+fn one_error(err: &str, want: &[&str]) {
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: ")),
+        "one error line: {err:?}"
+    );
+    assert!(lines[0].starts_with("aw-peek: "), "{err:?}");
+    assert!(
+        want.iter().any(|w| lines[0].contains(w)),
+        "{err:?} does not say one of {want:?}"
+    );
+}
+
+/// Remove the instance directory under a follower, then (when `anew`) create the instance
+/// anew with entries: the follower must stop with 69 and print nothing of the new log.
+fn removed_instance(extra: &[&str], anew: bool) {
+    let root = Root::new();
+    root.send("r", &[], "old log");
+    let mut args = vec!["-i", "r", "--follow", "--json"];
+    args.extend_from_slice(extra);
+    let mut f = Follower::start(&root, &args);
+    assert_eq!(entry_of(&f.json()).message, "old log");
+    f.sync(&root, "r");
+    std::fs::remove_dir_all(root.inst_dir("r")).unwrap();
+    if anew {
+        for n in 0..3 {
+            root.send("r", &[], &format!("new log {n}"));
+        }
+    }
+    let (code, err, rest) = f.exit();
+    assert_eq!(code, Some(69), "stderr: {err}");
+    // Removed, or replaced when the new instance was made before the follower looked.
+    let want: &[&str] = if anew {
+        &["removed", "replaced"]
+    } else {
+        &["removed"]
+    };
+    one_error(&err, want);
+    assert!(rest.is_empty(), "printed entries of the new log: {rest:?}");
+}
+
+#[test]
+fn a_removed_instance_ends_the_follower_with_69_inotify() {
+    removed_instance(&[], false);
+    removed_instance(&[], true);
+}
+
+#[test]
+fn a_removed_instance_ends_the_follower_with_69_polling() {
+    removed_instance(&["--poll", "0.1"], false);
+    removed_instance(&["--poll", "0.1"], true);
+}
+
+/// Move `channel.md` away under a follower (of the channel, then of an inbox) and start a new
+/// one in the same directory: the follower must stop with 69 and print nothing of the new log.
+fn replaced_channel(extra: &[&str]) {
+    for target in ["@c", "bob"] {
+        let root = Root::new();
+        root.ok("aw-ctl", &["-i", "c", "new", "bob"], None);
+        for n in 0..3 {
+            root.send("c", &[], &format!("@bob old log {n}"));
+        }
+        let mut args = vec!["-i", "c", "--follow", "--json", target];
+        args.extend_from_slice(extra);
+        let mut f = Follower::start(&root, &args);
+        for _ in 0..3 {
+            assert!(entry_of(&f.json()).message.contains("old log"));
+        }
+        // Both followers print this one: once it is read, the watch is armed.
+        let id = root.send("c", &["--from", "marker"], "@bob sync");
+        assert_eq!(entry_of(&f.json()).id, id);
+        let ch = root.channel("c");
+        std::fs::rename(&ch, ch.with_extension("old")).unwrap();
+        root.send("c", &[], "@bob new log");
+        let (code, err, rest) = f.exit();
+        assert_eq!(code, Some(69), "{target}: stderr: {err}");
+        one_error(&err, &["channel.md: removed", "channel.md: replaced"]);
+        assert!(
+            rest.is_empty(),
+            "{target}: printed entries of the new log: {rest:?}"
+        );
+    }
+}
+
+#[test]
+fn a_replaced_channel_ends_the_follower_with_69_inotify() {
+    replaced_channel(&[]);
+}
+
+#[test]
+fn a_replaced_channel_ends_the_follower_with_69_polling() {
+    replaced_channel(&["--poll", "0.1"]);
+}
+
+/// Close the reader of an idle follower's stdout, as `aw-peek -F | head -1` does after one
+/// line: the follower must end quietly with 0 without waiting for another entry.
+fn closed_reader(extra: &[&str]) {
+    let root = Root::new();
+    root.send("q", &[], "first");
+    let mut args = vec!["-i", "q", "--follow", "--json"];
+    args.extend_from_slice(extra);
+    let mut cmd = root.cmd("aw-peek");
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn aw-peek --follow");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = r.read_line(&mut line);
+        let _ = tx.send((line, r));
+    });
+    let (line, reader) = rx.recv_timeout(DEADLINE).expect("the first entry");
+    assert_eq!(entry_of(&serde_json::from_str(&line).unwrap()).id, 1);
+    drop(reader);
+    let mut f = Follower {
+        child,
+        lines: mpsc::channel().1,
+    };
+    let (code, err, _) = f.exit();
+    assert_eq!(code, Some(0), "stderr: {err}");
+    assert_eq!(err, "", "a closed pipe is not an error");
+}
+
+#[test]
+fn a_closed_reader_ends_an_idle_follower_inotify() {
+    closed_reader(&[]);
+}
+
+#[test]
+fn a_closed_reader_ends_an_idle_follower_polling() {
+    closed_reader(&["--poll", "0.1"]);
 }

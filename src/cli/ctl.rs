@@ -70,9 +70,10 @@ Options:
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 ok, 64 usage, 65 bad name or data, 66 no such instance, agent or
-document, 73 cannot create (exists), 74 I/O error, 75 lock timeout, 77 not the
-document owner.
+Exit status: 0 ok, 1 no document owner set (doc owner), 64 usage, 65 bad name or
+data, 66 no such instance, agent or document, 73 cannot create (exists), 74 I/O
+error, 75 lock timeout, 77 not the document owner or permission denied,
+130 interrupted.
 ";
 
 /// Backends an agent may name.
@@ -359,7 +360,7 @@ fn doc_stdin() -> Result<String> {
                 .into(),
         ));
     }
-    cli::read_stdin("document")
+    cli::read_stdin("document content", document::MAX_DOCUMENT, None)
 }
 
 fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {

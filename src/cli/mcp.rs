@@ -22,8 +22,9 @@ Options:
   -h, --help                   print this help
   -V, --version                print the version
 
-Exit status: 0 on end of input or SIGTERM, 64 usage, 65 bad name, 70 internal error,
-74 I/O error, 130 on SIGINT.
+Exit status: 0 on end of input or SIGTERM, 64 usage, 65 bad name or damaged state
+file, 69 runtime or protocol could not start, 70 internal error, 73 cannot create,
+74 I/O error, 75 lock timeout, 77 permission denied, 130 on SIGINT.
 ";
 
 pub fn run(out: &mut Out) -> Result<u8> {

@@ -173,20 +173,69 @@ pub fn print_version(out: &mut Out, tool: &str) -> Result<u8> {
     Ok(0)
 }
 
-/// Read the whole of stdin as UTF-8 text.
-pub fn read_stdin(what: &str) -> Result<String> {
+/// Read stdin as UTF-8 text of at most `max` bytes. `what` names the text in errors;
+/// `hint`, when given, follows the error for text over the limit.
+///
+/// Reads at most `max + 1` bytes, so an endless input costs no more than the limit: more
+/// than `max` bytes is refused once the extra byte arrives, and a NUL byte as soon as the
+/// block that holds it is read. Both refusals are bad data (exit 65).
+pub fn read_stdin(what: &str, max: usize, hint: Option<&str>) -> Result<String> {
     use std::io::Read;
+    let mut input = io::stdin().lock().take(max as u64 + 1);
     let mut buf = Vec::new();
-    io::stdin()
-        .lock()
-        .read_to_end(&mut buf)
-        .map_err(|e| Error::io("<stdin>", e))?;
+    let mut block = vec![0u8; 64 * 1024];
+    loop {
+        let n = match input.read(&mut block) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io("<stdin>", e)),
+        };
+        if block[..n].contains(&0) {
+            return Err(Error::invalid(format!("{what} contains a NUL byte")));
+        }
+        buf.extend_from_slice(&block[..n]);
+    }
+    if buf.len() > max {
+        let hint = hint.map(|h| format!(" (hint: {h})")).unwrap_or_default();
+        return Err(Error::invalid(format!(
+            "{what} on stdin is over the limit of {max} bytes{hint}"
+        )));
+    }
     String::from_utf8(buf).map_err(|e| {
         Error::invalid(format!(
             "{what} on stdin is not valid UTF-8 (invalid byte at offset {})",
             e.utf8_error().valid_up_to()
         ))
     })
+}
+
+/// Call `on_close` once nobody reads stdout any more: the read end of a pipe closed (as
+/// `| head -1` does), or a terminal hung up. A thread waits in poll(2) on descriptor 1
+/// with no events asked, which reports only those conditions; stdout that cannot tell
+/// (a file, /dev/null) never calls it.
+pub fn on_stdout_closed(on_close: impl FnOnce() + Send + 'static) {
+    use nix::errno::Errno;
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    std::thread::spawn(move || {
+        let stdout = io::stdout();
+        loop {
+            let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::empty())];
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(Errno::EINTR) => continue,
+                Err(_) => return,
+                Ok(_) => {
+                    let got = fds[0].revents().unwrap_or(PollFlags::empty());
+                    if got.intersects(PollFlags::POLLERR | PollFlags::POLLHUP) {
+                        on_close();
+                    }
+                    // Anything else (POLLNVAL: no stdout at all) is not worth a spin.
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// Is stdin a terminal?

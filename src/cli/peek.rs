@@ -1,5 +1,7 @@
 //! `aw-peek`: read a channel, an agent's inbox, or a document; `--follow` streams.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::channel::{Channel, Damage, Entry};
@@ -29,7 +31,8 @@ Options:
                        (channel default 20, no limit with --since or for an inbox;
                        0 = no limit)
       --json           one JSON record per line
-  -F, --follow         keep printing new entries as they arrive, until interrupted
+  -F, --follow         keep printing new entries as they arrive, until interrupted or
+                       nobody reads the output
       --poll SECS      with --follow: poll every SECS seconds instead of using inotify
       --doc [FILE]     print a document (default notes.md)
       --docs           list the documents
@@ -37,7 +40,8 @@ Options:
   -V, --version        print the version
 
 Exit status: 0 ok, 64 usage, 65 bad name or damaged state file, 66 no such instance,
-agent or document, 69 lost the watch, 74 I/O error, 77 permission denied.
+agent or document, 69 followed channel removed or replaced, 74 I/O error,
+77 permission denied, 130 interrupted.
 ";
 
 #[derive(Debug, Default)]
@@ -195,6 +199,9 @@ fn print_entry(out: &mut Out, e: &Entry, json: bool) -> Result<()> {
 
 fn show_channel(out: &mut Out, inst: &Instance, a: &Args, poll: Option<Duration>) -> Result<u8> {
     let ch = Channel::new(inst);
+    // Arm the watch before the first read, so that nothing appended or replaced in between
+    // goes unseen.
+    let waiter = a.follow.then(|| watch(inst, poll)).transpose()?;
     let batch = match a.since {
         Some(id) => {
             let mut b = ch.read_since(id)?;
@@ -214,13 +221,13 @@ fn show_channel(out: &mut Out, inst: &Instance, a: &Args, poll: Option<Duration>
         print_entry(out, e, a.json)?;
         last = last.max(e.id);
     }
-    if !a.follow {
+    let Some(waiter) = waiter else {
         return Ok(0);
-    }
+    };
     // An empty first read means nothing was there (or nothing after --since): follow from
     // `last` as it is, so that an entry appended meanwhile is not skipped.
     out.flush()?;
-    follow(inst, poll, last, |entries| {
+    follow(inst, waiter, last, |entries| {
         for e in entries {
             print_entry(out, e, a.json)?;
         }
@@ -251,6 +258,7 @@ fn show_inbox(
             inst.name()
         )));
     }
+    let waiter = a.follow.then(|| watch(inst, poll)).transpose()?;
     // One read gives both the inbox and the id to follow from, so nothing slips between.
     let (mut msgs, damage, last) = inbox::unread_with_last(inst, agent)?;
     print_damage(&damage);
@@ -263,11 +271,11 @@ fn show_inbox(
     for m in &msgs {
         print_inbox(out, m, a.json)?;
     }
-    if !a.follow {
+    let Some(waiter) = waiter else {
         return Ok(0);
-    }
+    };
     out.flush()?;
-    follow(inst, poll, last, |entries| {
+    follow(inst, waiter, last, |entries| {
         for e in entries.iter().filter(|e| inbox::is_for(e, agent)) {
             let m = InboxMessage {
                 priority: mention::priority(&e.message, e.mentions.len()),
@@ -280,26 +288,44 @@ fn show_inbox(
     })
 }
 
-/// Call `emit` with every batch of entries newer than `last`, forever (until a signal or a
-/// closed stdout ends the process).
+/// A watch on the channel of `inst`, for [`follow`].
+fn watch(inst: &Instance, poll: Option<Duration>) -> Result<FileWaiter> {
+    FileWaiter::new(&inst.channel_path(), poll)
+}
+
+/// Call `emit` with every batch of entries newer than `last`, until a signal ends the
+/// process or nobody reads stdout any more (then 0). The channel or the instance directory
+/// removed or replaced ends it with 69: what comes next would belong to another log.
 fn follow(
     inst: &Instance,
-    poll: Option<Duration>,
+    mut waiter: FileWaiter,
     mut last: u64,
     mut emit: impl FnMut(&[Entry]) -> Result<()>,
 ) -> Result<u8> {
     let ch = Channel::new(inst);
-    let mut waiter = FileWaiter::new(&inst.channel_path(), poll)?;
+    let no_reader = Arc::new(AtomicBool::new(false));
+    let waker = waiter.waker();
+    let flag = Arc::clone(&no_reader);
+    cli::on_stdout_closed(move || {
+        flag.store(true, Ordering::SeqCst);
+        waker.wake();
+    });
     loop {
-        // Read after arming the watch, so nothing appended in between is missed.
         let batch = ch.read_since(last)?;
+        // Checked after the read: a batch read before a replacement is still the old log's.
+        if let Some(g) = waiter.gone() {
+            return Err(Error::Unavailable(format!("{g}; stopped following")));
+        }
         print_damage(&batch.damage);
         if let Some(e) = batch.entries.last() {
             last = e.id;
             emit(&batch.entries)?;
         }
-        if !waiter.wait(None) {
-            return Err(Error::Unavailable("lost the watch on the channel".into()));
+        if !no_reader.load(Ordering::SeqCst) {
+            waiter.wait(None);
+        }
+        if no_reader.load(Ordering::SeqCst) {
+            return Ok(0);
         }
     }
 }

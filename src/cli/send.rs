@@ -1,5 +1,6 @@
 //! `aw-send`: append one message to an instance's channel.
 
+use crate::channel::MAX_MESSAGE;
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result};
 use crate::names::{self, Target};
@@ -11,7 +12,7 @@ aw-send - append one message to an aw channel
 
 Usage: aw-send [OPTIONS] [MESSAGE... | -]
 
-With no MESSAGE (or with -), the whole of stdin is read as one message.
+With no MESSAGE (or with -), stdin is read as one message (at most 4 MiB).
 Prints the new entry's id.
 
 Options:
@@ -26,7 +27,7 @@ Options:
   -V, --version        print the version
 
 Exit status: 0 sent, 64 usage, 65 bad message or name, 73 cannot create,
-74 I/O error, 75 lock timeout, 77 permission denied.
+74 I/O error, 75 lock timeout, 77 permission denied, 130 interrupted.
 ";
 
 #[derive(Debug, Default)]
@@ -107,7 +108,11 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
                     .into(),
             ));
         }
-        cli::read_stdin("message")?
+        cli::read_stdin(
+            "message",
+            MAX_MESSAGE,
+            Some("use a resource or a document for long content"),
+        )?
     } else {
         a.words.join(" ")
     };

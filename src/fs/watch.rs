@@ -1,16 +1,23 @@
 //! Waiting for a file to change: inotify on the parent directory (a rename-replace would kill
 //! a watch on the file itself), with a polling fallback that compares length, nanosecond
-//! mtime and inode.
+//! mtime, inode and device.
+//!
+//! A waiter also tells when the file or its directory stopped being the one it started
+//! with: removed, or replaced by another one of the same name (another device, inode or
+//! birth time), or made shorter (the file is append-only). A follower uses that to stop
+//! instead of reading a new file as if it continued the old one.
 
+use std::fmt;
+use std::fs::Metadata;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant, SystemTime};
 
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Polling interval used when inotify is not available and none was asked for.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
@@ -20,6 +27,7 @@ struct Signature {
     len: u64,
     mtime_ns: i128,
     ino: u64,
+    dev: u64,
 }
 
 fn signature(path: &Path) -> Signature {
@@ -28,14 +36,46 @@ fn signature(path: &Path) -> Signature {
             len: m.len(),
             mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
             ino: m.ino(),
+            dev: m.dev(),
         },
         Err(_) => Signature::default(),
     }
 }
 
+/// Which file a path names: the same path names another file once this changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    /// The birth time, where the file system keeps one (it tells a reused inode number).
+    born: Option<SystemTime>,
+}
+
+impl Identity {
+    fn of(m: &Metadata) -> Identity {
+        Identity {
+            dev: m.dev(),
+            ino: m.ino(),
+            born: m.created().ok(),
+        }
+    }
+}
+
+/// A watched file or directory that is no longer the one the waiter started with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gone {
+    pub path: PathBuf,
+    pub why: &'static str,
+}
+
+impl fmt::Display for Gone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.why)
+    }
+}
+
 enum Mode {
     Inotify {
-        rx: Receiver<()>,
         _watcher: notify::RecommendedWatcher,
     },
     Poll {
@@ -45,10 +85,28 @@ enum Mode {
 }
 
 /// Wakes its owner when `file` may have changed. Spurious wake-ups are allowed: the owner
-/// always rescans what is new after a wake-up.
+/// always rescans what is new after a wake-up, and asks [`FileWaiter::gone`] first.
 pub struct FileWaiter {
     file: PathBuf,
+    dir: PathBuf,
+    dir_id: Identity,
+    /// `None` until the file exists.
+    file_id: Option<Identity>,
+    /// The longest the file has been seen.
+    file_len: u64,
+    tx: Sender<()>,
+    rx: Receiver<()>,
     mode: Mode,
+}
+
+/// Wakes a [`FileWaiter`] from another thread, for a reason of its owner's.
+#[derive(Clone)]
+pub struct Waker(Sender<()>);
+
+impl Waker {
+    pub fn wake(&self) {
+        let _ = self.0.send(());
+    }
 }
 
 impl FileWaiter {
@@ -57,37 +115,56 @@ impl FileWaiter {
     /// inotify cannot be set up.
     pub fn new(file: &Path, poll: Option<Duration>) -> Result<FileWaiter> {
         let file = file.to_path_buf();
-        if let Some(every) = poll {
-            return Ok(Self::polling(file, every));
-        }
-        match Self::inotify(&file) {
-            Ok(mode) => Ok(FileWaiter { file, mode }),
-            Err(e) => {
-                eprintln!(
-                    "warning: cannot watch {}: {e}; polling every {} ms instead",
-                    file.display(),
-                    DEFAULT_POLL.as_millis()
-                );
-                eprintln!(
-                    "hint: raise fs.inotify.max_user_watches / max_user_instances, or pass --poll SECS"
-                );
-                Ok(Self::polling(file, DEFAULT_POLL))
-            }
-        }
-    }
-
-    fn polling(file: PathBuf, every: Duration) -> FileWaiter {
-        let last = signature(&file);
-        FileWaiter {
-            file,
-            mode: Mode::Poll { every, last },
-        }
-    }
-
-    fn inotify(file: &Path) -> notify::Result<Mode> {
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
-        let name = file.file_name().map(|n| n.to_os_string());
+        // Take the identities before arming the watch, so that a replacement in between is
+        // seen at the first wake-up.
+        let dir_id = std::fs::metadata(&dir)
+            .map(|m| Identity::of(&m))
+            .map_err(|e| Error::io(&dir, e))?;
+        let (file_id, file_len) = match std::fs::metadata(&file) {
+            Ok(m) => (Some(Identity::of(&m)), m.len()),
+            Err(_) => (None, 0),
+        };
         let (tx, rx) = mpsc::channel();
+        let mode = match poll {
+            Some(every) => Self::polling(&file, every),
+            None => match Self::inotify(&file, &dir, tx.clone()) {
+                Ok(mode) => mode,
+                Err(e) => {
+                    eprintln!(
+                        "warning: cannot watch {}: {e}; polling every {} ms instead",
+                        file.display(),
+                        DEFAULT_POLL.as_millis()
+                    );
+                    eprintln!(
+                        "hint: raise fs.inotify.max_user_watches / max_user_instances, or pass --poll SECS"
+                    );
+                    Self::polling(&file, DEFAULT_POLL)
+                }
+            },
+        };
+        Ok(FileWaiter {
+            file,
+            dir,
+            dir_id,
+            file_id,
+            file_len,
+            tx,
+            rx,
+            mode,
+        })
+    }
+
+    fn polling(file: &Path, every: Duration) -> Mode {
+        Mode::Poll {
+            every,
+            last: signature(file),
+        }
+    }
+
+    fn inotify(file: &Path, dir: &Path, tx: Sender<()>) -> notify::Result<Mode> {
+        let name = file.file_name().map(|n| n.to_os_string());
+        let here = dir.to_path_buf();
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 let Ok(ev) = res else {
@@ -103,18 +180,61 @@ impl FileWaiter {
                 ) {
                     return;
                 }
+                // The file, or the directory itself (removed or moved away).
                 let relevant = ev.need_rescan()
                     || ev.paths.is_empty()
-                    || ev.paths.iter().any(|p| p.file_name() == name.as_deref());
+                    || ev
+                        .paths
+                        .iter()
+                        .any(|p| p.file_name() == name.as_deref() || *p == here);
                 if relevant {
                     let _ = tx.send(());
                 }
             })?;
-        watcher.watch(&dir, RecursiveMode::NonRecursive)?;
-        Ok(Mode::Inotify {
-            rx,
-            _watcher: watcher,
-        })
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+        Ok(Mode::Inotify { _watcher: watcher })
+    }
+
+    /// A handle that interrupts [`FileWaiter::wait`] from another thread.
+    pub fn waker(&self) -> Waker {
+        Waker(self.tx.clone())
+    }
+
+    /// Has the directory or the file stopped being the one this waiter started with? A file
+    /// that did not exist then is adopted when it appears.
+    pub fn gone(&mut self) -> Option<Gone> {
+        let gone = |path: &Path, why| {
+            Some(Gone {
+                path: path.to_path_buf(),
+                why,
+            })
+        };
+        match std::fs::metadata(&self.dir) {
+            Err(_) => return gone(&self.dir, "removed or moved away while watched"),
+            Ok(m) if Identity::of(&m) != self.dir_id => {
+                return gone(&self.dir, "replaced while watched");
+            }
+            Ok(_) => {}
+        }
+        match (std::fs::metadata(&self.file), self.file_id) {
+            (Ok(m), None) => {
+                self.file_id = Some(Identity::of(&m));
+                self.file_len = m.len();
+            }
+            (Ok(m), Some(id)) if Identity::of(&m) != id => {
+                return gone(&self.file, "replaced while watched");
+            }
+            (Ok(m), Some(_)) if m.len() < self.file_len => {
+                return gone(&self.file, "truncated while watched");
+            }
+            (Ok(m), Some(_)) => self.file_len = m.len(),
+            (Err(e), Some(_)) if e.kind() == std::io::ErrorKind::NotFound => {
+                return gone(&self.file, "removed or moved away while watched");
+            }
+            // Another error (such as permission denied) is for the reader to report.
+            (Err(_), _) => {}
+        }
+        None
     }
 
     /// Is this waiter polling (rather than using inotify)?
@@ -122,42 +242,43 @@ impl FileWaiter {
         matches!(self.mode, Mode::Poll { .. })
     }
 
-    /// Block until the file may have changed or `timeout` passes. Returns `true` on a
-    /// (possible) change, `false` on timeout.
+    /// Block until the file may have changed, a [`Waker`] is used, or `timeout` passes.
+    /// Returns `true` on a (possible) change or a wake, `false` on timeout.
     pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(|t| Instant::now() + t);
-        match &mut self.mode {
-            Mode::Inotify { rx, .. } => {
-                let got = match deadline {
-                    None => rx.recv().is_ok(),
-                    Some(d) => match rx.recv_timeout(d.saturating_duration_since(Instant::now())) {
-                        Ok(()) => true,
-                        Err(RecvTimeoutError::Timeout) => false,
-                        Err(RecvTimeoutError::Disconnected) => false,
-                    },
-                };
-                // Coalesce a burst of events into one wake-up.
-                while rx.try_recv().is_ok() {}
-                got
-            }
+        let got = match &mut self.mode {
+            // The waiter holds a sender itself, so the channel never disconnects.
+            Mode::Inotify { .. } => match deadline {
+                None => self.rx.recv().is_ok(),
+                Some(d) => !matches!(
+                    self.rx
+                        .recv_timeout(d.saturating_duration_since(Instant::now())),
+                    Err(RecvTimeoutError::Timeout)
+                ),
+            },
             Mode::Poll { every, last } => loop {
                 let now = signature(&self.file);
                 if now != *last {
                     *last = now;
-                    return true;
+                    break true;
                 }
                 let nap = match deadline {
                     Some(d) => {
                         let left = d.saturating_duration_since(Instant::now());
                         if left.is_zero() {
-                            return false;
+                            break false;
                         }
                         left.min(*every)
                     }
                     None => *every,
                 };
-                std::thread::sleep(nap);
+                if self.rx.recv_timeout(nap).is_ok() {
+                    break true;
+                }
             },
-        }
+        };
+        // Coalesce a burst of events into one wake-up.
+        while self.rx.try_recv().is_ok() {}
+        got
     }
 }
