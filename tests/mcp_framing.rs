@@ -270,6 +270,37 @@ fn params_that_do_not_fit_get_invalid_params() {
     );
 }
 
+#[test]
+fn a_16_mib_resource_of_control_characters_is_stored_and_read_back() {
+    const LIMIT: usize = 16 << 20;
+    let team = Team::new();
+    let mut raw = start(&team);
+    let content = "\u{1}".repeat(LIMIT);
+    let r = call(
+        &mut raw,
+        2,
+        "resource_create",
+        json!({"content": content, "type": "text"}),
+        BIG_GUARD,
+    );
+    let data = &r["result"]["structuredContent"];
+    assert_eq!(data["bytes"], LIMIT, "{data}");
+    let id = data["id"].as_str().expect("resource id").to_string();
+    let stored = std::fs::read(team.inst().join("resources").join(format!("{id}.txt"))).unwrap();
+    assert!(stored == content.as_bytes(), "stored verbatim");
+    drop(stored);
+    let r = call(&mut raw, 3, "resource_read", json!({ "id": id }), BIG_GUARD);
+    assert_eq!(r["result"]["content"].as_array().map(Vec::len), Some(1));
+    assert!(
+        r["result"]["content"][0]["text"].as_str() == Some(content.as_str()),
+        "read back identical"
+    );
+    drop(r);
+    still_serving(&mut raw, 4);
+    let (code, rest, stderr) = finish(raw);
+    assert_eq!((code, rest.len(), stderr.as_str()), (Some(0), 0, ""));
+}
+
 /// A tools/list request of exactly `len` bytes, padded with an ignored parameter.
 fn padded_tools_list(id: u64, len: usize) -> Vec<u8> {
     let head = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{{"pad":""#);
