@@ -85,9 +85,36 @@ pub fn run(out: &mut Out) -> Result<u8> {
     serve(Server { inst, agent: name })
 }
 
-fn serve(server: Server) -> Result<u8> {
+/// How long answers already made may take to reach stdout once input has ended.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serve MCP on `transport` until the client is gone.
+async fn serve_mcp<T>(server: Server, transport: T) -> Result<u8>
+where
+    T: rmcp::transport::Transport<rmcp::RoleServer> + 'static,
+{
     use rmcp::ServiceExt;
     use rmcp::service::ServerInitializeError;
+    let running = match server.serve(transport).await {
+        Ok(r) => r,
+        // End of input before (or during) the initialisation: nothing to serve.
+        Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
+        Err(e) => {
+            return Err(Error::Unavailable(format!(
+                "MCP initialisation failed: {e}"
+            )));
+        }
+    };
+    match running.waiting().await {
+        Ok(_) => Ok(0),
+        Err(e) => {
+            eprintln!("aw-mcp: server task failed: {e}");
+            Ok(crate::error::exit::SOFTWARE)
+        }
+    }
+}
+
+fn serve(server: Server) -> Result<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -101,25 +128,21 @@ fn serve(server: Server) -> Result<u8> {
         let mut int = signal(SignalKind::interrupt())
             .map_err(|e| Error::Unavailable(format!("cannot handle SIGINT: {e}")))?;
         let session = async move {
-            let (stdin, stdout) = rmcp::transport::stdio();
-            let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(stdin, stdout)
-                .with_max_line_length(crate::mcp::MAX_REQUEST_LINE);
-            let running = match server.serve(transport).await {
-                Ok(r) => r,
-                // End of input before (or during) the initialisation: nothing to serve.
-                Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(0),
-                Err(e) => {
-                    return Err(Error::Unavailable(format!(
-                        "MCP initialisation failed: {e}"
-                    )));
-                }
-            };
-            match running.waiting().await {
-                Ok(_) => Ok(0),
-                Err(e) => {
-                    eprintln!("aw-mcp: server task failed: {e}");
-                    Ok(crate::error::exit::SOFTWARE)
-                }
+            let (transport, writer) = crate::mcp::framing::new(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                crate::mcp::MAX_REQUEST_LINE,
+            );
+            let writer = tokio::spawn(writer);
+            let code = serve_mcp(server, transport).await;
+            // The transport is gone: let the writer put out every answer queued so far,
+            // without waiting forever on a client that stopped reading.
+            match tokio::time::timeout(DRAIN, writer).await {
+                Ok(Ok(Err(e))) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
+                    path: "standard output".into(),
+                    source: e,
+                }),
+                _ => code,
             }
         };
         tokio::select! {

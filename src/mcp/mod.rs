@@ -1,6 +1,7 @@
 //! The MCP server behind `aw-mcp`: one agent identity, every tool working on the instance
 //! directory directly.
 
+pub mod framing;
 pub mod handlers;
 pub mod tools;
 
@@ -24,11 +25,17 @@ is set and it is not you, use document_suggest. Put long content in resource_cre
 reference its id. When you see [PROPOSAL:id], vote with team_vote (votes are final); create
 proposals for decisions the team must share. Mention only agents who must act.";
 
-/// Longest request line read from the client. The transport drops a longer line without any
-/// answer, so this leaves room for content at the size limits of documents and resources
-/// (16 MiB) even when JSON escaping makes it up to four times longer; content over a limit is
-/// then refused with a reason instead of going unanswered.
-pub const MAX_REQUEST_LINE: usize = 64 << 20;
+/// The longest content a tool takes: a document or a resource.
+const MAX_CONTENT: usize = if crate::document::MAX_DOCUMENT > crate::resource::MAX_RESOURCE {
+    crate::document::MAX_DOCUMENT
+} else {
+    crate::resource::MAX_RESOURCE
+};
+
+/// Longest request line read from the client, the newline not counted: content at the limit
+/// with every byte written as a six-byte escape (`\u0001`, the longest JSON has), and 1 MiB
+/// for the rest of the request. A longer line is skipped and answered with an error.
+pub const MAX_REQUEST_LINE: usize = 6 * MAX_CONTENT + (1 << 20);
 
 /// The server for one agent of one instance.
 #[derive(Clone)]

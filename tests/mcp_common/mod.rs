@@ -380,21 +380,32 @@ impl Raw {
 
     /// Write one JSON-RPC message as a line.
     pub fn send(&mut self, msg: Value) {
+        self.send_bytes(format!("{msg}\n").as_bytes());
+    }
+
+    /// Write `bytes` as they are: a line of any content, or part of one.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
         use std::io::Write;
         let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{msg}").expect("write to aw-mcp");
+        stdin.write_all(bytes).expect("write to aw-mcp");
         stdin.flush().unwrap();
+    }
+
+    /// The next line on stdout, which must be JSON-RPC 2.0, waiting at most `guard`.
+    pub fn next(&mut self, guard: Duration) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(guard)
+            .unwrap_or_else(|e| panic!("no answer: {e}"));
+        let v = check_jsonrpc(&line);
+        self.seen.push(line);
+        v
     }
 
     /// Read lines until the response to request `id`; every line must be JSON-RPC 2.0.
     pub fn response(&mut self, id: u64) -> Value {
         loop {
-            let line = self
-                .lines
-                .recv_timeout(GUARD)
-                .unwrap_or_else(|e| panic!("no response to request {id}: {e}"));
-            let v = check_jsonrpc(&line);
-            self.seen.push(line);
+            let v = self.next(GUARD);
             if v.get("id") == Some(&json!(id)) {
                 return v;
             }
