@@ -212,7 +212,8 @@ fn parse_entry(buf: &[u8]) -> Option<(Entry, usize)> {
     let h = parse_header(line)?;
     let start = nl + 1;
     let end = start.checked_add(h.len)?;
-    if buf.len() < end + 2 || &buf[end..end + 2] != b"\n\n" {
+    let used = end.checked_add(2)?;
+    if buf.get(end..used)? != b"\n\n" {
         return None;
     }
     let body = &buf[start..end];
@@ -228,7 +229,7 @@ fn parse_entry(buf: &[u8]) -> Option<(Entry, usize)> {
             message: unescape(body),
             mentions: h.to.iter().map(|s| s.to_string()).collect(),
         },
-        end + 2,
+        used,
     ))
 }
 
@@ -279,7 +280,7 @@ struct Record {
 
 impl Record {
     fn end(&self) -> u64 {
-        self.offset + self.len
+        self.offset.saturating_add(self.len)
     }
     fn encode(&self) -> [u8; RECORD as usize] {
         let mut b = [0u8; RECORD as usize];
@@ -345,8 +346,18 @@ impl Channel {
             .map_err(|e| Error::create(&self.index, e))?;
         let size = log.metadata().at(&self.log)?.len();
         let (last, damage, torn_tail) = self.catch_up(&log, &mut index, size)?;
+        let id = match last {
+            None => 1,
+            Some(r) => r.id.checked_add(1).ok_or_else(|| Error::Corrupt {
+                path: self.log.clone(),
+                why: format!(
+                    "entry #{} has the largest id there is; nothing can be appended after it",
+                    r.id
+                ),
+            })?,
+        };
         let entry = Entry {
-            id: last.map_or(1, |r| r.id + 1),
+            id,
             timestamp: now(),
             from: from.to_string(),
             message: message.to_string(),
@@ -489,7 +500,7 @@ impl Channel {
         let mut buf = Vec::with_capacity((size.saturating_sub(start)) as usize);
         log.seek(SeekFrom::Start(start)).at(&self.log)?;
         (&mut log)
-            .take(size - start)
+            .take(size.saturating_sub(start))
             .read_to_end(&mut buf)
             .at(&self.log)?;
         let (found, damage) = parse_all(&buf, start);
@@ -564,7 +575,7 @@ fn read_last_record(f: &File, size: u64) -> std::io::Result<Option<Record>> {
 
 /// Does the record point at a whole entry with its id inside a log of `size` bytes?
 fn record_valid(log: &File, r: &Record, size: u64) -> bool {
-    if r.end() > size || r.len < 8 {
+    if r.offset.checked_add(r.len).is_none_or(|end| end > size) || r.len < 8 {
         return false;
     }
     let mut b = [0u8; 64];
