@@ -57,6 +57,8 @@ pub enum Damage {
     Unreadable { offset: u64, len: u64, at_end: bool },
     /// A whole entry whose id is not greater than `after`, the id of a valid entry before it.
     OutOfOrder { offset: u64, id: u64, after: u64 },
+    /// An append stored its entry but could not update the index, for the reason given.
+    IndexNotUpdated { why: String },
 }
 
 impl std::fmt::Display for Damage {
@@ -77,6 +79,11 @@ impl std::fmt::Display for Damage {
             Damage::OutOfOrder { offset, id, after } => write!(
                 f,
                 "channel.md: entry #{id} at byte {offset} skipped: id not greater than #{after}"
+            ),
+            Damage::IndexNotUpdated { why } => write!(
+                f,
+                "channel.idx: cannot write: {why}; the entry is stored, and the index will be \
+                 rebuilt"
             ),
         }
     }
@@ -418,7 +425,8 @@ impl Channel {
     /// Append a message; the caller has validated `from` and resolved `mentions`.
     /// Takes the channel lock, assigns the next id, and writes the whole entry with one
     /// `write` on an `O_APPEND` descriptor. With `sync`, the data is fdatasync'd before
-    /// returning. Returns the entry and any damage found at the tail (and worked around).
+    /// returning. Once the entry is written the append has succeeded: a failure to index it
+    /// is returned with the damage found at the tail of the log (and worked around).
     pub fn append(
         &self,
         from: &str,
@@ -435,11 +443,12 @@ impl Channel {
             .open(&self.log)
             .map_err(|e| Error::create(&self.log, e))?;
         let size = log.metadata().at(&self.log)?.len();
-        let mut index = self.open_index(&log, size).at(&self.index)?;
-        let base = index.base;
+        // The index is derived data: when it cannot be read, the log is parsed whole.
+        let index = self.open_index(&log, size);
+        let base = index.as_ref().ok().and_then(|ix| ix.base);
         let unindexed = base.map_or(0, |r| r.end());
         let buf = read_range(&log, unindexed, size).at(&self.log)?;
-        let (found, damage) = parse_all(&buf, unindexed, base.map_or(0, |r| r.id));
+        let (found, mut damage) = parse_all(&buf, unindexed, base.map_or(0, |r| r.id));
         // Only a newline goes between a torn entry and the next one, and only when the torn
         // entry lacks one: an entry cut just before its final newline would become whole again
         // with it, and valid entries would share an id.
@@ -482,9 +491,12 @@ impl Channel {
             len: bytes.len() as u64 - sep,
         };
         records.extend_from_slice(&rec.encode());
-        index.update(&records).at(&self.index)?;
-        if index.marked {
-            let _ = std::fs::remove_file(&self.stale);
+        match index.and_then(|mut ix| ix.update(&records).map(|()| ix.marked)) {
+            Ok(true) => {
+                let _ = std::fs::remove_file(&self.stale);
+            }
+            Ok(false) => {}
+            Err(e) => damage.push(Damage::IndexNotUpdated { why: e.to_string() }),
         }
         Ok((entry, damage))
     }

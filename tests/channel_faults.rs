@@ -5,10 +5,11 @@
 
 mod common;
 
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use aw::channel::{Entry as AwEntry, render};
-use common::{Entry, Root, assert_error, parse_entries};
+use common::{Entry, Root, assert_error, parse_entries, parse_id};
 
 const INST: &str = "default";
 const DATAERR: i32 = 65;
@@ -83,6 +84,76 @@ fn assert_dense(recs: &[Record], log_len: u64) {
         at = off + len;
     }
     assert_eq!(at, log_len, "the index covers the log");
+}
+
+// ---- an index record that cannot be written ----
+
+#[test]
+fn entry_stored_but_index_unwritable_is_sent() {
+    if !Path::new("/dev/full").exists() {
+        eprintln!("no /dev/full: skipped");
+        return;
+    }
+    let root = channel_of(1);
+    let idx = index_path(&root);
+    std::fs::remove_file(&idx).unwrap();
+    // Every write to the index now fails with ENOSPC.
+    symlink("/dev/full", &idx).unwrap();
+    for (id, text) in [(2, "two"), (3, "three")] {
+        let out = root.run("aw-send", &["-i", INST, text], None);
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "aw-send {text}: {stderr}");
+        assert_eq!(parse_id(&String::from_utf8(out.stdout).unwrap()), id);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one warning: {stderr:?}");
+        assert!(
+            lines[0].starts_with("aw-send: warning: channel.idx: ")
+                && lines[0].contains("No space left on device"),
+            "warning {stderr:?}"
+        );
+        let (entries, stderr) = peek(&root, &["-n", "0"]);
+        assert_eq!(stderr, "");
+        assert_eq!(ids(&entries), (1..=id).collect::<Vec<_>>());
+        assert_eq!(entries.last().unwrap().message, text);
+    }
+    // With an index that works again, reads and the next append are right: ids go on, no
+    // entry is doubled, and the index covers the whole log.
+    std::fs::remove_file(&idx).unwrap();
+    for k in 0..=3 {
+        let (entries, stderr) = peek(&root, &["--since", &k.to_string()]);
+        assert_eq!(stderr, "");
+        assert_eq!(ids(&entries), (k + 1..=3).collect::<Vec<_>>());
+    }
+    assert_eq!(root.send(INST, &[], "four"), 4);
+    let entries = root.entries(INST);
+    assert_eq!(ids(&entries), vec![1, 2, 3, 4]);
+    let log_len = std::fs::metadata(root.channel(INST)).unwrap().len();
+    assert_dense(&read_index(&idx), log_len);
+}
+
+#[test]
+fn lagging_index_is_caught_up_by_readers_and_the_next_append() {
+    let root = channel_of(5);
+    let idx = index_path(&root);
+    let full = read_index(&idx);
+    // The last two records were never written, and a third only in part.
+    for cut in [2 * 24, 2 * 24 + 10] {
+        let bytes = std::fs::read(&idx).unwrap();
+        std::fs::write(&idx, &bytes[..full.len() * 24 - cut]).unwrap();
+        for k in 0..=5 {
+            let (entries, stderr) = peek(&root, &["--since", &k.to_string()]);
+            assert_eq!(stderr, "");
+            assert_eq!(ids(&entries), (k + 1..=5).collect::<Vec<_>>(), "cut {cut}");
+        }
+        let (entries, _) = peek(&root, &["-n", "3"]);
+        assert_eq!(ids(&entries), vec![3, 4, 5]);
+        write_index(&idx, &full);
+    }
+    std::fs::write(&idx, &std::fs::read(&idx).unwrap()[..2 * 24 + 7]).unwrap();
+    assert_eq!(root.send(INST, &[], "six"), 6);
+    let log_len = std::fs::metadata(root.channel(INST)).unwrap().len();
+    assert_dense(&read_index(&idx), log_len);
+    assert_eq!(ids(&root.entries(INST)), (1..=6).collect::<Vec<_>>());
 }
 
 // ---- the largest id ----
