@@ -48,29 +48,43 @@ impl Entry {
     }
 }
 
-/// Something odd found while reading: reported on stderr by the tools, never fatal.
+/// Something wrong found in the channel or its index and worked around: reported on stderr by
+/// the tools as a warning, never fatal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Damage {
-    pub offset: u64,
-    pub len: u64,
-    /// True when the damage runs to the end of the file (a torn final entry).
-    pub at_end: bool,
+pub enum Damage {
+    /// Bytes that are not a whole entry, from where a header was expected up to the next
+    /// header line; `at_end` when they run to the end of the file (a torn final entry).
+    Unreadable { offset: u64, len: u64, at_end: bool },
+    /// A whole entry whose id is not greater than `after`, the id of a valid entry before it.
+    OutOfOrder { offset: u64, id: u64, after: u64 },
+    /// An append stored its entry but could not update the index, for the reason given.
+    IndexNotUpdated { why: String },
 }
 
 impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.at_end {
-            write!(
+        match self {
+            Damage::Unreadable {
+                offset,
+                len,
+                at_end: true,
+            } => write!(
                 f,
-                "channel.md: torn final entry at byte {} ({} bytes) skipped",
-                self.offset, self.len
-            )
-        } else {
-            write!(
+                "channel.md: torn final entry at byte {offset} ({len} bytes) skipped"
+            ),
+            Damage::Unreadable { offset, len, .. } => write!(
                 f,
-                "channel.md: damaged entry at byte {} ({} bytes) skipped",
-                self.offset, self.len
-            )
+                "channel.md: damaged entry at byte {offset} ({len} bytes) skipped"
+            ),
+            Damage::OutOfOrder { offset, id, after } => write!(
+                f,
+                "channel.md: entry #{id} at byte {offset} skipped: id not greater than #{after}"
+            ),
+            Damage::IndexNotUpdated { why } => write!(
+                f,
+                "channel.idx: cannot write: {why}; the entry is stored, and the index will be \
+                 rebuilt"
+            ),
         }
     }
 }
@@ -167,7 +181,8 @@ struct Header<'a> {
     at: &'a str,
     len: usize,
     sum: u64,
-    to: Vec<&'a str>,
+    /// The mentions, separated by commas.
+    to: &'a str,
 }
 
 fn parse_header(line: &str) -> Option<Header<'_>> {
@@ -177,32 +192,30 @@ fn parse_header(line: &str) -> Option<Header<'_>> {
     let (from, rest) = rest.split_once("] #")?;
     let (id, rest) = rest.split_once(' ')?;
     let meta = rest.strip_prefix("<!-- ")?.strip_suffix(" -->")?;
-    let mut h = Header {
-        id: id.parse().ok()?,
-        from,
-        at: "",
-        len: usize::MAX,
-        sum: 0,
-        to: Vec::new(),
-    };
-    let mut have_sum = false;
+    let id: u64 = id.parse().ok()?;
+    let (mut at, mut len, mut sum, mut to) = (None, None, None, "");
     for kv in meta.split(' ') {
         let (k, v) = kv.split_once('=')?;
         match k {
-            "at" => h.at = v,
-            "len" => h.len = v.parse().ok()?,
-            "sum" => {
-                h.sum = u64::from_str_radix(v, 16).ok()?;
-                have_sum = true;
-            }
-            "to" => h.to = v.split(',').filter(|s| !s.is_empty()).collect(),
+            "at" => at = Some(v),
+            "len" => len = Some(v.parse().ok()?),
+            "sum" => sum = Some(u64::from_str_radix(v, 16).ok()?),
+            "to" => to = v,
             _ => {} // unknown keys are ignored, for forward compatibility
         }
     }
-    if h.at.is_empty() || h.len == usize::MAX || !have_sum || h.id == 0 {
+    let at = at.filter(|a| !a.is_empty())?;
+    if id == 0 {
         return None;
     }
-    Some(h)
+    Some(Header {
+        id,
+        from,
+        at,
+        len: len?,
+        sum: sum?,
+        to,
+    })
 }
 
 /// Try to parse one entry at the start of `buf`. `Some((entry, bytes used))` when whole.
@@ -212,7 +225,8 @@ fn parse_entry(buf: &[u8]) -> Option<(Entry, usize)> {
     let h = parse_header(line)?;
     let start = nl + 1;
     let end = start.checked_add(h.len)?;
-    if buf.len() < end + 2 || &buf[end..end + 2] != b"\n\n" {
+    let used = end.checked_add(2)?;
+    if buf.get(end..used)? != b"\n\n" {
         return None;
     }
     let body = &buf[start..end];
@@ -226,15 +240,21 @@ fn parse_entry(buf: &[u8]) -> Option<(Entry, usize)> {
             timestamp: h.at.to_string(),
             from: h.from.to_string(),
             message: unescape(body),
-            mentions: h.to.iter().map(|s| s.to_string()).collect(),
+            mentions: h
+                .to
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
         },
-        end + 2,
+        used,
     ))
 }
 
-/// Parsed entries of `buf` (which starts at file offset `base`), with their offsets and
-/// lengths, plus damage. Stops at the end of `buf`.
-fn parse_all(buf: &[u8], base: u64) -> (Vec<(Entry, u64, u64)>, Vec<Damage>) {
+/// The valid entries of `buf`, which holds the log from byte `base`, each with its index
+/// record, plus the damage met. An entry is valid when it is whole and its id is greater than
+/// `floor` and than the id of every valid entry before it in `buf`; anything else is damage.
+fn parse_all(buf: &[u8], base: u64, mut floor: u64) -> (Vec<(Entry, Record)>, Vec<Damage>) {
     let mut out = Vec::new();
     let mut damage = Vec::new();
     let mut pos = 0usize;
@@ -244,9 +264,24 @@ fn parse_all(buf: &[u8], base: u64) -> (Vec<(Entry, u64, u64)>, Vec<Damage>) {
             pos += 1;
             continue;
         }
+        let offset = base + pos as u64;
         match parse_entry(&buf[pos..]) {
             Some((e, used)) => {
-                out.push((e, base + pos as u64, used as u64));
+                if e.id <= floor {
+                    damage.push(Damage::OutOfOrder {
+                        offset,
+                        id: e.id,
+                        after: floor,
+                    });
+                } else {
+                    floor = e.id;
+                    let r = Record {
+                        id: e.id,
+                        offset,
+                        len: used as u64,
+                    };
+                    out.push((e, r));
+                }
                 pos += used;
             }
             None => {
@@ -254,8 +289,8 @@ fn parse_all(buf: &[u8], base: u64) -> (Vec<(Entry, u64, u64)>, Vec<Damage>) {
                 // (they are escaped), so any "\n### " is a header or part of a torn one.
                 let next = find(&buf[pos + 1..], b"\n### ").map(|i| pos + 1 + i + 1);
                 let stop = next.unwrap_or(buf.len());
-                damage.push(Damage {
-                    offset: base + pos as u64,
+                damage.push(Damage::Unreadable {
+                    offset,
                     len: (stop - pos) as u64,
                     at_end: next.is_none(),
                 });
@@ -270,6 +305,16 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
+/// Bytes `from..size` of the log.
+fn read_range(log: &File, from: u64, size: u64) -> std::io::Result<Vec<u8>> {
+    let n = size.saturating_sub(from);
+    let mut buf = Vec::with_capacity(n as usize);
+    let mut f = log;
+    f.seek(SeekFrom::Start(from))?;
+    f.take(n).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Record {
     id: u64,
@@ -279,7 +324,7 @@ struct Record {
 
 impl Record {
     fn end(&self) -> u64 {
-        self.offset + self.len
+        self.offset.saturating_add(self.len)
     }
     fn encode(&self) -> [u8; RECORD as usize] {
         let mut b = [0u8; RECORD as usize];
@@ -298,10 +343,68 @@ impl Record {
     }
 }
 
+/// Where a read starts: a byte offset of the log, the id that entries from there must exceed
+/// to be valid, and, when the index names it, the id and offset of the first valid entry the
+/// read must meet (a check of the index, not of the log).
+#[derive(Debug, Clone, Copy)]
+struct Start {
+    offset: u64,
+    floor: u64,
+    first: Option<(u64, u64)>,
+}
+
+const FROM_THE_START: Start = Start {
+    offset: 0,
+    floor: 0,
+    first: None,
+};
+
+impl Start {
+    fn at(offset: u64, floor: u64) -> Start {
+        Start {
+            offset,
+            floor,
+            first: None,
+        }
+    }
+}
+
+/// What a read returns.
+#[derive(Debug, Clone, Copy)]
+enum Want {
+    /// Entries with an id greater than this.
+    After(u64),
+    /// The last so many entries.
+    Last(usize),
+}
+
+/// The index as an append finds it, under the channel lock.
+struct IndexFile {
+    file: File,
+    /// Its size, and how many of its bytes are records to keep.
+    len: u64,
+    keep: u64,
+    /// The last record kept: the log is parsed from where its entry ends.
+    base: Option<Record>,
+    /// A reader marked the index as wrong: it is rebuilt and the mark removed.
+    marked: bool,
+}
+
+impl IndexFile {
+    /// Cut off what is not kept, then append `records`.
+    fn update(&mut self, records: &[u8]) -> std::io::Result<()> {
+        if self.len != self.keep {
+            self.file.set_len(self.keep)?;
+        }
+        self.file.write_all(records)
+    }
+}
+
 /// Access to one instance's channel.
 pub struct Channel {
     log: PathBuf,
     index: PathBuf,
+    stale: PathBuf,
     lock: PathBuf,
 }
 
@@ -310,6 +413,7 @@ impl Channel {
         Channel {
             log: inst.channel_path(),
             index: inst.state_file("channel.idx"),
+            stale: inst.state_file("channel.idx.stale"),
             lock: inst.state_file("channel.lock"),
         }
     }
@@ -321,7 +425,8 @@ impl Channel {
     /// Append a message; the caller has validated `from` and resolved `mentions`.
     /// Takes the channel lock, assigns the next id, and writes the whole entry with one
     /// `write` on an `O_APPEND` descriptor. With `sync`, the data is fdatasync'd before
-    /// returning. Returns the entry and any damage found at the tail (and worked around).
+    /// returning. Once the entry is written the append has succeeded: a failure to index it
+    /// is returned with the damage found at the tail of the log (and worked around).
     pub fn append(
         &self,
         from: &str,
@@ -337,23 +442,37 @@ impl Channel {
             .read(true)
             .open(&self.log)
             .map_err(|e| Error::create(&self.log, e))?;
-        let mut index = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&self.index)
-            .map_err(|e| Error::create(&self.index, e))?;
         let size = log.metadata().at(&self.log)?.len();
-        let (last, damage, torn_tail) = self.catch_up(&log, &mut index, size)?;
+        // The index is derived data: when it cannot be read, the log is parsed whole.
+        let index = self.open_index(&log, size);
+        let base = index.as_ref().ok().and_then(|ix| ix.base);
+        let unindexed = base.map_or(0, |r| r.end());
+        let buf = read_range(&log, unindexed, size).at(&self.log)?;
+        let (found, mut damage) = parse_all(&buf, unindexed, base.map_or(0, |r| r.id));
+        // Only a newline goes between a torn entry and the next one, and only when the torn
+        // entry lacks one: an entry cut just before its final newline would become whole again
+        // with it, and valid entries would share an id.
+        let torn = matches!(damage.last(), Some(Damage::Unreadable { at_end: true, .. }))
+            && buf.last() != Some(&b'\n');
+        let id = match found.last().map(|(_, r)| r).or(base.as_ref()) {
+            None => 1,
+            Some(r) => r.id.checked_add(1).ok_or_else(|| Error::Corrupt {
+                path: self.log.clone(),
+                why: format!(
+                    "entry #{} has the largest id there is; nothing can be appended after it",
+                    r.id
+                ),
+            })?,
+        };
         let entry = Entry {
-            id: last.map_or(1, |r| r.id + 1),
+            id,
             timestamp: now(),
             from: from.to_string(),
             message: message.to_string(),
             mentions,
         };
         let mut bytes = Vec::new();
-        if torn_tail {
+        if torn {
             bytes.push(b'\n');
         }
         let sep = bytes.len() as u64;
@@ -362,87 +481,60 @@ impl Channel {
         if sync {
             log.sync_data().at(&self.log)?;
         }
+        let mut records = Vec::with_capacity((found.len() + 1) * RECORD as usize);
+        for (_, r) in &found {
+            records.extend_from_slice(&r.encode());
+        }
         let rec = Record {
-            id: entry.id,
+            id,
             offset: size + sep,
             len: bytes.len() as u64 - sep,
         };
-        index.write_all(&rec.encode()).at(&self.index)?;
+        records.extend_from_slice(&rec.encode());
+        match index.and_then(|mut ix| ix.update(&records).map(|()| ix.marked)) {
+            Ok(true) => {
+                let _ = std::fs::remove_file(&self.stale);
+            }
+            Ok(false) => {}
+            Err(e) => damage.push(Damage::IndexNotUpdated { why: e.to_string() }),
+        }
         Ok((entry, damage))
     }
 
-    /// Under the lock: make the index cover the whole log. Returns the last record, damage
-    /// found in the unindexed tail, and whether the log ends in a torn entry that does not end
-    /// with a newline (the next header must start a line of its own).
-    fn catch_up(
-        &self,
-        log: &File,
-        index: &mut File,
-        size: u64,
-    ) -> Result<(Option<Record>, Vec<Damage>, bool)> {
-        let isize = index.metadata().at(&self.index)?.len();
-        if isize % RECORD != 0 {
-            index.set_len(isize - isize % RECORD).at(&self.index)?;
-        }
-        let mut last = read_last_record(index, isize - isize % RECORD).at(&self.index)?;
-        if let Some(r) = last
-            && !record_valid(log, &r, size)
-        {
-            // The index does not match the log (log replaced or truncated): rebuild it.
-            index.set_len(0).at(&self.index)?;
-            last = None;
-        }
-        let from = last.map_or(0, |r| r.end());
-        if from == size {
-            return Ok((last, Vec::new(), false));
-        }
-        let mut buf = Vec::with_capacity((size - from) as usize);
-        let mut f = log;
-        f.seek(SeekFrom::Start(from)).at(&self.log)?;
-        f.take(size - from).read_to_end(&mut buf).at(&self.log)?;
-        let (found, damage) = parse_all(&buf, from);
-        let mut records = Vec::with_capacity(found.len() * RECORD as usize);
-        let mut torn = false;
-        for (e, off, len) in found {
-            // Ids only go up; an entry whose id does not cannot be valid and is not indexed.
-            if last.is_some_and(|l| e.id <= l.id) {
-                continue;
-            }
-            let r = Record {
-                id: e.id,
-                offset: off,
-                len,
-            };
-            records.extend_from_slice(&r.encode());
-            last = Some(r);
-        }
-        // Only a newline goes between a torn entry and the next one, and only when the torn
-        // entry lacks one: an entry cut just before its final newline would become whole again
-        // with it, and valid entries would share an id.
-        if let Some(d) = damage.last()
-            && d.at_end
-            && buf.last() != Some(&b'\n')
-        {
-            torn = true;
-        }
-        if !records.is_empty() {
-            index.write_all(&records).at(&self.index)?;
-        }
-        Ok((last, damage, torn))
+    /// Under the lock: open the index and decide how much of it to keep. A last record that
+    /// does not match the log (log replaced or cut) or a reader's mark discards it all.
+    fn open_index(&self, log: &File, size: u64) -> std::io::Result<IndexFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&self.index)?;
+        let len = file.metadata()?.len();
+        let whole = len - len % RECORD;
+        let marked = std::fs::symlink_metadata(&self.stale).is_ok();
+        let last = if marked {
+            None
+        } else {
+            read_last_record(&file, whole)?
+        };
+        let base = last.filter(|r| record_valid(log, r, size));
+        Ok(IndexFile {
+            file,
+            len,
+            keep: if base.is_some() { whole } else { 0 },
+            base,
+            marked,
+        })
     }
 
     /// Entries with an id greater than `after`, in order. Costs what is new, not the log.
     pub fn read_since(&self, after: u64) -> Result<Batch> {
-        self.read_from(|recs| recs.position_after(after), Some(after))
+        self.read(Want::After(after))
     }
 
     /// The last `n` entries.
     pub fn tail(&self, n: usize) -> Result<Batch> {
-        let mut r = self.read_from(|recs| Ok(recs.count.saturating_sub(n as u64)), None)?;
-        if r.entries.len() > n {
-            r.entries.drain(..r.entries.len() - n);
-        }
-        Ok(r)
+        self.read(Want::Last(n))
     }
 
     /// Every entry.
@@ -456,56 +548,75 @@ impl Channel {
         Ok(r.entries.last().map_or(0, |e| e.id))
     }
 
-    /// Read entries starting at the index slot chosen by `slot`, filtering ids `> after`.
-    fn read_from(
-        &self,
-        slot: impl FnOnce(&Records) -> std::io::Result<u64>,
-        after: Option<u64>,
-    ) -> Result<Batch> {
-        let mut log = match File::open(&self.log) {
+    fn read(&self, want: Want) -> Result<Batch> {
+        let log = match File::open(&self.log) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Batch::default()),
             Err(e) => return Err(Error::io(&self.log, e)),
         };
         let size = log.metadata().at(&self.log)?.len();
-        let start = match File::open(&self.index) {
-            Ok(f) => {
-                let recs = Records::open(f).at(&self.index)?;
-                match recs.last {
-                    Some(l) if record_valid(&log, &l, size) => {
-                        let k = slot(&recs).at(&self.index)?;
-                        if k >= recs.count {
-                            l.end()
-                        } else {
-                            recs.get(k).at(&self.index)?.offset
-                        }
-                    }
-                    _ => 0,
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
-            Err(e) => return Err(Error::io(&self.index, e)),
-        };
-        let mut buf = Vec::with_capacity((size.saturating_sub(start)) as usize);
-        log.seek(SeekFrom::Start(start)).at(&self.log)?;
-        (&mut log)
-            .take(size - start)
-            .read_to_end(&mut buf)
-            .at(&self.log)?;
-        let (found, damage) = parse_all(&buf, start);
-        let mut entries = Vec::with_capacity(found.len());
-        let mut max = 0;
-        for (e, _, _) in found {
-            // Ids only go up; anything else is not a valid entry (see catch_up).
-            if e.id <= max {
-                continue;
-            }
-            max = e.id;
-            if after.is_none_or(|a| e.id > a) {
-                entries.push(e);
+        let start = self.start(&log, size, want);
+        let (batch, as_said) = self.read_at(&log, size, start, want)?;
+        let short = matches!(want, Want::Last(n) if batch.entries.len() < n);
+        if as_said && !(short && start.offset > 0) {
+            return Ok(batch);
+        }
+        // The index named an entry the log does not hold there, or counted entries that are
+        // not there: read the log from its start, and have the next append rebuild the index.
+        self.mark_stale();
+        if start.offset == 0 {
+            return Ok(batch);
+        }
+        Ok(self.read_at(&log, size, FROM_THE_START, want)?.0)
+    }
+
+    /// Read from `start` to `size`; the batch, and whether the first valid entry is the one
+    /// the index named.
+    fn read_at(&self, log: &File, size: u64, start: Start, want: Want) -> Result<(Batch, bool)> {
+        let buf = read_range(log, start.offset, size).at(&self.log)?;
+        let (found, damage) = parse_all(&buf, start.offset, start.floor);
+        let as_said = start
+            .first
+            .is_none_or(|f| found.first().map(|(_, r)| (r.id, r.offset)) == Some(f));
+        let mut entries: Vec<Entry> = found.into_iter().map(|(e, _)| e).collect();
+        match want {
+            Want::After(after) => entries.retain(|e| e.id > after),
+            Want::Last(n) => {
+                entries.drain(..entries.len().saturating_sub(n));
             }
         }
-        Ok(Batch { entries, damage })
+        Ok((Batch { entries, damage }, as_said))
+    }
+
+    /// Where a read for `want` starts, taken from the index. Every record relied on is checked
+    /// against the header it points at; without a usable index, the log is read from its
+    /// start, and a record that does not match the log marks the index for rebuilding.
+    fn start(&self, log: &File, size: u64, want: Want) -> Start {
+        let Ok(recs) = File::open(&self.index).and_then(Records::open) else {
+            return FROM_THE_START;
+        };
+        // When the last record does not match, the index is not this log's (the log was
+        // replaced or cut): the next append rebuilds it without being told.
+        let Some(last) = recs.last.filter(|l| record_valid(log, l, size)) else {
+            return FROM_THE_START;
+        };
+        match recs.start(log, size, last, want) {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                self.mark_stale();
+                FROM_THE_START
+            }
+            Err(_) => FROM_THE_START,
+        }
+    }
+
+    /// Ask the next append to rebuild the index. Readers never change the index itself; one
+    /// that may not write to `_state/` leaves no mark.
+    fn mark_stale(&self) {
+        let _ = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&self.stale);
     }
 }
 
@@ -530,50 +641,146 @@ impl Records {
         Ok(Record::decode(&b))
     }
 
-    /// Index slot of the first record with an id greater than `after`.
-    fn position_after(&self, after: u64) -> std::io::Result<u64> {
-        // Nothing new: the common case of a poll or a follower.
-        if self.last.is_none_or(|l| l.id <= after) {
-            return Ok(self.count);
+    /// The first slot whose record has an id greater than `after`, with that record: slot
+    /// `after` when ids are dense from 1, else found by bisection. `None` when there is none.
+    fn first_after(&self, after: u64) -> std::io::Result<Option<(u64, Record)>> {
+        if after < self.count {
+            let r = self.get(after)?;
+            if r.id == after + 1 {
+                return Ok(Some((after, r)));
+            }
         }
-        // Ids are dense from 1, so slot `after` normally holds id `after + 1`.
-        if after < self.count && self.get(after)?.id == after + 1 {
-            return Ok(after);
-        }
-        let (mut lo, mut hi) = (0, self.count);
+        let (mut lo, mut hi, mut at_hi) = (0, self.count, None);
         while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.get(mid)?.id <= after {
+            let mid = lo + (hi - lo) / 2;
+            let r = self.get(mid)?;
+            if r.id <= after {
                 lo = mid + 1;
             } else {
                 hi = mid;
+                at_hi = Some(r);
             }
         }
-        Ok(lo)
+        Ok(at_hi.map(|r| (hi, r)))
+    }
+
+    /// Where a read for `want` starts, given the last record (already checked). `None` when a
+    /// record it relies on does not match the log.
+    fn start(
+        &self,
+        log: &File,
+        size: u64,
+        last: Record,
+        want: Want,
+    ) -> std::io::Result<Option<Start>> {
+        let after_last = Start::at(last.end(), last.id);
+        let after = match want {
+            // Nothing new: the common case of a poll or a follower.
+            Want::After(after) if last.id <= after => return Ok(Some(after_last)),
+            Want::After(after) => after,
+            Want::Last(n) => {
+                let s = self.count.saturating_sub(n as u64);
+                if s == 0 {
+                    return Ok(Some(FROM_THE_START));
+                }
+                if s >= self.count {
+                    return Ok(Some(after_last));
+                }
+                let r = if s + 1 == self.count {
+                    last
+                } else {
+                    self.get(s)?
+                };
+                return Ok(record_valid(log, &r, size).then_some(Start::at(r.offset, 0)));
+            }
+        };
+        let Some((k, r)) = self.first_after(after)? else {
+            return Ok(None);
+        };
+        if !record_valid(log, &r, size) {
+            return Ok(None);
+        }
+        let first = Some((r.id, r.offset));
+        if k == 0 {
+            return Ok(Some(Start {
+                first,
+                ..FROM_THE_START
+            }));
+        }
+        // Every valid entry before the entry of id `after + 1` is older.
+        if r.id == after + 1 {
+            return Ok(Some(Start::at(r.offset, after)));
+        }
+        // The ids jump over `after + 1` (a damaged entry): start where the entry of the record
+        // before ends, if that record matches the log, is older, and comes first.
+        let p = self.get(k - 1)?;
+        Ok(
+            (p.id <= after && p.end() <= r.offset && record_valid(log, &p, size)).then_some(
+                Start {
+                    offset: p.end(),
+                    floor: p.id,
+                    first,
+                },
+            ),
+        )
     }
 }
 
+/// The last record of an index file of `size` bytes (whole records), when it follows the
+/// record before it: a larger id, and an entry that starts where or after that one ends.
 fn read_last_record(f: &File, size: u64) -> std::io::Result<Option<Record>> {
-    if size < RECORD {
+    let n = size.min(2 * RECORD);
+    if n < RECORD {
         return Ok(None);
     }
-    let mut b = [0u8; RECORD as usize];
-    f.read_exact_at(&mut b, size - RECORD)?;
-    Ok(Some(Record::decode(&b)))
+    let mut b = [0u8; 2 * RECORD as usize];
+    let b = &mut b[..n as usize];
+    f.read_exact_at(b, size - n)?;
+    let last = Record::decode(&b[n as usize - RECORD as usize..]);
+    if n == 2 * RECORD {
+        let prev = Record::decode(&b[..RECORD as usize]);
+        if prev.id >= last.id || prev.end() > last.offset {
+            return Ok(None);
+        }
+    }
+    Ok(Some(last))
 }
 
-/// Does the record point at a whole entry with its id inside a log of `size` bytes?
+/// Does the record point, inside a log of `size` bytes, at the header line of an entry with
+/// its id, whose header and `len` add up to the record's length? Reads the header, not the
+/// body: one `pread` for a header line shorter than 256 bytes.
 fn record_valid(log: &File, r: &Record, size: u64) -> bool {
-    if r.end() > size || r.len < 8 {
+    if r.offset.checked_add(r.len).is_none_or(|end| end > size) {
         return false;
     }
-    let mut b = [0u8; 64];
-    let n = (r.len as usize).min(64);
-    if log.read_exact_at(&mut b[..n], r.offset).is_err() {
-        return false;
+    header_at(log, r.offset, r.len) == Some((r.id, r.len))
+}
+
+/// The id and the whole length of the entry whose header line starts at byte `offset`,
+/// looking at most `limit` bytes (all inside the log) for the end of that line.
+fn header_at(log: &File, offset: u64, limit: u64) -> Option<(u64, u64)> {
+    let mut small = [0u8; 256];
+    let mut big = Vec::new();
+    let mut want = small.len() as u64;
+    loop {
+        let n = want.min(limit) as usize;
+        let buf = if n <= small.len() {
+            &mut small[..n]
+        } else {
+            big.resize(n, 0);
+            &mut big[..]
+        };
+        log.read_exact_at(buf, offset).ok()?;
+        if let Some(nl) = buf.iter().position(|&b| b == b'\n') {
+            let h = parse_header(std::str::from_utf8(&buf[..nl]).ok()?)?;
+            let len = (nl as u64 + 1).checked_add(h.len as u64)?.checked_add(2)?;
+            return Some((h.id, len));
+        }
+        if n as u64 == limit {
+            return None;
+        }
+        want = want.saturating_mul(16);
     }
-    let want = format!("] #{} <", r.id);
-    b.starts_with(b"### ") && find(&b[..n], want.as_bytes()).is_some()
 }
 
 /// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -629,16 +836,19 @@ mod tests {
         let b = render(&entry(2, "two"));
         let mut buf = a.clone();
         buf.extend_from_slice(&b[..b.len() - 5]);
-        let (found, damage) = parse_all(&buf, 0);
+        let (found, damage) = parse_all(&buf, 0, 0);
         assert_eq!(found.len(), 1);
         assert_eq!(damage.len(), 1);
-        assert!(damage[0].at_end);
+        assert!(matches!(damage[0], Damage::Unreadable { at_end: true, .. }));
         buf.push(b'\n');
         buf.extend_from_slice(&render(&entry(2, "two again")));
-        let (found, damage) = parse_all(&buf, 0);
+        let (found, damage) = parse_all(&buf, 0, 0);
         assert_eq!(found.len(), 2);
         assert_eq!(found[1].0.message, "two again");
         assert_eq!(damage.len(), 1);
-        assert!(!damage[0].at_end);
+        assert!(matches!(
+            damage[0],
+            Damage::Unreadable { at_end: false, .. }
+        ));
     }
 }

@@ -22,7 +22,8 @@ pub struct Posted {
     pub entry: Entry,
     /// `@names` in the text that are not registered agents.
     pub unknown: Vec<String>,
-    /// Damage found at the tail of the log and worked around.
+    /// Damage found at the tail of the log and worked around, and an index that could not be
+    /// updated (the entry is stored all the same).
     pub damage: Vec<Damage>,
 }
 
