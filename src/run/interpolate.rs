@@ -168,8 +168,8 @@ pub enum Part {
     },
 }
 
-/// A text with `${{ name }}` references, parsed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A text with `${{ name }}` references, parsed. The default is the empty text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Template {
     text: String,
     parts: Vec<Part>,

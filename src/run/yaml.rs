@@ -467,7 +467,7 @@ mod tests {
         let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..9 {
             let p = format!("*a{}", i - 1);
-            let list = vec![p.as_str(); 10].join(", ");
+            let list = [p.as_str(); 10].join(", ");
             bomb.push_str(&format!("a{i}: &a{i} [{list}]\n"));
         }
         assert!(err(&bomb).1.contains("aliases expand too much"));
