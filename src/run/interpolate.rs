@@ -191,24 +191,38 @@ pub struct ShellCommand {
 
 impl Template {
     pub fn parse(text: &str) -> Result<Template, TemplateError> {
+        let (template, errors) = Template::parse_all(text);
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(template),
+        }
+    }
+
+    /// Parse on past bad references: the template without them, and every error.
+    pub fn parse_all(text: &str) -> (Template, Vec<TemplateError>) {
         let mut parts = Vec::new();
+        let mut errors = Vec::new();
         let mut rest = 0;
         while let Some(found) = text[rest..].find("${{") {
             let offset = rest + found;
             if offset > rest {
                 parts.push(Part::Text(text[rest..offset].to_string()));
             }
-            let (name, end) = reference(text, offset)?;
-            parts.push(Part::Var { name, offset });
+            let (name, end) = reference(text, offset);
+            match name {
+                Ok(name) => parts.push(Part::Var { name, offset }),
+                Err(e) => errors.push(e),
+            }
             rest = end;
         }
         if rest < text.len() {
             parts.push(Part::Text(text[rest..].to_string()));
         }
-        Ok(Template {
+        let template = Template {
             text: text.to_string(),
             parts,
-        })
+        };
+        (template, errors)
     }
 
     /// The text as written.
@@ -290,27 +304,32 @@ fn shell_var(index: usize) -> String {
     format!("{SHELL_VAR_PREFIX}{}", index + 1)
 }
 
-/// Read the reference whose `${{` is at `open`: its name and the offset just past `}}`.
-fn reference(text: &str, open: usize) -> Result<(String, usize), TemplateError> {
-    let err = |message: String| TemplateError {
-        offset: open,
-        message,
+/// Read the reference whose `${{` is at `open`: its name, and the offset just past its `}}`
+/// (the end of the text when there is none).
+fn reference(text: &str, open: usize) -> (Result<String, TemplateError>, usize) {
+    let err = |message: String| {
+        Err(TemplateError {
+            offset: open,
+            message,
+        })
     };
     let inner = open + 3;
-    let close = text[inner..]
-        .find("}}")
-        .ok_or_else(|| err("'${{' without a closing '}}'".into()))?;
+    let Some(close) = text[inner..].find("}}") else {
+        return (err("'${{' without a closing '}}'".into()), text.len());
+    };
+    let end = inner + close + 2;
     let name = text[inner..inner + close].trim();
     if name.is_empty() {
-        return Err(err("empty variable reference '${{ }}'".into()));
+        return (err("empty variable reference '${{ }}'".into()), end);
     }
     if !is_reference(name) {
-        return Err(err(format!(
+        let msg = format!(
             "invalid variable name '{}' in '${{{{ }}}}': expected names like diff, env.HOME or workflow.name",
             sanitize(name)
-        )));
+        );
+        return (err(msg), end);
     }
-    Ok((name.to_string(), inner + close + 2))
+    (Ok(name.to_string()), end)
 }
 
 /// Where a shell scanner stands.
@@ -444,6 +463,11 @@ mod tests {
         assert!(Template::parse("${{ 1x }}").is_err());
         assert!(Template::parse("${{ a..b }}").is_err());
         assert!(Template::parse("${{ a ${{ b }}").is_err());
+        // Parsing goes on past a bad reference.
+        let (tpl, errors) = Template::parse_all("${{ a b }} ${{ ok }} ${{ }} ${{ end");
+        assert_eq!(tpl.vars().collect::<Vec<_>>(), [("ok", 11)]);
+        let offsets: Vec<usize> = errors.iter().map(|e| e.offset).collect();
+        assert_eq!(offsets, [0, 21, 28]);
     }
 
     #[test]

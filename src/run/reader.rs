@@ -135,11 +135,15 @@ impl<'d> Reader<'d> {
             known
         });
         for key in unknown {
-            let msg = format!(
-                "unknown key '{}'{}",
-                crate::names::sanitize(key.value),
-                suggestion(key.value, allowed.iter().copied())
-            );
+            let msg = if key.value == "<<" {
+                "merge keys ('<<') are not supported: write the keys out".to_string()
+            } else {
+                format!(
+                    "unknown key '{}'{}",
+                    crate::names::sanitize(key.value),
+                    suggestion(key.value, allowed.iter().copied())
+                )
+            };
             self.error(key.pos, path, &msg);
         }
         Some(fields)
@@ -264,19 +268,13 @@ impl<'d> Reader<'d> {
         file: Option<&Path>,
         locate: &dyn Fn(usize) -> Pos,
     ) -> Option<Template> {
-        let checked = Template::parse(text).and_then(|t| {
-            if how.shell {
-                t.check_shell()?;
-            }
-            Ok(t)
-        });
-        let template = match checked {
-            Ok(t) => t,
-            Err(TemplateError { offset, message }) => {
-                self.error_in(file, locate(offset), path, &message);
-                return None;
-            }
-        };
+        let (template, mut errors) = Template::parse_all(text);
+        if errors.is_empty() && how.shell {
+            errors.extend(template.check_shell().err());
+        }
+        for TemplateError { offset, message } in &errors {
+            self.error_in(file, locate(*offset), path, message);
+        }
         for (name, offset) in template.vars() {
             self.refs.push(Reference {
                 name: name.to_string(),
@@ -286,7 +284,7 @@ impl<'d> Reader<'d> {
                 before_task: how.before_task,
             });
         }
-        Some(template)
+        errors.is_empty().then_some(template)
     }
 
     /// An error in `file`, or in the workflow file when `None`.

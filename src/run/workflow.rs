@@ -187,6 +187,18 @@ impl Workflow {
     pub fn agent_names(&self) -> impl Iterator<Item = &str> {
         self.agents.iter().map(|a| a.name.value.as_str())
     }
+
+    /// Define the built-in variables for a run on `instance`: `workflow.name`,
+    /// `workflow.instance`, and with a file context `context.channel` and `context.document`
+    /// from `files` (the channel file and the entry document the run uses).
+    pub fn set_builtins(&self, vars: &mut Vars, instance: &str, files: Option<(&Path, &Path)>) {
+        vars.set("workflow.name", self.name.value.as_str());
+        vars.set("workflow.instance", instance);
+        if let (true, Some((channel, document))) = (self.context.has_files(), files) {
+            vars.set("context.channel", channel.to_string_lossy());
+            vars.set("context.document", document.to_string_lossy());
+        }
+    }
 }
 
 /// One agent of a workflow.

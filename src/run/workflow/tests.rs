@@ -294,6 +294,36 @@ fn unknown_keys_suggest_the_near_ones() {
 }
 
 #[test]
+fn merge_keys_are_refused_plainly() {
+    assert_eq!(
+        problem("agents:\n  a: &base {model: x}\n  b: {<<: *base, max_runs: 2}\n"),
+        "w.yaml:3:7: agents.b: merge keys ('<<') are not supported: write the keys out"
+    );
+}
+
+#[test]
+fn builtins_for_a_run() {
+    let (w, _) = loads(&format!(
+        "name: demo\n{AGENT}kickoff: ${{{{ workflow.name }}}}@${{{{ workflow.instance }}}} ${{{{ context.channel }}}}\n"
+    ));
+    let mut v = Vars::new();
+    w.set_builtins(
+        &mut v,
+        "pr-1",
+        Some((
+            Path::new("/r/pr-1/channel.md"),
+            Path::new("/r/pr-1/documents/notes.md"),
+        )),
+    );
+    assert_eq!(
+        v.get("context.document"),
+        Some("/r/pr-1/documents/notes.md")
+    );
+    let kickoff = w.kickoff.as_ref().unwrap().render(&v).unwrap();
+    assert_eq!(kickoff, "demo@pr-1 /r/pr-1/channel.md");
+}
+
+#[test]
 fn wrong_types_name_both_types() {
     assert_eq!(
         problem("agents:\n  alice:\n    max_runs: three\n"),
@@ -748,4 +778,51 @@ fn reading_the_file() {
     let good = dir.path().join("good.yaml");
     fs::write(&good, AGENT).unwrap();
     assert!(check(&good, &vars()).unwrap().is_empty());
+}
+
+/// What checking a golden case gives: when it loads, each agent's backend and model, then
+/// every diagnostic, one per line.
+fn golden_output(text: &str, path: &Path) -> String {
+    let (mut lines, list) = match parse(text, path, &vars()) {
+        Ok((w, warnings)) => {
+            let agents = w.agents.iter().map(|a| {
+                let model = a.model_name().unwrap_or("-");
+                format!("agent {}: {} {model}", a.name.value, a.backend.name())
+            });
+            (agents.collect::<Vec<_>>(), warnings)
+        }
+        Err(list) => (Vec::new(), list),
+    };
+    lines.extend(list.iter().map(Diagnostic::render));
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Each `golden/NAME.yaml` gives what `golden/NAME.out` holds. `AW_BLESS=1` rewrites the
+/// `.out` files from the current output instead.
+#[test]
+fn golden_cases() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/run/workflow/golden");
+    let mut cases: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    cases.sort();
+    assert!(
+        cases.len() >= 5,
+        "golden cases missing in {}",
+        dir.display()
+    );
+    let bless = std::env::var_os("AW_BLESS").is_some();
+    for case in cases {
+        let name = case.file_name().unwrap();
+        let got = golden_output(&fs::read_to_string(&case).unwrap(), Path::new(name));
+        let out = case.with_extension("out");
+        if bless {
+            fs::write(&out, &got).unwrap();
+        } else {
+            let want = fs::read_to_string(&out).unwrap_or_default();
+            assert_eq!(got, want, "{} (AW_BLESS=1 rewrites it)", out.display());
+        }
+    }
 }
