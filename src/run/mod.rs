@@ -3,7 +3,7 @@
 //!
 //! | module        | what it holds |
 //! |---------------|---------------|
-//! | `workflow`    | the workflow file: its types ([`Workflow`], [`AgentDef`], [`Context`], [`SetupTask`]), [`load`]/[`check`] with every problem as `FILE:LINE:COL: what` |
+//! | `workflow`    | the workflow file: its types ([`Workflow`], [`AgentDef`], [`Context`], [`SetupTask`]), [`load`]/[`check`] with every problem as `FILE:LINE:COL: what`; the reading itself in `workflow/read.rs` |
 //! | `interpolate` | `${{ name }}` templates ([`Template`]), variable values ([`Vars`]), plain-text and shell-safe rendering |
 //! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`], did-you-mean suggestions |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |

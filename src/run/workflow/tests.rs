@@ -423,6 +423,17 @@ fn backend_errors() {
 }
 
 #[test]
+fn a_bad_backend_does_not_hide_other_problems() {
+    assert_eq!(
+        problems("agents:\n  a:\n    backend: gpt\n    max_runs: x\n    mock: {}\n"),
+        [
+            "w.yaml:3:14: agents.a.backend: unknown backend 'gpt'; expected one of: claude, codex, anthropic, openai, exec, mock",
+            "w.yaml:4:15: agents.a.max_runs: expected a whole number, found a string",
+        ]
+    );
+}
+
+#[test]
 fn agent_names() {
     assert_eq!(
         problem("agents:\n  alice: {}\n  b.c: {}\n"),
