@@ -20,21 +20,24 @@
 //! shell keeps as one verbatim word, chosen by the POSIX quoting in force where the reference
 //! stands:
 //!
-//! | where            | written              | becomes                |
-//! |------------------|----------------------|------------------------|
-//! | outside quotes   | `echo ${{ x }}`      | `echo "${AW_VAR_1}"`   |
-//! | in double quotes | `echo "a${{ x }}b"`  | `echo "a${AW_VAR_1}b"` |
-//! | in single quotes | `echo 'a${{ x }}b'`  | `echo 'a'"${AW_VAR_1}"'b'` |
+//! | where                      | written              | becomes                    |
+//! |----------------------------|----------------------|----------------------------|
+//! | outside quotes             | `echo ${{ x }}`      | `echo "${AW_VAR_1}"`       |
+//! | in double quotes           | `echo "a${{ x }}b"`  | `echo "a${AW_VAR_1}b"`     |
+//! | in single quotes           | `echo 'a${{ x }}b'`  | `echo 'a'"${AW_VAR_1}"'b'` |
+//! | in a here-document (`<<E`) | `${{ x }}`           | `${AW_VAR_1}`              |
 //!
-//! The quoting scanner knows single quotes, double quotes, backslash escapes and `#` comments;
-//! `$(...)`, backquotes and here-documents are text to it, so a reference inside them gets the
-//! form of the quoting around them. Whatever the form, the shell only ever expands the
-//! variable: a value's `$(...)`, backquotes and quotes are never run or parsed. A backslash
-//! right before `${{` (outside single quotes) is refused, since it would escape the expansion.
+//! The quoting is read by [`super::shell`]; `$(...)` and backquotes are text to it, so a
+//! reference inside them gets the form of the quoting around them. Whatever the form, the
+//! shell only ever expands the variable: a value's `$(...)`, backquotes and quotes are never
+//! run or parsed. Refused, since the shell would not expand the variable there: a reference
+//! right after a backslash (outside single quotes), and one in a here-document whose
+//! delimiter is quoted (`<<'E'`).
 
 use std::collections::BTreeMap;
 
 use super::diagnostic::suggestion;
+use super::shell::{self, Place, Quote};
 use crate::error::{Error, Result};
 use crate::names::sanitize;
 
@@ -278,21 +281,27 @@ impl Template {
 
     /// The command text and the variable behind each `AW_VAR_n` (n = index + 1).
     fn shell_text(&self) -> Result<(String, Vec<&str>), TemplateError> {
+        let chars: Vec<Option<char>> = self
+            .parts
+            .iter()
+            .flat_map(|p| match p {
+                Part::Text(t) => t.chars().map(Some).collect(),
+                Part::Var { .. } => vec![None],
+            })
+            .collect();
+        let mut places = shell::places(&chars).into_iter();
         let mut out = String::new();
         let mut names: Vec<&str> = Vec::new();
-        let mut scan = ShellScan::default();
         for part in &self.parts {
             match part {
-                Part::Text(t) => {
-                    scan.scan(t);
-                    out.push_str(t);
-                }
+                Part::Text(t) => out.push_str(t),
                 Part::Var { name, offset } => {
                     let index = names.iter().position(|n| n == name).unwrap_or_else(|| {
                         names.push(name);
                         names.len() - 1
                     });
-                    out.push_str(&scan.expansion(&shell_var(index), name, *offset)?);
+                    let place = places.next().expect("a place for each reference");
+                    out.push_str(&expansion(place, &shell_var(index), name, *offset)?);
                 }
             }
         }
@@ -332,82 +341,24 @@ fn reference(text: &str, open: usize) -> (Result<String, TemplateError>, usize) 
     (Ok(name.to_string()), end)
 }
 
-/// Where a shell scanner stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Quote {
-    None,
-    Single,
-    Double,
-    Comment,
-}
-
-/// The POSIX sh quoting state along a command text.
-#[derive(Debug, Clone, Copy)]
-struct ShellScan {
-    quote: Quote,
-    /// The previous character was an unquoted or double-quoted backslash.
-    escaped: bool,
-    /// The next character starts a word (so `#` would start a comment).
-    word_start: bool,
-}
-
-impl Default for ShellScan {
-    fn default() -> ShellScan {
-        ShellScan {
-            quote: Quote::None,
-            escaped: false,
-            word_start: true,
-        }
-    }
-}
-
-impl ShellScan {
-    fn scan(&mut self, text: &str) {
-        text.chars().for_each(|c| self.step(c));
-    }
-
-    fn step(&mut self, c: char) {
-        let word_start = std::mem::replace(&mut self.word_start, false);
-        if self.escaped {
-            self.escaped = false;
-            return;
-        }
-        self.quote = match (self.quote, c) {
-            (Quote::Comment, '\n') => {
-                self.word_start = true;
-                Quote::None
-            }
-            (Quote::Single, '\'') | (Quote::Double, '"') => Quote::None,
-            (Quote::Double | Quote::None, '\\') => {
-                self.escaped = true;
-                self.quote
-            }
-            (Quote::None, '\'') => Quote::Single,
-            (Quote::None, '"') => Quote::Double,
-            (Quote::None, '#') if word_start => Quote::Comment,
-            (Quote::None, c) => {
-                self.word_start = c.is_whitespace() || ";&|()".contains(c);
-                Quote::None
-            }
-            (q, _) => q,
-        };
-    }
-
-    /// The expansion of `$var` that keeps its value one verbatim word here.
-    fn expansion(&self, var: &str, name: &str, offset: usize) -> Result<String, TemplateError> {
-        if self.escaped {
-            return Err(TemplateError {
-                offset,
-                message: format!(
-                    "a backslash right before '${{{{ {name} }}}}' would escape its expansion; remove the backslash"
-                ),
-            });
-        }
-        Ok(match self.quote {
-            Quote::Double => format!("${{{var}}}"),
-            Quote::Single => format!("'\"${{{var}}}\"'"),
-            Quote::None | Quote::Comment => format!("\"${{{var}}}\""),
+/// The expansion of `$var` that the shell keeps as one verbatim word at `place`.
+fn expansion(place: Place, var: &str, name: &str, offset: usize) -> Result<String, TemplateError> {
+    let err = |why: &str| {
+        Err(TemplateError {
+            offset,
+            message: format!("'${{{{ {name} }}}}' {why}"),
         })
+    };
+    if place.escaped {
+        return err("follows a backslash that would escape its expansion; remove the backslash");
+    }
+    match place.quote {
+        Quote::Double | Quote::HereDoc => Ok(format!("${{{var}}}")),
+        Quote::Single => Ok(format!("'\"${{{var}}}\"'")),
+        Quote::None | Quote::Comment => Ok(format!("\"${{{var}}}\"")),
+        Quote::QuotedHereDoc => err(
+            "is in a here-document with a quoted delimiter, where nothing is expanded; unquote the delimiter",
+        ),
     }
 }
 
@@ -546,7 +497,17 @@ mod tests {
     fn shell_refusals() {
         let err = t(r#"echo \${{ x }}"#).check_shell().unwrap_err();
         assert_eq!(err.offset, 6);
-        assert!(err.message.contains("backslash"), "{}", err.message);
+        assert_eq!(
+            err.message,
+            "'${{ x }}' follows a backslash that would escape its expansion; remove the backslash"
+        );
+        let quoted = t("cat <<'E'\n${{ x }}\nE\n").check_shell().unwrap_err();
+        assert_eq!(quoted.offset, 10);
+        assert!(
+            quoted.message.contains("quoted delimiter"),
+            "{}",
+            quoted.message
+        );
         assert!(t(r#"echo "\${{ x }}""#).check_shell().is_err());
         // In single quotes a backslash is text.
         assert!(t(r#"echo '\${{ x }}'"#).check_shell().is_ok());
@@ -612,6 +573,24 @@ mod tests {
                     "{template} with {value:?}"
                 );
             }
+        }
+        for value in &values {
+            let out = run_sh(dir.path(), "cat <<EOF\n${{ x }}\nEOF\n", value);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("{value}\n"),
+                "here-document with {value:?}"
+            );
+            let out = run_sh(
+                dir.path(),
+                "cat <<-EOF; printf '%s' ${{ x }}\n\t<${{x}}>\n\tEOF\n",
+                value,
+            );
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                format!("<{value}>\n{value}"),
+                "<<- with {value:?}"
+            );
         }
         assert!(!touched.exists(), "a value was run as a command");
     }

@@ -5,6 +5,7 @@
 //! |---------------|---------------|
 //! | `workflow`    | the workflow file: its types ([`Workflow`], [`AgentDef`], [`Context`], [`SetupTask`]), [`load`]/[`check`] with every problem as `FILE:LINE:COL: what`; the reading itself in `workflow/read.rs` |
 //! | `interpolate` | `${{ name }}` templates ([`Template`]), variable values ([`Vars`]), plain-text and shell-safe rendering |
+//! | `shell`       | (private) how `sh` reads a place in a command text: quotes, comments, here-documents |
 //! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`], did-you-mean suggestions |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
@@ -16,6 +17,7 @@
 pub mod diagnostic;
 pub mod interpolate;
 mod reader;
+mod shell;
 pub mod workflow;
 mod yaml;
 

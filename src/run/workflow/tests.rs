@@ -558,7 +558,7 @@ fn setup_errors() {
         problem(&format!(
             "{AGENT}setup:\n  - shell: echo \\${{{{ ticket }}}}\n"
         )),
-        "w.yaml:4:18: setup[0].shell: a backslash right before '${{ ticket }}' would escape its \
+        "w.yaml:4:18: setup[0].shell: '${{ ticket }}' follows a backslash that would escape its \
          expansion; remove the backslash"
     );
     assert_eq!(
