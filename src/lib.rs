@@ -15,6 +15,7 @@ pub mod post;
 pub mod proposal;
 pub mod registry;
 pub mod resource;
+pub mod run;
 pub mod state;
 pub mod status;
 

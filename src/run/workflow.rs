@@ -1,0 +1,419 @@
+//! The workflow file of `aw-run` (YAML): its contents, how it is read, and its check.
+//!
+//! ```yaml
+//! name: code-review                 # default: the file name without its extension
+//! agents:                           # at least one; names as for aw agents, not user/system
+//!   reviewer:
+//!     model: anthropic/claude-sonnet-4-5
+//!     system_prompt: prompts/reviewer.md
+//! context: {provider: file}         # the default; `false` disables it
+//! setup:
+//!   - shell: gh pr diff
+//!     as: diff
+//! kickoff: |
+//!   ${{ diff }}
+//!   @reviewer please review these changes.
+//! ```
+//!
+//! Every key is checked: an unknown key anywhere is an error (with the nearest valid key
+//! when one is close), and so is a value of the wrong type. [`load`] reports every problem it
+//! finds as a [`Diagnostic`] (`FILE:LINE:COL: what`), sorted by position; warnings do not stop
+//! loading. `tasks:` is refused for now.
+//!
+//! Agent keys, all optional:
+//!
+//! - `backend`: one of [`Backend::ALL`]. When absent: a `mock:` key means `mock`, a `command:`
+//!   key means `exec` (both is an error), else the model's provider prefix chooses
+//!   (`anthropic/…` → `anthropic`, `openai/…` → `openai`, another prefix is an error), else
+//!   `claude`. `anthropic` and `openai` need a `model`.
+//! - `model`: as the backend names it; see [`AgentDef::model_name`].
+//! - `system_prompt`: inline text, or a file: a value that is one word (no blanks inside)
+//!   ending in `.md` or `.txt` always names a file, relative to the workflow file's directory,
+//!   and that file must exist (at most [`MAX_FILE`] bytes of UTF-8). Variables are replaced
+//!   in either.
+//! - `tools` (list of strings), `max_tokens`, `max_steps`, `max_runs` (whole numbers ≥ 1),
+//!   `timeout` (a duration, see [`parse_duration`]), `reply_fallback` (true/false, default true).
+//! - `cwd`: the backend's working directory, relative to the workflow file's directory.
+//! - `env`: extra environment for the backend, `NAME: value`; names `[A-Za-z_][A-Za-z0-9_]*`,
+//!   not starting with `AW_` (aw sets those); values are scalars, with variables replaced.
+//! - `command` (exec only): the argument vector, a list (a string is refused: no shell is
+//!   implied); variables are replaced in each argument, which stays one argument.
+//! - `mock` (mock only): `{replies: [text, ...], fail: N, delay: DURATION}`.
+//!
+//! `context`: absent means the file provider with its defaults; `false` disables it;
+//! `{provider: file, documentOwner: NAME, config: {dir, channel, document}}` or
+//! `{provider: memory, documentOwner: NAME}` (provider defaults to `file`). `documentOwner`
+//! is an agent of the workflow or `election` (that word means an election even if an agent
+//! has that name).
+//!
+//! `setup`: a list of `{shell: COMMAND, as: NAME}`, run in order before the kickoff; `as`
+//! stores the command's output in a variable (see [`super::interpolate`]), defined for the
+//! tasks after it, the kickoff and the system prompts. `kickoff`: the first message.
+//!
+//! Variables are checked against what will be defined: the `Vars` given to [`load`] (the
+//! environment as `env.*` and `--var` definitions), `workflow.name`, `workflow.instance`,
+//! `context.*` with a file context, and the setup outputs defined earlier. A kickoff that
+//! mentions an `@name` that is not an agent of the workflow gets a warning.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::diagnostic::Diagnostics;
+pub use super::diagnostic::{Diagnostic, Pos, Spanned};
+use super::interpolate::{Template, Vars};
+use super::reader::Reader;
+pub use super::reader::parse_duration;
+use super::yaml::Document;
+use crate::error::Error;
+
+/// Largest workflow or prompt file read, in bytes (1 MiB).
+pub const MAX_FILE: u64 = 1 << 20;
+
+/// The channel file name and entry document when the context config names none.
+pub const DEFAULT_CHANNEL: &str = "channel.md";
+pub const DEFAULT_DOCUMENT: &str = crate::document::DEFAULT_DOCUMENT;
+
+/// The `documentOwner` value that asks for an election.
+pub const ELECTION: &str = "election";
+
+/// How an agent is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Claude Code CLI (`claude -p`).
+    Claude,
+    /// Codex CLI (`codex exec`).
+    Codex,
+    /// Anthropic Messages API.
+    Anthropic,
+    /// Any OpenAI-compatible Chat Completions endpoint.
+    Openai,
+    /// Any executable: prompt on stdin.
+    Exec,
+    /// Scripted replies, for tests and dry runs.
+    Mock,
+}
+
+/// Each backend: its name, and the model provider whose `PROVIDER/` prefix it takes off a
+/// model name. A provider prefix alone chooses the backend of the same name.
+const BACKENDS: [(Backend, &str, Option<&str>); 6] = [
+    (Backend::Claude, "claude", Some("anthropic")),
+    (Backend::Codex, "codex", Some("openai")),
+    (Backend::Anthropic, "anthropic", Some("anthropic")),
+    (Backend::Openai, "openai", Some("openai")),
+    (Backend::Exec, "exec", None),
+    (Backend::Mock, "mock", None),
+];
+
+impl Backend {
+    /// Every backend name, in the order of the table.
+    pub const ALL: [&str; 6] = ["claude", "codex", "anthropic", "openai", "exec", "mock"];
+
+    fn entry(self) -> &'static (Backend, &'static str, Option<&'static str>) {
+        BACKENDS
+            .iter()
+            .find(|e| e.0 == self)
+            .expect("every backend is in the table")
+    }
+
+    pub fn name(self) -> &'static str {
+        self.entry().1
+    }
+
+    pub fn from_name(name: &str) -> Option<Backend> {
+        BACKENDS.iter().find(|e| e.1 == name).map(|e| e.0)
+    }
+
+    /// The model provider this backend serves (`anthropic`, `openai`), if any.
+    pub fn provider(self) -> Option<&'static str> {
+        self.entry().2
+    }
+
+    /// The backend a model's `PROVIDER/` prefix chooses.
+    fn for_provider(provider: &str) -> Option<Backend> {
+        Backend::from_name(provider).filter(|b| b.provider() == Some(provider))
+    }
+
+    /// Does this backend need a `model`?
+    pub fn needs_model(self) -> bool {
+        matches!(self, Backend::Anthropic | Backend::Openai)
+    }
+}
+
+/// A parsed workflow file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Workflow {
+    pub name: Spanned<String>,
+    /// The file, as it was named to [`load`].
+    pub file: PathBuf,
+    /// The directory relative paths in the file start from (`.` for a bare file name).
+    pub dir: PathBuf,
+    /// In file order.
+    pub agents: Vec<AgentDef>,
+    pub context: Context,
+    pub setup: Vec<SetupTask>,
+    pub kickoff: Option<Spanned<Template>>,
+}
+
+impl Workflow {
+    pub fn agent(&self, name: &str) -> Option<&AgentDef> {
+        self.agents.iter().find(|a| a.name.value == name)
+    }
+
+    pub fn agent_names(&self) -> impl Iterator<Item = &str> {
+        self.agents.iter().map(|a| a.name.value.as_str())
+    }
+
+    /// Define the built-in variables for a run on `instance`: `workflow.name`,
+    /// `workflow.instance`, and with a file context `context.channel` and `context.document`
+    /// from `files` (the channel file and the entry document the run uses).
+    pub fn set_builtins(&self, vars: &mut Vars, instance: &str, files: Option<(&Path, &Path)>) {
+        vars.set("workflow.name", self.name.value.as_str());
+        vars.set("workflow.instance", instance);
+        if let (true, Some((channel, document))) = (self.context.has_files(), files) {
+            vars.set("context.channel", channel.to_string_lossy());
+            vars.set("context.document", document.to_string_lossy());
+        }
+    }
+}
+
+/// One agent of a workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentDef {
+    pub name: Spanned<String>,
+    /// The backend, at the text that chose it (`backend`, `model`, `mock`, `command`, or the
+    /// agent's name for the default).
+    pub backend: Spanned<Backend>,
+    /// As written.
+    pub model: Option<Spanned<String>>,
+    pub system_prompt: Option<SystemPrompt>,
+    pub tools: Vec<Spanned<String>>,
+    pub max_tokens: Option<Spanned<u64>>,
+    pub max_steps: Option<Spanned<u64>>,
+    /// Longest one backend run may take.
+    pub timeout: Option<Spanned<Duration>>,
+    /// Most backend runs for this agent in one workflow run.
+    pub max_runs: Option<Spanned<u64>>,
+    /// Resolved against the workflow's directory.
+    pub cwd: Option<Spanned<PathBuf>>,
+    /// In file order.
+    pub env: Vec<(Spanned<String>, Spanned<Template>)>,
+    /// `exec` only, never empty.
+    pub command: Option<Vec<Spanned<Template>>>,
+    /// `mock` only.
+    pub mock: Option<MockDef>,
+    /// When a run ends without the agent having written to the channel, post its final reply
+    /// for it.
+    pub reply_fallback: bool,
+}
+
+impl AgentDef {
+    /// The model as the backend names it: without a `PROVIDER/` prefix of the backend's own
+    /// provider (`anthropic/claude-sonnet-4-5` → `claude-sonnet-4-5` for `claude` and
+    /// `anthropic`); any other text as written (`meta-llama/Llama-3` for `openai`).
+    pub fn model_name(&self) -> Option<&str> {
+        let model = self.model.as_ref()?.value.as_str();
+        let own = self
+            .backend
+            .provider()
+            .and_then(|p| model.strip_prefix(p)?.strip_prefix('/'));
+        Some(own.unwrap_or(model))
+    }
+}
+
+/// A system prompt: inline, or read from a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemPrompt {
+    /// The text; its position is that of the `system_prompt` value.
+    pub template: Spanned<Template>,
+    /// The file it was read from.
+    pub file: Option<PathBuf>,
+}
+
+/// Scripted behaviour of a `mock` agent.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MockDef {
+    /// Replies, one per run, the last one repeated.
+    pub replies: Vec<Spanned<String>>,
+    /// How many runs fail first.
+    pub fail: u64,
+    /// How long each run takes.
+    pub delay: Option<Duration>,
+}
+
+/// Shared context of a workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Context {
+    /// `context: false`.
+    Disabled,
+    /// The file provider (the default): the instance directory.
+    File {
+        document_owner: Option<Spanned<DocumentOwner>>,
+        config: FileConfig,
+    },
+    /// The memory provider (for tests).
+    Memory {
+        document_owner: Option<Spanned<DocumentOwner>>,
+    },
+}
+
+impl Default for Context {
+    fn default() -> Context {
+        Context::File {
+            document_owner: None,
+            config: FileConfig::default(),
+        }
+    }
+}
+
+impl Context {
+    pub fn document_owner(&self) -> Option<&Spanned<DocumentOwner>> {
+        match self {
+            Context::File { document_owner, .. } | Context::Memory { document_owner } => {
+                document_owner.as_ref()
+            }
+            Context::Disabled => None,
+        }
+    }
+
+    /// Does the context live in files (so `context.channel` and `context.document` exist)?
+    pub fn has_files(&self) -> bool {
+        matches!(self, Context::File { .. })
+    }
+}
+
+/// `context.config` of the file provider; `None` means the default.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FileConfig {
+    /// The instance directory (default: the instance's directory under the aw root).
+    pub dir: Option<Spanned<Template>>,
+    /// The channel file name (default [`DEFAULT_CHANNEL`]).
+    pub channel: Option<Spanned<String>>,
+    /// The entry document (default [`DEFAULT_DOCUMENT`]), relative to the documents.
+    pub document: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentOwner {
+    Agent(String),
+    /// `election`: the agents choose one.
+    Election,
+}
+
+/// One setup command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetupTask {
+    /// Run with `sh -c`, values passed as in [`Template::render_shell`].
+    pub shell: Spanned<Template>,
+    /// The `as` name that stores the command's output.
+    pub output: Option<Spanned<String>>,
+}
+
+/// Why [`load`] gave no workflow.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The file could not be read (no such file: exit 66; others 74 or 77).
+    Read(Error),
+    /// Every problem found (errors, and warnings among them), sorted (exit 65).
+    Invalid(Vec<Diagnostic>),
+}
+
+impl LoadError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            LoadError::Read(e) => e.exit_code(),
+            LoadError::Invalid(_) => crate::error::exit::DATAERR,
+        }
+    }
+}
+
+impl std::fmt::Display for LoadError {
+    /// The read error, or one rendered diagnostic per line.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Read(e) => write!(f, "{e}"),
+            LoadError::Invalid(list) => {
+                let lines: Vec<String> = list.iter().map(Diagnostic::render).collect();
+                write!(f, "{}", lines.join("\n"))
+            }
+        }
+    }
+}
+
+/// Read and check the workflow file at `path`. `vars` holds what will be defined besides the
+/// workflow's own variables: `env.*` and `--var` definitions. On success, the warnings.
+pub fn load(path: &Path, vars: &Vars) -> Result<(Workflow, Vec<Diagnostic>), LoadError> {
+    let bytes = read_capped(path).map_err(LoadError::Read)?;
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let pos = Pos::START.advance(&String::from_utf8_lossy(valid));
+            let mut diags = Diagnostics::new(path);
+            diags.error(pos, "not valid UTF-8");
+            return Err(LoadError::Invalid(diags.into_sorted()));
+        }
+    };
+    parse(&text, path, vars).map_err(LoadError::Invalid)
+}
+
+/// [`load`], keeping only the warnings.
+pub fn check(path: &Path, vars: &Vars) -> Result<Vec<Diagnostic>, LoadError> {
+    load(path, vars).map(|(_, warnings)| warnings)
+}
+
+/// Read a file of at most [`MAX_FILE`] bytes.
+fn read_capped(path: &Path) -> Result<Vec<u8>, Error> {
+    let file = fs::File::open(path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => Error::not_found(format!("{}: no such file", path.display())),
+        _ => Error::io(path, e),
+    })?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(Error::invalid(format!(
+            "{}: larger than {MAX_FILE} bytes",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Check the workflow `text` that was read from `path` (which gives the default name and the
+/// directory that relative paths start from).
+pub fn parse(
+    text: &str,
+    path: &Path,
+    vars: &Vars,
+) -> Result<(Workflow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let doc = match Document::parse(text) {
+        Ok(doc) => doc,
+        Err((pos, message)) => {
+            let mut diags = Diagnostics::new(path);
+            diags.error(pos, message);
+            return Err(diags.into_sorted());
+        }
+    };
+    let mut r = Reader::new(&doc, path);
+    let workflow = read::read_workflow(&mut r, path);
+    read::check_references(&mut r, &workflow, vars);
+    if r.diags.has_errors() {
+        Err(r.diags.into_sorted())
+    } else {
+        Ok((workflow, r.diags.into_sorted()))
+    }
+}
+
+/// Does a `system_prompt` value name a file: one word (no blanks inside once trimmed)
+/// ending in `.md` or `.txt`?
+pub fn names_prompt_file(value: &str) -> bool {
+    let v = value.trim();
+    !v.contains(char::is_whitespace) && (v.ends_with(".md") || v.ends_with(".txt"))
+}
+
+mod read;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,625 @@
+//! Reading a workflow from its YAML tree: each part of the file in turn, then the check of
+//! every `${{ name }}` against what will be defined where it is used.
+
+use std::path::{Path, PathBuf};
+
+use super::{
+    AgentDef, Backend, Context, DocumentOwner, ELECTION, FileConfig, MockDef, SetupTask,
+    SystemPrompt, Workflow, names_prompt_file, read_capped,
+};
+use crate::error::Error;
+use crate::mention;
+use crate::names::{self, sanitize};
+use crate::run::diagnostic::{Pos, Spanned, suggestion};
+use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
+use crate::run::reader::{Fields, Reader, Use, join};
+use crate::run::yaml::{Kind, Node};
+
+const TOP_KEYS: [&str; 6] = ["name", "agents", "context", "setup", "kickoff", "tasks"];
+const AGENT_KEYS: [&str; 13] = [
+    "backend",
+    "model",
+    "system_prompt",
+    "tools",
+    "max_tokens",
+    "max_steps",
+    "timeout",
+    "max_runs",
+    "cwd",
+    "env",
+    "command",
+    "mock",
+    "reply_fallback",
+];
+const MOCK_KEYS: [&str; 3] = ["replies", "fail", "delay"];
+const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
+const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];
+const SETUP_KEYS: [&str; 2] = ["shell", "as"];
+
+pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let mut workflow = Workflow {
+        name: Spanned::new(stem.unwrap_or_default(), Pos::START),
+        file: path.to_path_buf(),
+        dir,
+        agents: Vec::new(),
+        context: Context::default(),
+        setup: Vec::new(),
+        kickoff: None,
+    };
+    let doc = r.doc;
+    let fields = match &doc.root {
+        None => {
+            r.error(Pos::START, "", "empty workflow file: no agents");
+            return workflow;
+        }
+        Some(root) => match r.fields(root, "", &TOP_KEYS) {
+            Some(f) => f,
+            None => return workflow,
+        },
+    };
+    if let Some((key, _)) = fields.entry("tasks") {
+        r.error(key.pos, "tasks", "not supported yet; use setup and kickoff");
+    }
+    if let Some(node) = fields.get("name") {
+        workflow.name = r.name(node, "name").unwrap_or(workflow.name);
+    }
+    workflow.agents = read_agents(r, &fields, &workflow.dir);
+    let names: Vec<String> = workflow.agent_names().map(str::to_string).collect();
+    let agents: Vec<&str> = names.iter().map(String::as_str).collect();
+    workflow.context = read_context(r, fields.get("context"), &agents);
+    if let Some(node) = fields.get("setup") {
+        workflow.setup = read_setup(r, node);
+    }
+    if let Some(node) = fields.get("kickoff") {
+        workflow.kickoff = r.template(node, "kickoff", Use::TEXT);
+        warn_mentions(r, node, &agents);
+    }
+    workflow
+}
+
+fn read_agents(r: &mut Reader, top: &Fields, dir: &Path) -> Vec<AgentDef> {
+    let Some((key, node)) = top.entry("agents") else {
+        r.error(
+            Pos::START,
+            "",
+            "no agents: define at least one under 'agents:'",
+        );
+        return Vec::new();
+    };
+    if node.is_null() || matches!(&node.kind, Kind::Map(e) if e.is_empty()) {
+        r.error(key.pos, "agents", "no agents: define at least one");
+        return Vec::new();
+    }
+    let Some(entries) = r.entries(node, "agents") else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|(name, def)| read_agent(r, name, def, dir))
+        .collect()
+}
+
+fn check_agent_name(r: &mut Reader, name: &Spanned<&str>) {
+    let why = if !names::is_agent_name(name.value) {
+        format!(
+            "invalid agent name '{}': expected [A-Za-z][A-Za-z0-9_-]*, at most {} characters",
+            sanitize(name.value),
+            names::MAX_NAME
+        )
+    } else if names::RESERVED_SENDERS.contains(&name.value) {
+        format!(
+            "'{}' is reserved for a sender that is not an agent",
+            name.value
+        )
+    } else {
+        return;
+    };
+    r.error(name.pos, "agents", &why);
+}
+
+fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> Option<AgentDef> {
+    check_agent_name(r, name);
+    let path = join("agents", name.value);
+    let f = if node.is_null() {
+        Fields::default()
+    } else {
+        r.fields(node, &path, &AGENT_KEYS)?
+    };
+    let p = |key: &str| join(&path, key);
+    let model = f.get("model").and_then(|n| r.name(n, &p("model")));
+    // After a backend error, reading goes on (for the other problems) with a stand-in.
+    let chosen = choose_backend(r, &f, name, &path, model.as_ref());
+    let backend_ok = chosen.is_some();
+    let mut agent = AgentDef {
+        name: Spanned::new(name.value.to_string(), name.pos),
+        backend: chosen.unwrap_or(Spanned::new(Backend::Claude, name.pos)),
+        model,
+        system_prompt: f
+            .get("system_prompt")
+            .and_then(|n| read_prompt(r, n, &p("system_prompt"), dir)),
+        tools: f
+            .get("tools")
+            .and_then(|n| r.strings(n, &p("tools")))
+            .unwrap_or_default(),
+        max_tokens: f
+            .get("max_tokens")
+            .and_then(|n| r.whole(n, &p("max_tokens"), 1)),
+        max_steps: f
+            .get("max_steps")
+            .and_then(|n| r.whole(n, &p("max_steps"), 1)),
+        timeout: f.get("timeout").and_then(|n| r.duration(n, &p("timeout"))),
+        max_runs: f
+            .get("max_runs")
+            .and_then(|n| r.whole(n, &p("max_runs"), 1)),
+        cwd: f
+            .get("cwd")
+            .and_then(|n| r.name(n, &p("cwd")))
+            .map(|s| Spanned::new(dir.join(&s.value), s.pos)),
+        env: f
+            .get("env")
+            .map(|n| read_env(r, n, &p("env")))
+            .unwrap_or_default(),
+        command: f
+            .get("command")
+            .and_then(|n| read_command(r, n, &p("command"))),
+        mock: f.get("mock").and_then(|n| read_mock(r, n, &p("mock"))),
+        reply_fallback: true,
+    };
+    if let Some(n) = f.get("reply_fallback") {
+        agent.reply_fallback = r.boolean(n, &p("reply_fallback")).unwrap_or(true);
+    }
+    if backend_ok {
+        check_backend_keys(r, &agent, &f, &path);
+    }
+    Some(agent)
+}
+
+/// The backend named, implied by `mock:`/`command:`, chosen by the model's provider prefix,
+/// or `claude`. `None` after an error.
+fn choose_backend(
+    r: &mut Reader,
+    f: &Fields,
+    name: &Spanned<&str>,
+    path: &str,
+    model: Option<&Spanned<String>>,
+) -> Option<Spanned<Backend>> {
+    if let Some(node) = f.get("backend") {
+        let text = r.string(node, &join(path, "backend"))?;
+        let Some(b) = Backend::from_name(&text) else {
+            let msg = format!(
+                "unknown backend '{}'{}; expected one of: {}",
+                sanitize(&text),
+                suggestion(&text, Backend::ALL),
+                Backend::ALL.join(", ")
+            );
+            r.error(node.pos, &join(path, "backend"), &msg);
+            return None;
+        };
+        return Some(Spanned::new(b, node.pos));
+    }
+    match (f.entry("mock"), f.entry("command")) {
+        (Some(_), Some(_)) => {
+            r.error(
+                name.pos,
+                path,
+                "both mock and command given: name the backend",
+            );
+            return None;
+        }
+        (Some((key, _)), None) => return Some(Spanned::new(Backend::Mock, key.pos)),
+        (None, Some((key, _))) => return Some(Spanned::new(Backend::Exec, key.pos)),
+        (None, None) => {}
+    }
+    let Some(model) = model else {
+        return Some(Spanned::new(Backend::Claude, name.pos));
+    };
+    let Some((provider, _)) = model.split_once('/') else {
+        return Some(Spanned::new(Backend::Claude, model.pos));
+    };
+    match Backend::for_provider(provider) {
+        Some(b) => Some(Spanned::new(b, model.pos)),
+        None => {
+            let known: Vec<&str> = Backend::ALL
+                .into_iter()
+                .filter(|n| Backend::for_provider(n).is_some())
+                .collect();
+            let msg = format!(
+                "unknown model provider '{}' (known: {}); name the backend to use this model",
+                sanitize(provider),
+                known.join(", ")
+            );
+            r.error(model.pos, &join(path, "model"), &msg);
+            None
+        }
+    }
+}
+
+/// Keys that only some backends take, and what some backends need.
+fn check_backend_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
+    let backend = agent.backend.value;
+    for (key, only) in [("command", Backend::Exec), ("mock", Backend::Mock)] {
+        if let Some((k, _)) = f.entry(key).filter(|_| backend != only) {
+            let msg = format!(
+                "only for backend {} (this agent's is {})",
+                only.name(),
+                backend.name()
+            );
+            r.error(k.pos, &join(path, key), &msg);
+        }
+    }
+    if backend == Backend::Exec && f.get("command").is_none() {
+        r.error(
+            agent.name.pos,
+            path,
+            "backend exec needs a command (an argument list)",
+        );
+    }
+    if backend.needs_model() && agent.model.is_none() {
+        let msg = format!("backend {} needs a model", backend.name());
+        r.error(agent.name.pos, path, &msg);
+    }
+}
+
+fn read_prompt(r: &mut Reader, node: &Node, path: &str, dir: &Path) -> Option<SystemPrompt> {
+    let text = r.string(node, path)?;
+    if !names_prompt_file(&text) {
+        let template = r.scalar_template(node, &text, path, Use::TEXT)?;
+        return Some(SystemPrompt {
+            template,
+            file: None,
+        });
+    }
+    let file = dir.join(text.trim());
+    let content = read_capped(&file).and_then(|b| {
+        String::from_utf8(b)
+            .map_err(|_| Error::invalid(format!("{}: not valid UTF-8", file.display())))
+    });
+    match content {
+        Ok(content) => {
+            let template = r.file_template(&file, &content, path, Use::TEXT)?;
+            Some(SystemPrompt {
+                template: Spanned::new(template, node.pos),
+                file: Some(file),
+            })
+        }
+        Err(e) => {
+            let msg = format!("cannot read the prompt file: {e}");
+            r.error(node.pos, path, &msg);
+            None
+        }
+    }
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn read_env(r: &mut Reader, node: &Node, path: &str) -> Vec<(Spanned<String>, Spanned<Template>)> {
+    let Some(entries) = r.entries(node, path) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (key, value) in entries.iter() {
+        let name = key.value;
+        if !is_env_name(name) {
+            let msg = format!(
+                "invalid variable name '{}': expected [A-Za-z_][A-Za-z0-9_]*",
+                sanitize(name)
+            );
+            r.error(key.pos, path, &msg);
+        } else if name.starts_with("AW_") {
+            r.error(
+                key.pos,
+                path,
+                &format!("'{name}' is reserved: aw sets the AW_* variables"),
+            );
+        }
+        let vpath = join(path, name);
+        let text = match &value.kind {
+            Kind::Scalar(text, _) if !value.is_null() => text.clone(),
+            _ => {
+                let msg = format!("expected a string, found {}", value.type_name());
+                r.error(value.pos, &vpath, &msg);
+                continue;
+            }
+        };
+        if let Some(t) = r.scalar_template(value, &text, &vpath, Use::TEXT) {
+            out.push((Spanned::new(name.to_string(), key.pos), t));
+        }
+    }
+    out
+}
+
+fn read_command(r: &mut Reader, node: &Node, path: &str) -> Option<Vec<Spanned<Template>>> {
+    if node.str().is_ok() {
+        let msg = "expected a list of arguments, found a string (no shell is implied); \
+                   write [\"sh\", \"-c\", \"...\"] to run one";
+        r.error(node.pos, path, msg);
+        return None;
+    }
+    let items = node.seq().map_err(|m| r.error(node.pos, path, &m)).ok()?;
+    if items.is_empty() {
+        r.error(node.pos, path, "must name a program");
+        return None;
+    }
+    let args = items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| r.template(item, &format!("{path}[{i}]"), Use::TEXT))
+        .collect();
+    Some(args)
+}
+
+fn read_mock(r: &mut Reader, node: &Node, path: &str) -> Option<MockDef> {
+    let mut mock = MockDef::default();
+    if node.is_null() {
+        return Some(mock);
+    }
+    let f = r.fields(node, path, &MOCK_KEYS)?;
+    if let Some(n) = f.get("replies") {
+        let items = n
+            .seq()
+            .map_err(|m| r.error(n.pos, &join(path, "replies"), &m))
+            .ok();
+        for (i, item) in items.unwrap_or_default().iter().enumerate() {
+            mock.replies
+                .extend(r.string(item, &format!("{path}.replies[{i}]")));
+        }
+    }
+    if let Some(n) = f.get("fail") {
+        mock.fail = r.whole(n, &join(path, "fail"), 0).map_or(0, |s| s.value);
+    }
+    mock.delay = f
+        .get("delay")
+        .and_then(|n| r.duration(n, &join(path, "delay")))
+        .map(|d| d.value);
+    Some(mock)
+}
+
+fn read_context(r: &mut Reader, node: Option<&Node>, agents: &[&str]) -> Context {
+    let Some(node) = node.filter(|n| !n.is_null()) else {
+        return Context::default();
+    };
+    match node.boolean() {
+        Ok(false) => return Context::Disabled,
+        Ok(true) => {
+            let msg = "expected false or a mapping, found true (leave context out for the default)";
+            r.error(node.pos, "context", msg);
+            return Context::default();
+        }
+        Err(_) => {}
+    }
+    if !matches!(node.kind, Kind::Map(_)) {
+        let msg = format!("expected false or a mapping, found {}", node.type_name());
+        r.error(node.pos, "context", &msg);
+        return Context::default();
+    }
+    let Some(f) = r.fields(node, "context", &CONTEXT_KEYS) else {
+        return Context::default();
+    };
+    let document_owner = f
+        .get("documentOwner")
+        .and_then(|n| read_owner(r, n, agents));
+    let provider = f
+        .get("provider")
+        .and_then(|n| r.string(n, "context.provider"));
+    match provider.as_ref().map(|p| p.value.as_str()) {
+        None | Some("file") => Context::File {
+            document_owner,
+            config: f
+                .get("config")
+                .map(|n| read_config(r, n))
+                .unwrap_or_default(),
+        },
+        Some("memory") => {
+            if let Some((key, _)) = f.entry("config") {
+                r.error(key.pos, "context.config", "only for provider file");
+            }
+            Context::Memory { document_owner }
+        }
+        Some(other) => {
+            let msg = format!(
+                "unknown provider '{}'{}; expected file or memory",
+                sanitize(other),
+                suggestion(other, ["file", "memory"])
+            );
+            r.error(
+                provider.as_ref().map_or(node.pos, |p| p.pos),
+                "context.provider",
+                &msg,
+            );
+            Context::default()
+        }
+    }
+}
+
+fn read_owner(r: &mut Reader, node: &Node, agents: &[&str]) -> Option<Spanned<DocumentOwner>> {
+    let path = "context.documentOwner";
+    let name = r.name(node, path)?;
+    if name.value == ELECTION {
+        return Some(Spanned::new(DocumentOwner::Election, name.pos));
+    }
+    if !agents.contains(&name.value.as_str()) {
+        let msg = format!(
+            "'{}' is not an agent of this workflow{} (or write {ELECTION})",
+            sanitize(&name),
+            suggestion(&name, agents.iter().copied())
+        );
+        r.error(name.pos, path, &msg);
+        return None;
+    }
+    Some(Spanned::new(DocumentOwner::Agent(name.value), name.pos))
+}
+
+fn read_config(r: &mut Reader, node: &Node) -> FileConfig {
+    let path = "context.config";
+    let Some(f) = r.fields(node, path, &CONFIG_KEYS) else {
+        return FileConfig::default();
+    };
+    // The directory is needed before setup runs, so it sees no setup output.
+    let before_setup = Use {
+        before_task: Some(0),
+        shell: false,
+    };
+    FileConfig {
+        dir: f
+            .get("dir")
+            .and_then(|n| r.template(n, "context.config.dir", before_setup)),
+        channel: f
+            .get("channel")
+            .and_then(|n| relative_name(r, n, "context.config.channel", false)),
+        document: f
+            .get("document")
+            .and_then(|n| relative_name(r, n, "context.config.document", true)),
+    }
+}
+
+/// A relative file name: no absolute path, no `.` or `..`, and no `/` unless `nested`.
+fn relative_name(r: &mut Reader, node: &Node, path: &str, nested: bool) -> Option<Spanned<String>> {
+    let name = r.name(node, path)?;
+    let why = if name.starts_with('/') {
+        "must be relative"
+    } else if name
+        .split('/')
+        .any(|c| c == ".." || c == "." || c.is_empty())
+    {
+        "must not have empty, '.' or '..' components"
+    } else if !nested && name.contains('/') {
+        "must be a file name, without '/'"
+    } else {
+        return Some(name);
+    };
+    r.error(node.pos, path, why);
+    None
+}
+
+fn read_setup(r: &mut Reader, node: &Node) -> Vec<SetupTask> {
+    let Some(items) = node.seq().map_err(|m| r.error(node.pos, "setup", &m)).ok() else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| read_task(r, i, item))
+        .collect()
+}
+
+/// Setup task `i`. After an error it holds an empty command, so that the tasks keep their
+/// indices (the workflow is refused anyway).
+fn read_task(r: &mut Reader, i: usize, item: &Node) -> SetupTask {
+    let path = format!("setup[{i}]");
+    let mut task = SetupTask {
+        shell: Spanned::new(Template::default(), item.pos),
+        output: None,
+    };
+    if item.str().is_ok() {
+        r.error(
+            item.pos,
+            &path,
+            "expected a mapping like {shell: COMMAND, as: NAME}, found a string",
+        );
+        return task;
+    }
+    let Some(f) = r.fields(item, &path, &SETUP_KEYS) else {
+        return task;
+    };
+    let how = Use {
+        before_task: Some(i),
+        shell: true,
+    };
+    match f.get("shell") {
+        Some(n) => {
+            task.shell = r
+                .template(n, &join(&path, "shell"), how)
+                .unwrap_or(task.shell)
+        }
+        None => r.error(item.pos, &path, "missing 'shell:'"),
+    }
+    task.output = f
+        .get("as")
+        .and_then(|n| read_output(r, n, &join(&path, "as")));
+    task
+}
+
+fn read_output(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<String>> {
+    let name = r.string(node, path)?;
+    match check_var_name(&name) {
+        Ok(()) => Some(name),
+        Err(why) => {
+            r.error(node.pos, path, &why);
+            None
+        }
+    }
+}
+
+/// Warn about each `@name` in the kickoff that is not an agent of the workflow.
+fn warn_mentions(r: &mut Reader, node: &Node, agents: &[&str]) {
+    let Some(text) = node.scalar_text() else {
+        return;
+    };
+    let (_, unknown) = mention::resolve(text, |n| agents.contains(&n));
+    for name in unknown {
+        let pos = r.doc.locate(node, &format!("@{name}"), 0);
+        let msg = format!(
+            "kickoff: @{name} is not an agent of this workflow{}",
+            suggestion(&name, agents.iter().copied())
+        );
+        r.diags.warn(pos, msg);
+    }
+}
+
+/// Check every `${{ name }}` found while reading against what will be defined where it
+/// is used.
+pub(super) fn check_references(r: &mut Reader, workflow: &Workflow, vars: &Vars) {
+    let mut scope = vars.clone();
+    let has_files = workflow.context.has_files();
+    for name in BUILTINS {
+        if has_files || !name.starts_with("context.") {
+            scope.set(name, "");
+        }
+    }
+    let setup = &workflow.setup;
+    let mut refs = std::mem::take(&mut r.refs);
+    refs.sort_by_key(|x| x.before_task.unwrap_or(usize::MAX));
+    let mut defined = 0;
+    for x in refs {
+        // References come by increasing limit, so the scope only grows.
+        let limit = x.before_task.unwrap_or(setup.len()).min(setup.len());
+        for out in setup[defined..limit]
+            .iter()
+            .filter_map(|t| t.output.as_ref())
+        {
+            scope.set(out, "");
+        }
+        defined = limit;
+        if scope.contains(&x.name) {
+            continue;
+        }
+        let later = setup[limit..]
+            .iter()
+            .find_map(|t| t.output.as_ref().filter(|o| o.value == x.name));
+        let msg = match later {
+            Some(o) => format!(
+                "undefined variable '{}': the setup task at line {} sets it later",
+                x.name, o.pos.line
+            ),
+            None if !has_files && BUILTINS.contains(&x.name.as_str()) => {
+                format!(
+                    "undefined variable '{}': the workflow has no file context",
+                    x.name
+                )
+            }
+            None => scope.lookup(&x.name).unwrap_err(),
+        };
+        r.error_in(x.file.as_deref(), x.pos, &x.path, &msg);
+    }
+}

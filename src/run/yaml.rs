@@ -1,0 +1,486 @@
+//! A YAML document read into a tree of nodes that remember where they were written.
+//!
+//! serde-based loaders forget positions once a value is built, and a workflow check must point
+//! at the offending key or value, so this module walks the events of `saphyr-parser` (which
+//! carry positions) into a small tree. It does not parse YAML itself. Rules:
+//!
+//! - Plain scalars are typed by the YAML 1.2 core schema: `~`/`null`/empty is null,
+//!   `true`/`false` (any of the three spellings) a boolean, `[-+]?[0-9]+` (also `0x..`, `0o..`)
+//!   a whole number, decimals and exponents a number; anything else, and every quoted or block
+//!   scalar, is a string. A `!!str` tag makes a string; any other tag is refused.
+//! - Aliases are expanded to a copy of the anchored node. A merge key `<<` is an ordinary key.
+//! - One document per file. Nesting is limited to [`MAX_DEPTH`] and the expanded tree to
+//!   [`MAX_NODES`] nodes (so aliases cannot multiply it without bound).
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle, Span, StrInput, Tag};
+
+use super::diagnostic::Pos;
+
+/// Deepest nesting of lists and mappings accepted.
+pub const MAX_DEPTH: usize = 64;
+
+/// Most nodes a document may hold once aliases are expanded.
+pub const MAX_NODES: usize = 100_000;
+
+/// One node and where it starts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub pos: Pos,
+    pub kind: Kind,
+    /// Character range of the node's source text (for finding positions inside a scalar).
+    start: usize,
+    end: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// A scalar: its text (after YAML's quoting and folding) and its resolved type.
+    Scalar(String, Scalar),
+    Seq(Vec<Node>),
+    /// Entries in file order; duplicate keys are kept (the reader reports them).
+    Map(Vec<(Node, Node)>),
+}
+
+/// The resolved type of a scalar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str,
+}
+
+/// A parsed file: its text and its root node (`None` for an empty file).
+#[derive(Debug)]
+pub struct Document {
+    text: String,
+    /// Byte offset of each character of `text`, plus one for the end.
+    byte_at: Vec<usize>,
+    pub root: Option<Node>,
+}
+
+/// A syntax error: where and what.
+pub type SyntaxError = (Pos, String);
+
+impl Document {
+    /// Parse `text`, which holds at most one YAML document.
+    pub fn parse(text: &str) -> Result<Document, SyntaxError> {
+        let root = Builder::new(text).document()?;
+        let mut byte_at: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        byte_at.push(text.len());
+        Ok(Document {
+            text: text.to_string(),
+            byte_at,
+            root,
+        })
+    }
+
+    /// The source text a node was read from (with its quotes or block indentation).
+    pub fn raw(&self, node: &Node) -> &str {
+        let at = |i: usize| self.byte_at[i.min(self.byte_at.len() - 1)];
+        &self.text[at(node.start)..at(node.end)]
+    }
+
+    /// Where the `nth` occurrence (from 0) of `needle` in a scalar's value was written.
+    /// Quoting and folding change a value's text but keep `${{` and `@name` whole, so the
+    /// `nth` occurrence in the value is the `nth` in the source; when it is not found there
+    /// (an escape sequence made it), the scalar's own position stands in.
+    pub fn locate(&self, node: &Node, needle: &str, nth: usize) -> Pos {
+        locate_in(self.raw(node), node.pos, needle, nth)
+    }
+}
+
+/// Where the `nth` occurrence of `needle` is in `raw`, a text that starts at `start`.
+pub fn locate_in(raw: &str, start: Pos, needle: &str, nth: usize) -> Pos {
+    match raw.match_indices(needle).nth(nth) {
+        Some((i, _)) => start.advance(&raw[..i]),
+        None => start,
+    }
+}
+
+impl Node {
+    /// How the type of this node is named in messages.
+    pub fn type_name(&self) -> &'static str {
+        match &self.kind {
+            Kind::Scalar(_, Scalar::Null) => "nothing (null)",
+            Kind::Scalar(_, Scalar::Bool(_)) => "true/false",
+            Kind::Scalar(_, Scalar::Int(_)) => "a whole number",
+            Kind::Scalar(_, Scalar::Float(_)) => "a number",
+            Kind::Scalar(_, Scalar::Str) => "a string",
+            Kind::Seq(_) => "a list",
+            Kind::Map(_) => "a mapping",
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self.kind, Kind::Scalar(_, Scalar::Null))
+    }
+
+    /// The text of a scalar of any type (`None` for a list or mapping).
+    pub fn scalar_text(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Scalar(text, _) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn expected(&self, what: &str) -> String {
+        let hint = if matches!(self.kind, Kind::Scalar(..)) && what == "a string" {
+            " (quote it to make it one)"
+        } else {
+            ""
+        };
+        format!("expected {what}, found {}{hint}", self.type_name())
+    }
+
+    pub fn str(&self) -> Result<&str, String> {
+        match &self.kind {
+            Kind::Scalar(text, Scalar::Str) => Ok(text),
+            _ => Err(self.expected("a string")),
+        }
+    }
+
+    pub fn whole(&self) -> Result<i64, String> {
+        match self.kind {
+            Kind::Scalar(_, Scalar::Int(n)) => Ok(n),
+            _ => Err(self.expected("a whole number")),
+        }
+    }
+
+    /// A whole number or a decimal one.
+    pub fn number(&self) -> Option<f64> {
+        match self.kind {
+            Kind::Scalar(_, Scalar::Int(n)) => Some(n as f64),
+            Kind::Scalar(_, Scalar::Float(x)) => Some(x),
+            _ => None,
+        }
+    }
+
+    pub fn boolean(&self) -> Result<bool, String> {
+        match self.kind {
+            Kind::Scalar(_, Scalar::Bool(b)) => Ok(b),
+            _ => Err(self.expected("true or false")),
+        }
+    }
+
+    pub fn seq(&self) -> Result<&[Node], String> {
+        match &self.kind {
+            Kind::Seq(items) => Ok(items),
+            _ => Err(self.expected("a list")),
+        }
+    }
+
+    pub fn map(&self) -> Result<&[(Node, Node)], String> {
+        match &self.kind {
+            Kind::Map(entries) => Ok(entries),
+            _ => Err(self.expected("a mapping")),
+        }
+    }
+}
+
+fn pos_of(m: &Marker) -> Pos {
+    Pos::new(m.line(), m.col() + 1)
+}
+
+/// Turns the event stream into a tree.
+struct Builder<'a> {
+    parser: Parser<'a, StrInput<'a>>,
+    anchors: HashMap<usize, Node>,
+    nodes: usize,
+}
+
+impl<'a> Builder<'a> {
+    fn new(text: &'a str) -> Builder<'a> {
+        Builder {
+            parser: Parser::new_from_str(text),
+            anchors: HashMap::new(),
+            nodes: 0,
+        }
+    }
+
+    fn next(&mut self) -> Result<(Event<'a>, Span), SyntaxError> {
+        match self.parser.next_event() {
+            Some(Ok(ev)) => Ok(ev),
+            Some(Err(e)) => Err((pos_of(e.marker()), format!("invalid YAML: {}", e.info()))),
+            None => Err((Pos::START, "invalid YAML: unexpected end".into())),
+        }
+    }
+
+    fn document(mut self) -> Result<Option<Node>, SyntaxError> {
+        let mut root = None;
+        loop {
+            let (ev, span) = self.next()?;
+            match ev {
+                Event::StreamStart | Event::DocumentEnd => {}
+                Event::StreamEnd => return Ok(root),
+                Event::DocumentStart(_) if root.is_some() => {
+                    return Err((pos_of(&span.start), "more than one YAML document".into()));
+                }
+                Event::DocumentStart(_) => {
+                    let (ev, span) = self.next()?;
+                    root = Some(self.node(ev, span, 0)?);
+                }
+                _ => return Err((pos_of(&span.start), "invalid YAML: unexpected event".into())),
+            }
+        }
+    }
+
+    fn node(&mut self, ev: Event<'a>, span: Span, depth: usize) -> Result<Node, SyntaxError> {
+        let pos = pos_of(&span.start);
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err((
+                pos,
+                format!("more than {MAX_NODES} nodes (aliases expand too much)"),
+            ));
+        }
+        if depth > MAX_DEPTH {
+            return Err((pos, format!("nested more than {MAX_DEPTH} levels deep")));
+        }
+        let (kind, anchor, end) = match ev {
+            Event::Scalar(text, style, anchor, tag) => {
+                let ty = scalar_type(&text, style, tag.as_deref()).map_err(|m| (pos, m))?;
+                (
+                    Kind::Scalar(text.into_owned(), ty),
+                    anchor,
+                    span.end.index(),
+                )
+            }
+            Event::SequenceStart(anchor, _) => {
+                let (items, end) = self.items(depth)?;
+                (Kind::Seq(items), anchor, end)
+            }
+            Event::MappingStart(anchor, _) => {
+                let (entries, end) = self.entries(depth)?;
+                (Kind::Map(entries), anchor, end)
+            }
+            Event::Alias(id) => return self.alias(id, pos),
+            _ => return Err((pos, "invalid YAML: unexpected event".into())),
+        };
+        let node = Node {
+            pos,
+            kind,
+            start: span.start.index(),
+            end,
+        };
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        Ok(node)
+    }
+
+    fn alias(&mut self, id: usize, pos: Pos) -> Result<Node, SyntaxError> {
+        let node = self.anchors.get(&id).cloned();
+        let node = node.ok_or((pos, "invalid YAML: unknown alias".to_string()))?;
+        self.nodes += count(&node);
+        if self.nodes > MAX_NODES {
+            return Err((
+                pos,
+                format!("more than {MAX_NODES} nodes (aliases expand too much)"),
+            ));
+        }
+        Ok(node)
+    }
+
+    fn items(&mut self, depth: usize) -> Result<(Vec<Node>, usize), SyntaxError> {
+        let mut items = Vec::new();
+        loop {
+            let (ev, span) = self.next()?;
+            if let Event::SequenceEnd = ev {
+                return Ok((items, span.end.index()));
+            }
+            items.push(self.node(ev, span, depth + 1)?);
+        }
+    }
+
+    fn entries(&mut self, depth: usize) -> Result<(Vec<(Node, Node)>, usize), SyntaxError> {
+        let mut entries = Vec::new();
+        loop {
+            let (ev, span) = self.next()?;
+            if let Event::MappingEnd = ev {
+                return Ok((entries, span.end.index()));
+            }
+            let key = self.node(ev, span, depth + 1)?;
+            let (ev, span) = self.next()?;
+            let value = self.node(ev, span, depth + 1)?;
+            entries.push((key, value));
+        }
+    }
+}
+
+/// Number of nodes in a tree.
+fn count(node: &Node) -> usize {
+    match &node.kind {
+        Kind::Scalar(..) => 1,
+        Kind::Seq(items) => 1 + items.iter().map(count).sum::<usize>(),
+        Kind::Map(entries) => {
+            1 + entries
+                .iter()
+                .map(|(k, v)| count(k) + count(v))
+                .sum::<usize>()
+        }
+    }
+}
+
+fn scalar_type(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Result<Scalar, String> {
+    if let Some(tag) = tag {
+        return if tag.is_yaml_core_schema() && tag.suffix == "str" {
+            Ok(Scalar::Str)
+        } else {
+            Err(format!("unsupported tag '{}{}'", tag.handle, tag.suffix))
+        };
+    }
+    Ok(if style == ScalarStyle::Plain {
+        plain_type(text)
+    } else {
+        Scalar::Str
+    })
+}
+
+/// The YAML 1.2 core schema's type of a plain scalar.
+fn plain_type(text: &str) -> Scalar {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Scalar::Null,
+        "true" | "True" | "TRUE" => return Scalar::Bool(true),
+        "false" | "False" | "FALSE" => return Scalar::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Scalar::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Scalar::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Scalar::Float(f64::NAN),
+        _ => {}
+    }
+    if let Some(n) = whole_number(text) {
+        return Scalar::Int(n);
+    }
+    let numeric = text
+        .chars()
+        .all(|c| c.is_ascii_digit() || "+-.eE".contains(c));
+    match text.parse::<f64>() {
+        Ok(x) if numeric && text.chars().any(|c| c.is_ascii_digit()) => Scalar::Float(x),
+        _ => Scalar::Str,
+    }
+}
+
+fn whole_number(text: &str) -> Option<i64> {
+    let digits = |s: &str, radix: u32| !s.is_empty() && s.chars().all(|c| c.is_digit(radix));
+    if let Some(hex) = text.strip_prefix("0x") {
+        return digits(hex, 16).then(|| i64::from_str_radix(hex, 16).ok())?;
+    }
+    if let Some(oct) = text.strip_prefix("0o") {
+        return digits(oct, 8).then(|| i64::from_str_radix(oct, 8).ok())?;
+    }
+    let unsigned = text.strip_prefix(['+', '-']).unwrap_or(text);
+    digits(unsigned, 10).then(|| text.parse().ok())?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(text: &str) -> Node {
+        Document::parse(text).unwrap().root.unwrap()
+    }
+
+    fn scalar(text: &str) -> Scalar {
+        match root(text).kind {
+            Kind::Scalar(_, ty) => ty,
+            k => panic!("not a scalar: {k:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_scalars_follow_the_core_schema() {
+        assert_eq!(scalar("~"), Scalar::Null);
+        assert_eq!(scalar("true"), Scalar::Bool(true));
+        assert_eq!(scalar("FALSE"), Scalar::Bool(false));
+        assert_eq!(scalar("yes"), Scalar::Str);
+        assert_eq!(scalar("42"), Scalar::Int(42));
+        assert_eq!(scalar("-7"), Scalar::Int(-7));
+        assert_eq!(scalar("0x1f"), Scalar::Int(31));
+        assert_eq!(scalar("0o17"), Scalar::Int(15));
+        assert_eq!(scalar("1.5"), Scalar::Float(1.5));
+        assert_eq!(scalar("1e3"), Scalar::Float(1000.0));
+        assert_eq!(scalar("90s"), Scalar::Str);
+        assert_eq!(scalar("'42'"), Scalar::Str);
+        assert_eq!(scalar("!!str 42"), Scalar::Str);
+        assert_eq!(scalar("inf"), Scalar::Str);
+        assert_eq!(scalar("e5"), Scalar::Str);
+    }
+
+    #[test]
+    fn nodes_know_their_positions() {
+        let node = root("a: 1\nb:\n  - x\n  - 'y'\n");
+        let Kind::Map(entries) = &node.kind else {
+            panic!()
+        };
+        assert_eq!(entries[0].0.pos, Pos::new(1, 1));
+        assert_eq!(entries[0].1.pos, Pos::new(1, 4));
+        let Kind::Seq(items) = &entries[1].1.kind else {
+            panic!()
+        };
+        assert_eq!(items[1].pos, Pos::new(4, 5));
+        assert_eq!(items[1].str(), Ok("y"));
+    }
+
+    #[test]
+    fn positions_inside_scalars() {
+        let text = "k: |\n  one\n  two ${{ x }} ${{ y }}\nq: \"a ${{ z }}\"\n";
+        let doc = Document::parse(text).unwrap();
+        let Kind::Map(entries) = &doc.root.as_ref().unwrap().kind else {
+            panic!()
+        };
+        assert_eq!(doc.locate(&entries[0].1, "${{", 0), Pos::new(3, 7));
+        assert_eq!(doc.locate(&entries[0].1, "${{", 1), Pos::new(3, 16));
+        assert_eq!(doc.locate(&entries[1].1, "${{", 0), Pos::new(4, 7));
+        // Not in the source: the scalar's own position.
+        assert_eq!(doc.locate(&entries[1].1, "${{", 5), Pos::new(4, 4));
+    }
+
+    #[test]
+    fn aliases_expand() {
+        let node = root("a: &x [1, 2]\nb: *x\n");
+        let Kind::Map(entries) = &node.kind else {
+            panic!()
+        };
+        assert_eq!(entries[1].1.seq().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn refusals_carry_positions() {
+        let err = |t: &str| Document::parse(t).unwrap_err();
+        let (pos, msg) = err("a: [1, 2\nb: c\n");
+        assert_eq!(pos, Pos::new(2, 2));
+        assert!(msg.starts_with("invalid YAML: "), "{msg}");
+        assert_eq!(err("a: 1\n---\nb: 2\n").1, "more than one YAML document");
+        assert_eq!(err("a: !custom 1\n").1, "unsupported tag '!custom'");
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 2),
+            "]".repeat(MAX_DEPTH + 2)
+        );
+        assert!(err(&deep).1.contains("levels deep"));
+        // Each level doubles the tree: nine levels of ten aliases would be 10^9 nodes.
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let p = format!("*a{}", i - 1);
+            let list = [p.as_str(); 10].join(", ");
+            bomb.push_str(&format!("a{i}: &a{i} [{list}]\n"));
+        }
+        assert!(err(&bomb).1.contains("aliases expand too much"));
+    }
+
+    #[test]
+    fn empty_files_have_no_root() {
+        assert!(Document::parse("").unwrap().root.is_none());
+        assert!(
+            Document::parse("# only a comment\n")
+                .unwrap()
+                .root
+                .is_none()
+        );
+    }
+}
