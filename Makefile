@@ -8,7 +8,7 @@ ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
 FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 CARGO ?= cargo
 
-BINS = aw-send aw-peek aw-ctl aw-mcp
+BINS = aw-send aw-peek aw-ctl aw-mcp aw-run
 # Installed binaries are linked statically: a tool that costs about a process spawn should
 # not spend half of it in the dynamic loader (see BENCHMARKS.md).
 HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')

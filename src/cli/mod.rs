@@ -4,6 +4,7 @@ pub mod ctl;
 mod ctl_team;
 pub mod mcp;
 pub mod peek;
+pub mod run;
 pub mod send;
 
 use std::ffi::OsString;

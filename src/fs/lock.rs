@@ -68,6 +68,19 @@ impl Lock {
         }
     }
 
+    /// Try the exclusive lock without waiting; `Ok(None)` when another holder has it.
+    pub fn try_exclusive(path: &Path) -> Result<Option<Lock>> {
+        let file = Self::open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Lock {
+                file,
+                path: path.to_path_buf(),
+            })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(Error::io(path, e)),
+        }
+    }
+
     /// Try a shared lock without waiting; `Ok(None)` when someone holds it exclusively.
     /// Used to probe liveness of a process that holds the lock for its whole life.
     pub fn try_shared(path: &Path) -> Result<Option<Lock>> {

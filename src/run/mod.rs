@@ -9,14 +9,18 @@
 //! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`], did-you-mean suggestions |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
-//!
-//! To come: `controller` (one agent's loop: wait for a mention, build the prompt, run the
-//! backend, acknowledge), `prompt` (the prompt an agent is shown), and `backend/` (claude,
-//! codex, anthropic, openai, exec, mock).
+//! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
+//! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
+//! | `prompt`      | the prompt an agent is shown for one run |
+//! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
 
+pub mod backend;
+pub mod controller;
 pub mod diagnostic;
 pub mod interpolate;
+pub mod prompt;
 mod reader;
+pub mod runner;
 mod shell;
 pub mod workflow;
 mod yaml;

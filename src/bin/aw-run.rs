@@ -1,0 +1,5 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    aw::cli::main("aw-run", aw::cli::run::run)
+}

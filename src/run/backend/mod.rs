@@ -1,0 +1,156 @@
+//! Backends: what runs an agent once. A controller builds the prompt, calls
+//! [`Backend::run`], and reads the [`RunOutcome`]. Each backend is in its own module.
+//!
+//! | module | backend |
+//! |--------|---------|
+//! | `exec` | any executable: prompt on stdin, final text on stdout |
+//! | `mock` | in-process scripted replies, for tests and dry runs |
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::instance::Instance;
+
+pub mod exec;
+pub mod mock;
+
+/// Longest output kept from a backend's stdout or stderr, in bytes.
+pub const MAX_CAPTURE: usize = 64 * 1024;
+
+/// A flag that asks every running backend to stop.
+#[derive(Clone, Default)]
+pub struct Stop(Arc<AtomicBool>);
+
+impl Stop {
+    pub fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Sleep for `d`, waking early (and returning `false`) when the flag is set.
+    pub fn sleep(&self, d: Duration) -> bool {
+        let step = Duration::from_millis(20);
+        let end = std::time::Instant::now() + d;
+        loop {
+            if self.is_set() {
+                return false;
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(step));
+        }
+    }
+}
+
+/// Everything a backend needs for one run.
+pub struct RunContext<'a> {
+    pub inst: &'a Instance,
+    pub agent: &'a str,
+    /// 1-based number of this run of the agent (attempts of one run share it).
+    pub run: u64,
+    /// 1-based attempt of this run.
+    pub attempt: u32,
+    pub prompt: &'a str,
+    /// How many inbox messages the prompt shows.
+    pub prompt_messages: usize,
+    /// The aw root, absolute.
+    pub root: &'a std::path::Path,
+    /// The MCP configuration file written for this agent.
+    pub mcp_config: &'a std::path::Path,
+    pub timeout: Option<Duration>,
+    pub stop: &'a Stop,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Failed,
+    Timeout,
+    Killed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed => "failed",
+            Status::Timeout => "timeout",
+            Status::Killed => "killed",
+        }
+    }
+}
+
+/// What a run gave.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub status: Status,
+    /// The agent's final reply (exec: stdout), trimmed.
+    pub final_text: String,
+    pub exit_code: Option<i32>,
+    /// Why it failed, in a few words.
+    pub reason: Option<String>,
+    pub stdout: Capture,
+    pub stderr: Capture,
+    /// The argument vector run, if any.
+    pub command: Vec<String>,
+}
+
+impl RunOutcome {
+    pub fn new(status: Status) -> RunOutcome {
+        RunOutcome {
+            status,
+            final_text: String::new(),
+            exit_code: None,
+            reason: None,
+            stdout: Capture::default(),
+            stderr: Capture::default(),
+            command: Vec::new(),
+        }
+    }
+
+    pub fn failed(reason: impl Into<String>) -> RunOutcome {
+        RunOutcome {
+            reason: Some(reason.into()),
+            ..RunOutcome::new(Status::Failed)
+        }
+    }
+}
+
+/// Output kept from a stream: at most [`MAX_CAPTURE`] bytes, and how many were cut.
+#[derive(Debug, Clone, Default)]
+pub struct Capture {
+    pub text: String,
+    pub cut: u64,
+}
+
+impl Capture {
+    pub fn of(bytes: &[u8]) -> Capture {
+        let keep = bytes.len().min(MAX_CAPTURE);
+        Capture {
+            text: String::from_utf8_lossy(&bytes[..keep]).into_owned(),
+            cut: (bytes.len() - keep) as u64,
+        }
+    }
+}
+
+/// One way of running an agent.
+pub trait Backend: Send {
+    fn run(&mut self, ctx: &RunContext) -> RunOutcome;
+}
+
+/// The path of a sibling binary of this process (`aw-send`, `aw-mcp`), or the bare name.
+pub fn sibling(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join(name)))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from(name))
+}

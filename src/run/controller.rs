@@ -1,0 +1,380 @@
+//! One agent's controller: wait for new channel activity, read the inbox, build the prompt,
+//! run the backend (with retries), acknowledge what the prompt showed, and record a
+//! transcript of each attempt.
+//!
+//! Controllers share one [`Shared`]: a generation counter that the channel watcher bumps on
+//! every change, and each controller's state, under one mutex and condition variable. A
+//! controller that has seen the current generation and found nothing to do sleeps on the
+//! condition variable: idle costs nothing.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::backend::{Backend, RunContext, RunOutcome, Status, Stop};
+use super::prompt::{self, PromptParts};
+use crate::channel::Channel;
+use crate::error::Result;
+use crate::fs::atomic_write;
+use crate::inbox;
+use crate::instance::Instance;
+use crate::post::{self, PostOptions};
+
+/// What the runner and the controllers share.
+#[derive(Default)]
+pub struct Shared {
+    pub state: Mutex<State>,
+    pub cv: Condvar,
+    pub stop: Stop,
+}
+
+#[derive(Default)]
+pub struct State {
+    /// Bumped on every (possible) channel change.
+    pub generation: u64,
+    pub stopping: bool,
+    pub agents: BTreeMap<String, AgentState>,
+}
+
+/// A controller's state as the runner sees it.
+#[derive(Debug, Default, Clone)]
+pub struct AgentState {
+    /// The generation the controller has handled, while it waits for the next one.
+    pub idle_at: Option<u64>,
+    pub runs: u64,
+    pub failures: u64,
+    /// The last attempt of its last run failed; its messages are left unread.
+    pub failed: bool,
+    /// It reached its run cap with messages still unread.
+    pub capped: bool,
+    /// Its run cap.
+    pub cap: u64,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Note a (possible) channel change and wake everyone.
+    pub fn bump(&self) {
+        self.lock().generation += 1;
+        self.cv.notify_all();
+    }
+
+    /// Stop every controller (and their running backends).
+    pub fn stop_all(&self) {
+        self.stop.set();
+        self.lock().stopping = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Retry policy of failed runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Retry {
+    /// Attempts per run, at least 1.
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each further one.
+    pub backoff: Duration,
+}
+
+/// One controller event, as reported by the runner.
+pub struct Event {
+    pub agent: String,
+    pub run: u64,
+    pub attempt: u32,
+    pub status: Status,
+    pub duration: Duration,
+    pub reason: Option<String>,
+    /// The last attempt failed: the messages stay unread.
+    pub gave_up: bool,
+}
+
+/// How events are shown.
+pub type Report = dyn Fn(&Event) + Send + Sync;
+
+/// Everything one controller needs.
+pub struct Controller {
+    pub inst: Instance,
+    pub agent: String,
+    pub backend: Box<dyn Backend>,
+    pub system: Option<String>,
+    pub document: String,
+    pub root: PathBuf,
+    pub mcp_config: PathBuf,
+    pub timeout: Option<Duration>,
+    pub max_runs: u64,
+    pub reply_fallback: bool,
+    pub retry: Retry,
+    /// First transcript number to use.
+    pub next_transcript: u64,
+}
+
+impl Controller {
+    /// The loop; returns when the runner stops.
+    pub fn run(mut self, shared: &Shared, report: &Report) {
+        let mut seen = 0;
+        let mut recheck = true;
+        // A failed run's messages are not retried before a newer message arrives.
+        let mut failed_upto = 0;
+        shared
+            .lock()
+            .agents
+            .entry(self.agent.clone())
+            .or_default()
+            .cap = self.max_runs;
+        loop {
+            {
+                let mut st = shared.lock();
+                loop {
+                    if st.stopping {
+                        return;
+                    }
+                    if recheck || st.generation != seen {
+                        break;
+                    }
+                    st.agents.entry(self.agent.clone()).or_default().idle_at = Some(seen);
+                    shared.cv.notify_all();
+                    st = shared.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+                seen = st.generation;
+                st.agents.entry(self.agent.clone()).or_default().idle_at = None;
+            }
+            recheck = false;
+            let msgs = match inbox::unread_with_last(&self.inst, &self.agent) {
+                Ok((m, _, _)) => m,
+                Err(e) => {
+                    report(&self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string())));
+                    continue;
+                }
+            };
+            let Some(last) = msgs.last().map(|m| m.entry.id) else {
+                continue;
+            };
+            if last <= failed_upto {
+                continue;
+            }
+            {
+                let mut st = shared.lock();
+                let a = st.agents.entry(self.agent.clone()).or_default();
+                if a.runs >= self.max_runs {
+                    a.capped = true;
+                    continue;
+                }
+                a.runs += 1;
+            }
+            let run = shared.lock().agents[&self.agent].runs;
+            let ok = self.one_run(shared, report, run, &msgs);
+            let mut st = shared.lock();
+            let a = st.agents.entry(self.agent.clone()).or_default();
+            a.failed = !ok;
+            if ok {
+                failed_upto = 0;
+            } else {
+                failed_upto = last;
+            }
+            drop(st);
+            // Whatever arrived during the run is looked at now.
+            recheck = true;
+        }
+    }
+
+    fn event(
+        &self,
+        run: u64,
+        attempt: u32,
+        status: Status,
+        duration: Duration,
+        reason: Option<String>,
+    ) -> Event {
+        Event {
+            agent: self.agent.clone(),
+            run,
+            attempt,
+            status,
+            duration,
+            reason,
+            gave_up: false,
+        }
+    }
+
+    /// One run with its retries; `true` when an attempt succeeded (and the inbox was acked).
+    fn one_run(
+        &mut self,
+        shared: &Shared,
+        report: &Report,
+        run: u64,
+        msgs: &[inbox::InboxMessage],
+    ) -> bool {
+        let channel = Channel::new(&self.inst);
+        let last = msgs.last().map_or(0, |m| m.entry.id);
+        let mut wait = self.retry.backoff;
+        for attempt in 1..=self.retry.attempts.max(1) {
+            if attempt > 1 {
+                if !shared.stop.sleep(wait) {
+                    return false;
+                }
+                wait *= 2;
+            }
+            if shared.stop.is_set() {
+                return false;
+            }
+            let recent = channel
+                .tail(prompt::RECENT)
+                .map(|b| b.entries)
+                .unwrap_or_default();
+            let doc = crate::document::read(&self.inst, &self.document).ok();
+            let text = prompt::build(&PromptParts {
+                agent: &self.agent,
+                instance: self.inst.name(),
+                system: self.system.as_deref(),
+                inbox: msgs,
+                recent: &recent,
+                document: (&self.document, doc.as_deref()),
+                attempt,
+            });
+            let before = channel.last_id().unwrap_or(0);
+            let started = crate::channel::now();
+            let t0 = Instant::now();
+            let ctx = RunContext {
+                inst: &self.inst,
+                agent: &self.agent,
+                run,
+                attempt,
+                prompt: &text,
+                prompt_messages: msgs.len(),
+                root: &self.root,
+                mcp_config: &self.mcp_config,
+                timeout: self.timeout,
+                stop: &shared.stop,
+            };
+            let mut out = self.backend.run(&ctx);
+            let mut replies: Vec<u64> = channel
+                .read_since(before)
+                .map(|b| {
+                    b.entries
+                        .iter()
+                        .filter(|e| e.from == self.agent)
+                        .map(|e| e.id)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if out.status == Status::Ok {
+                if replies.is_empty() && self.reply_fallback && !out.final_text.is_empty() {
+                    match post::post(
+                        &self.inst,
+                        &self.agent,
+                        &out.final_text,
+                        &PostOptions::default(),
+                    ) {
+                        Ok(p) => replies.push(p.entry.id),
+                        Err(e) => {
+                            out.status = Status::Failed;
+                            out.reason = Some(format!("cannot post the reply: {e}"));
+                        }
+                    }
+                }
+                if out.status == Status::Ok
+                    && let Err(e) = inbox::ack(&self.inst, &self.agent, Some(last))
+                {
+                    out.status = Status::Failed;
+                    out.reason = Some(format!("cannot acknowledge: {e}"));
+                }
+            }
+            let duration = t0.elapsed();
+            self.transcript(
+                run, attempt, &out, &started, duration, msgs, &replies, &text,
+            );
+            let ok = out.status == Status::Ok;
+            if !ok {
+                shared
+                    .lock()
+                    .agents
+                    .entry(self.agent.clone())
+                    .or_default()
+                    .failures += 1;
+            }
+            let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
+            ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || shared.stop.is_set());
+            report(&ev);
+            if ok {
+                return true;
+            }
+            if out.status == Status::Killed {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Write `_state/runs/<agent>/<n>.json` for one attempt. Never environment values.
+    #[allow(clippy::too_many_arguments)]
+    fn transcript(
+        &mut self,
+        run: u64,
+        attempt: u32,
+        out: &RunOutcome,
+        started: &str,
+        duration: Duration,
+        msgs: &[inbox::InboxMessage],
+        replies: &[u64],
+        prompt: &str,
+    ) {
+        let n = self.next_transcript;
+        self.next_transcript += 1;
+        let doc = json!({
+            "agent": self.agent,
+            "run": run,
+            "attempt": attempt,
+            "status": out.status.name(),
+            "reason": out.reason,
+            "exit_code": out.exit_code,
+            "started": started,
+            "duration_ms": duration.as_millis() as u64,
+            "inbox": msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
+            "reply": replies,
+            "usage": null,
+            "command": out.command,
+            "stdout": out.stdout.text,
+            "stdout_cut": out.stdout.cut,
+            "stderr": out.stderr.text,
+            "stderr_cut": out.stderr.cut,
+            "prompt": prompt,
+        });
+        let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
+        let write = || -> Result<()> {
+            let dir = transcript_dir(&self.inst, &self.agent);
+            std::fs::create_dir_all(&dir).map_err(|e| crate::error::Error::create(&dir, e))?;
+            let text = serde_json::to_string_pretty(&doc).expect("json");
+            atomic_write(&path, text.as_bytes())
+        };
+        if let Err(e) = write() {
+            crate::cli::warn(
+                "aw-run",
+                format!("{}: transcript not written: {e}", self.agent),
+            );
+        }
+    }
+}
+
+/// `_state/runs/<agent>`.
+pub fn transcript_dir(inst: &Instance, agent: &str) -> PathBuf {
+    inst.state_dir().join("runs").join(agent)
+}
+
+/// The next free transcript number of `agent` (1 when none exists).
+pub fn next_transcript(inst: &Instance, agent: &str) -> u64 {
+    let Ok(rd) = std::fs::read_dir(transcript_dir(inst, agent)) else {
+        return 1;
+    };
+    rd.filter_map(|e| {
+        let name = e.ok()?.file_name().into_string().ok()?;
+        name.strip_suffix(".json")?.parse::<u64>().ok()
+    })
+    .max()
+    .map_or(1, |m| m + 1)
+}

@@ -1,0 +1,583 @@
+//! aw-run: workflows run to their end with the real binary, mock and exec backends,
+//! retries, setup, serving locks, the loop guard, and what happens to backends when aw-run
+//! dies.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Root, assert_error, run_with, tool};
+
+const INST: &str = "w";
+
+/// A root with a working directory beside it, where workflow files and scripts live and
+/// where aw-run runs.
+struct Setup {
+    root: Root,
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        Setup {
+            root: Root::new(),
+            dir: tempfile::tempdir().expect("temporary directory"),
+        }
+    }
+
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir().join(name);
+        std::fs::write(&p, text).expect("write a file");
+        p
+    }
+
+    /// An executable `#!/bin/sh` script.
+    fn script(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.write(name, &format!("#!/bin/sh\n{body}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    /// aw-run on `wf.yaml` with `args`, run in the working directory with the binaries'
+    /// directory first in PATH.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = tool("aw-run");
+        let bin_dir = common::bin("aw-run")
+            .parent()
+            .expect("bin dir")
+            .to_path_buf();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        c.current_dir(self.dir())
+            .env("PATH", path)
+            .arg("--root")
+            .arg(self.root.path())
+            .args(["-i", INST, "--backoff", "0.01s"])
+            .args(args)
+            .arg("wf.yaml");
+        c
+    }
+
+    fn run(&self, workflow: &str, args: &[&str]) -> Output {
+        self.write("wf.yaml", workflow);
+        run_hang_guarded(self.cmd(args))
+    }
+
+    fn entries(&self) -> Vec<(String, String)> {
+        self.root
+            .entries(INST)
+            .into_iter()
+            .map(|e| (e.from, e.message.trim_end().to_string()))
+            .collect()
+    }
+
+    fn unread(&self, agent: &str) -> usize {
+        let inst = aw::instance::Root::new(self.root.path())
+            .instance(INST)
+            .expect("instance");
+        aw::inbox::unread(&inst, agent).expect("inbox").0.len()
+    }
+
+    fn transcript(&self, agent: &str, n: u64) -> serde_json::Value {
+        let p = self
+            .root
+            .inst_dir(INST)
+            .join(format!("_state/runs/{agent}/{n}.json"));
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        serde_json::from_str(&text).expect("transcript is JSON")
+    }
+}
+
+/// Run with a bound that only stops a hung test.
+fn run_hang_guarded(cmd: Command) -> Output {
+    let child = spawn(cmd);
+    let pid = child.id();
+    let guard = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(30));
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let out = child.wait_with_output().expect("wait for aw-run");
+    drop(guard);
+    out
+}
+
+fn spawn(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn aw-run")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn assert_code(out: &Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(out));
+}
+
+/// Wait (hang guard only) until `f` holds.
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Is there a live (not zombie) process with this pid?
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => stat_state(&s) != Some('Z'),
+        Err(_) => false,
+    }
+}
+
+/// State and process group of a `/proc/PID/stat` line.
+fn stat_state(s: &str) -> Option<char> {
+    s.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+fn stat_pgrp(s: &str) -> Option<u32> {
+    s.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// Live processes of process group `pgrp`.
+fn group_members(pgrp: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(s) = std::fs::read_to_string(e.path().join("stat"))
+            && stat_pgrp(&s) == Some(pgrp)
+            && stat_state(&s) != Some('Z')
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+const HELLO: &str = "\
+agents:
+  alice:
+    mock:
+      replies: ['@bob what is the answer?', 'Thanks, done.']
+  bob:
+    mock:
+      replies: ['@alice the answer is 42.']
+kickoff: '@alice ask bob'
+";
+
+#[test]
+fn kickoff_wakes_agents_and_chain_ends_with_inboxes_acked() {
+    let s = Setup::new();
+    let out = s.run(HELLO, &[]);
+    assert_code(&out, 0);
+    let entries = s.entries();
+    let want = [
+        ("system", "@alice ask bob"),
+        ("alice", "@bob what is the answer?"),
+        ("bob", "@alice the answer is 42."),
+        ("alice", "Thanks, done."),
+    ];
+    let got: Vec<(&str, &str)> = entries
+        .iter()
+        .map(|(f, m)| (f.as_str(), m.as_str()))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(s.unread("alice"), 0);
+    assert_eq!(s.unread("bob"), 0);
+    let err = stderr(&out);
+    assert!(err.contains("alice: run 2 ok"), "{err}");
+    assert!(
+        err.contains("summary: alice 2 run(s) 0 failure(s), bob 1 run(s)"),
+        "{err}"
+    );
+    // Transcripts: one per run, with the inbox handled and the reply written.
+    let t = s.transcript("bob", 1);
+    assert_eq!(t["status"], "ok");
+    assert_eq!(t["inbox"], serde_json::json!([2]));
+    assert_eq!(t["reply"], serde_json::json!([3]));
+    assert!(
+        t["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("## Inbox (1 message for you)")
+    );
+    assert!(
+        t["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("- From @alice: @bob what is the answer?")
+    );
+    // The registry holds both agents with their backend.
+    let reg = std::fs::read_to_string(s.root.inst_dir(INST).join("_state/agents.json")).unwrap();
+    assert!(
+        reg.contains("\"alice\"") && reg.contains("\"mock\""),
+        "{reg}"
+    );
+}
+
+#[test]
+fn default_mock_reply_names_the_count_and_ends() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice:\n    mock: {}\nkickoff: '@alice hi'\n";
+    let out = s.run(wf, &["--json"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        s.entries()[1],
+        ("alice".into(), "alice: handled 1 message(s)".into())
+    );
+    let events = common::json_lines(&out.stdout);
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[0]["event"], "run");
+    assert_eq!(events[0]["status"], "ok");
+    assert_eq!(events[1]["event"], "summary");
+    assert_eq!(events[1]["agents"]["alice"]["runs"], 1);
+}
+
+#[test]
+fn ack_only_after_success_retries_then_succeeds() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice:\n    mock: {fail: 2, replies: [ok]}\nkickoff: '@alice hi'\n";
+    let out = s.run(wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(s.entries().len(), 2);
+    assert_eq!(s.unread("alice"), 0);
+    let statuses: Vec<String> = (1..=3)
+        .map(|n| {
+            s.transcript("alice", n)["status"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(statuses, ["failed", "failed", "ok"]);
+    assert_eq!(s.transcript("alice", 3)["attempt"], 3);
+    assert!(
+        s.transcript("alice", 2)["prompt"]
+            .as_str()
+            .unwrap()
+            .contains("attempt 2")
+    );
+}
+
+#[test]
+fn failing_agent_leaves_messages_unread_and_exit_1_names_it() {
+    let s = Setup::new();
+    let wf = "\
+agents:
+  alice:
+    mock: {fail: 99}
+  bob:
+    mock: {}
+kickoff: '@alice @bob hi'
+";
+    let out = s.run(wf, &[]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("aw-run: alice failed"), "{err}");
+    assert!(last.contains("unread"), "{err}");
+    // One failure does not stop the other agent.
+    assert_eq!(s.unread("alice"), 1);
+    assert_eq!(s.unread("bob"), 0);
+    assert!(s.entries().iter().any(|(f, _)| f == "bob"));
+    // Three attempts, no more (no hot loop).
+    assert!(
+        err.contains("summary: alice 1 run(s) 3 failure(s)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn exec_agent_gets_prompt_and_environment_and_posts_with_aw_send() {
+    let s = Setup::new();
+    s.script(
+        "agent.sh",
+        "cat > prompt.txt\n\
+         printf '%s|%s|%s|%s\\n' \"$AW_AGENT\" \"$AW_INSTANCE\" \"$AW_RUN\" \"$GREETING\" > env.txt\n\
+         cp \"$AW_MCP_CONFIG\" mcp.json\n\
+         aw-send \"done by $AW_AGENT\" > /dev/null\n",
+    );
+    let wf = "\
+agents:
+  alice:
+    command: [./agent.sh]
+    env: {GREETING: hello}
+kickoff: '@alice go'
+";
+    let out = s.run(wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(s.entries()[1], ("alice".into(), "done by alice".into()));
+    let env = std::fs::read_to_string(s.dir().join("env.txt")).unwrap();
+    assert_eq!(env, format!("alice|{INST}|1|hello\n"));
+    let prompt = std::fs::read_to_string(s.dir().join("prompt.txt")).unwrap();
+    assert!(prompt.contains("- From @system: @alice go"), "{prompt}");
+    let mcp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(s.dir().join("mcp.json")).unwrap()).unwrap();
+    assert_eq!(
+        mcp["mcpServers"]["aw"]["args"],
+        serde_json::json!(["--agent", format!("alice@{INST}")])
+    );
+    assert_eq!(s.unread("alice"), 0);
+    // The transcript never holds environment values.
+    let t = s.transcript("alice", 1).to_string();
+    assert!(!t.contains("hello"), "{t}");
+}
+
+#[test]
+fn exec_stdout_is_posted_when_the_agent_wrote_nothing() {
+    let s = Setup::new();
+    s.script("agent.sh", "cat > /dev/null\necho 'final answer'\n");
+    let wf = "agents:\n  alice:\n    command: [./agent.sh]\nkickoff: '@alice go'\n";
+    let out = s.run(wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(s.entries()[1], ("alice".into(), "final answer".into()));
+    // Not with reply_fallback: false.
+    let s = Setup::new();
+    s.script("agent.sh", "cat > /dev/null\necho 'final answer'\n");
+    let wf = "agents:\n  alice:\n    command: [./agent.sh]\n    reply_fallback: false\nkickoff: '@alice go'\n";
+    assert_code(&s.run(wf, &[]), 0);
+    assert_eq!(s.entries().len(), 1);
+}
+
+#[test]
+fn setup_outputs_and_vars_are_data_never_code() {
+    let s = Setup::new();
+    let evil = "$(touch p1) `touch p2` '; touch p3; ' \"; touch p4\nphase2; touch p5";
+    s.write("evil.txt", evil);
+    let wf = "\
+agents:
+  alice:
+    mock: {}
+setup:
+  - shell: cat evil.txt
+    as: evil
+  - shell: printf '%s' ${{ evil }} > copy1.txt
+  - shell: printf '%s' \"${{ evil }}\" > copy2.txt
+  - shell: printf '%s' ${{ v }} > copy3.txt
+kickoff: |
+  @alice ${{ evil }}
+";
+    let out = s.run(wf, &["--var", &format!("v={evil}")]);
+    assert_code(&out, 0);
+    for f in ["p1", "p2", "p3", "p4", "p5"] {
+        assert!(
+            !s.dir().join(f).exists(),
+            "{f} was created: {}",
+            stderr(&out)
+        );
+    }
+    for f in ["copy1.txt", "copy2.txt", "copy3.txt"] {
+        assert_eq!(
+            std::fs::read_to_string(s.dir().join(f)).unwrap(),
+            evil,
+            "{f}"
+        );
+    }
+    assert_eq!(s.entries()[0].1, format!("@alice {evil}"));
+}
+
+#[test]
+fn setup_failure_stops_before_the_kickoff() {
+    let s = Setup::new();
+    let wf = "\
+agents:
+  alice:
+    mock: {}
+setup:
+  - shell: echo fine
+  - shell: |
+      exit 3
+      echo never
+kickoff: '@alice hi'
+";
+    let out = s.run(wf, &[]);
+    let line = assert_error(&out, "aw-run", 1, "setup failure");
+    assert!(
+        line.contains("setup task 2 (exit 3)") && line.contains("exit status 3"),
+        "{line}"
+    );
+    let chan = s.root.channel(INST);
+    assert!(!chan.exists() || s.entries().is_empty(), "kickoff posted");
+}
+
+#[test]
+fn per_run_timeout_kills_the_backend_group() {
+    let s = Setup::new();
+    s.script("slow.sh", "echo $$ > pgid\nsleep 1000 &\nwait\n");
+    let wf = "\
+agents:
+  alice:
+    command: [./slow.sh]
+    timeout: 0.2s
+kickoff: '@alice go'
+";
+    let out = s.run(wf, &["--retries", "1"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("alice: run 1 timeout"), "{err}");
+    assert_eq!(s.transcript("alice", 1)["status"], "timeout");
+    let pgid: u32 = std::fs::read_to_string(s.dir().join("pgid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_for("the backend group to be gone", || {
+        group_members(pgid).is_empty()
+    });
+    assert_eq!(s.unread("alice"), 1);
+}
+
+#[test]
+fn kill_9_of_aw_run_takes_the_backend_with_it_and_a_new_run_resumes() {
+    let s = Setup::new();
+    s.script(
+        "agent.sh",
+        "cat > /dev/null\n\
+         if [ ! -e started ]; then touch started; echo $$ > pid; exec sleep 1000; fi\n\
+         aw-send 'handled again' > /dev/null\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    command: [./agent.sh]\nkickoff: '@alice go'\n",
+    );
+    let mut first = spawn(s.cmd(&[]));
+    let pidfile = s.dir().join("pid");
+    wait_for("the backend to start", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    first.kill().expect("kill -9 aw-run");
+    first.wait().expect("reap aw-run");
+    wait_for("the backend to die with aw-run", || !alive(pid));
+    assert_eq!(s.unread("alice"), 1);
+    // A new aw-run handles the message the killed one left unacknowledged; no new kickoff
+    // is wanted, so run a workflow without one.
+    s.write("wf.yaml", "agents:\n  alice:\n    command: [./agent.sh]\n");
+    let out = run_hang_guarded(s.cmd(&[]));
+    assert_code(&out, 0);
+    let entries = s.entries();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[1], ("alice".into(), "handled again".into()));
+    assert_eq!(s.unread("alice"), 0);
+}
+
+#[test]
+fn second_runner_for_a_served_agent_is_refused_and_sigint_stops_the_first() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {delay: 30s}\nkickoff: '@alice go'\n",
+    );
+    let first = spawn(s.cmd(&[]));
+    let lock = s.root.inst_dir(INST).join("_state/serve/alice.lock");
+    let me = first.id().to_string();
+    wait_for("the serving lock", || {
+        std::fs::read_to_string(&lock).is_ok_and(|t| t.trim() == me)
+    });
+    // The first runner has posted its kickoff and is running alice.
+    wait_for("the kickoff", || {
+        s.root.channel(INST).exists() && s.entries().len() == 1
+    });
+    let before = common::snapshot(&s.root.inst_dir(INST));
+    let out = run_with(s.cmd(&[]), None);
+    let line = assert_error(&out, "aw-run", 75, "second runner");
+    assert!(
+        line.contains("alice@w") && line.contains(&format!("pid {me}")),
+        "{line}"
+    );
+    common::assert_same_tree(
+        &before,
+        &common::snapshot(&s.root.inst_dir(INST)),
+        "instance",
+    );
+    assert_eq!(s.entries().len(), 1, "the second runner posted");
+    // SIGINT: a clean stop, exit 130, the message left unread.
+    Command::new("kill")
+        .args(["-INT", &me])
+        .status()
+        .expect("kill -INT");
+    let out = first.wait_with_output().expect("wait");
+    assert_code(&out, 130);
+    assert_eq!(s.unread("alice"), 1);
+    assert_eq!(s.transcript("alice", 1)["status"], "killed");
+}
+
+#[test]
+fn loop_guard_stops_agents_that_mention_each_other_forever() {
+    let s = Setup::new();
+    let wf = "\
+agents:
+  alice:
+    mock: {replies: ['@bob ping']}
+  bob:
+    mock: {replies: ['@alice pong']}
+kickoff: '@alice start'
+";
+    let out = s.run(wf, &["--max-runs", "5", "-q"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("aw-run: loop guard: alice, bob reached the run limit"),
+        "{err}"
+    );
+    assert_eq!(s.entries().len(), 11);
+}
+
+#[test]
+fn workflow_timeout_bounds_the_run() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice:\n    mock: {delay: 30s}\nkickoff: '@alice go'\n";
+    let out = s.run(wf, &["--timeout", "0.3s", "-q"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("timeout: the workflow was not done after 0.3 s"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn check_reports_line_and_column_and_changes_nothing() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {}\n    colour: red\n",
+    );
+    let out = run_with(s.cmd(&["--check"]), None);
+    assert_code(&out, 65);
+    let err = stderr(&out);
+    assert!(err.starts_with("wf.yaml:4:5: "), "{err}");
+    assert!(!s.root.inst_dir(INST).exists());
+    s.write("wf.yaml", HELLO);
+    let out = run_with(s.cmd(&["--check"]), None);
+    assert_code(&out, 0);
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    assert!(!s.root.inst_dir(INST).exists());
+}
