@@ -16,7 +16,7 @@ use assert_cmd::Command;
 use aw::error::exit;
 
 /// The tools whose documentation is checked.
-const TOOLS: &[&str] = &["aw-send", "aw-peek", "aw-ctl", "aw-mcp"];
+const TOOLS: &[&str] = &["aw-send", "aw-peek", "aw-ctl", "aw-mcp", "aw-run"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -48,6 +48,11 @@ impl Setup {
     /// aw-run on `wf.yaml` with `args`, run in the working directory with the binaries'
     /// directory first in PATH.
     fn cmd(&self, args: &[&str]) -> Command {
+        self.cmd_file(args, Path::new("wf.yaml"))
+    }
+
+    /// aw-run on `file`, as [`Setup::cmd`].
+    fn cmd_file(&self, args: &[&str], file: &Path) -> Command {
         let mut c = tool("aw-run");
         let bin_dir = common::bin("aw-run")
             .parent()
@@ -64,7 +69,7 @@ impl Setup {
             .arg(self.root.path())
             .args(["-i", INST, "--backoff", "0.01s"])
             .args(args)
-            .arg("wf.yaml");
+            .arg(file);
         c
     }
 
@@ -580,4 +585,16 @@ fn check_reports_line_and_column_and_changes_nothing() {
     assert_code(&out, 0);
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
     assert!(!s.root.inst_dir(INST).exists());
+}
+
+#[test]
+fn examples_run_to_their_end() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for (file, entries) in [("hello.yaml", 4), ("exec-agent.yaml", 3)] {
+        let s = Setup::new();
+        let c = s.cmd_file(&[], &repo.join("examples").join(file));
+        let out = run_hang_guarded(c);
+        assert_code(&out, 0);
+        assert_eq!(s.entries().len(), entries, "{file}");
+    }
 }

@@ -1,0 +1,107 @@
+# fish completion for aw-run(1)
+
+# Helpers shared by the aw completions (the same in every aw-*.fish file).
+
+# The words before the cursor, without the command.
+function __aw_tokens
+    set -l t (commandline -opc)
+    set -e t[1]
+    for w in $t
+        echo $w
+    end
+end
+
+# The root directory: --root on the command line, else $AW_ROOT, else .workflow.
+function __aw_root
+    set -l root $AW_ROOT
+    test -n "$root"; or set root .workflow
+    set -l t (__aw_tokens)
+    for i in (seq (count $t))
+        switch $t[$i]
+            case --root
+                set -q t[(math $i + 1)]; and set root $t[(math $i + 1)]
+            case '--root=*'
+                set root (string replace -- --root= '' $t[$i])
+        end
+    end
+    string replace -r '^~' $HOME -- $root
+end
+
+# The instance: -i/--instance or a target with @ on the command line, else
+# $AW_INSTANCE, else default.
+function __aw_instance
+    set -l inst $AW_INSTANCE
+    test -n "$inst"; or set inst default
+    set -l t (__aw_tokens)
+    for i in (seq (count $t))
+        switch $t[$i]
+            case -i --instance
+                set -q t[(math $i + 1)]; and set inst $t[(math $i + 1)]
+            case '--instance=*'
+                set inst (string replace -- --instance= '' $t[$i])
+            case '-i?*'
+                set inst (string sub -s 3 -- $t[$i])
+            case '-*'
+            case '*@?*'
+                set inst (string replace -r '^[^@]*@' '' -- $t[$i])
+        end
+    end
+    echo $inst
+end
+
+# Instance names under the root.
+function __aw_instances
+    for d in (__aw_root)/*/
+        set -l n (basename $d)
+        string match -qr '^[A-Za-z0-9][A-Za-z0-9_-]*$' -- $n; and echo $n
+    end
+end
+
+# Agent names of an instance (default: the current one).
+function __aw_agents
+    set -l inst $argv[1]
+    test -n "$inst"; or set inst (__aw_instance)
+    set -l f (__aw_root)/$inst/_state/agents.json
+    test -r $f; or return 0
+    string replace -rf '^\s*"name":\s*"([A-Za-z][A-Za-z0-9_-]*)".*$' '$1' <$f
+end
+
+# Targets: agents, @instance, and agent@instance once an @ is typed.
+function __aw_targets
+    set -l cur (commandline -ct)
+    if string match -qr '^[^@]+@' -- $cur
+        for i in (__aw_instances)
+            for a in (__aw_agents $i)
+                echo $a@$i
+            end
+        end
+    else
+        __aw_agents
+        for i in (__aw_instances)
+            echo @$i
+        end
+    end
+end
+
+# Documents of the current instance, as relative paths.
+function __aw_documents
+    set -l dir (__aw_root)/(__aw_instance)/documents
+    test -d $dir; or return 0
+    find $dir -type f ! -path '*/.*' 2>/dev/null | string replace -- $dir/ ''
+end
+
+complete -c aw-run -F
+complete -c aw-run -l root -x -a '(__fish_complete_directories)' -d 'Root directory'
+complete -c aw-run -s i -l instance -x -a '(__aw_instances)' -d Instance
+complete -c aw-run -l check -d 'Check the file and exit'
+complete -c aw-run -l var -x -d 'Define a variable NAME=VALUE'
+complete -c aw-run -l debounce -x -d 'Quiet time before the work counts as done'
+complete -c aw-run -l poll -x -d 'Poll the channel every SECS seconds'
+complete -c aw-run -l max-runs -x -d 'Most runs per agent'
+complete -c aw-run -l timeout -x -d 'Bound on the whole workflow'
+complete -c aw-run -l retries -x -d 'Attempts per run'
+complete -c aw-run -l backoff -x -d 'Wait before the second attempt'
+complete -c aw-run -s q -l quiet -d 'Print no run events and no summary'
+complete -c aw-run -l json -d 'Print events as JSON Lines'
+complete -c aw-run -s h -l help -d 'Print help'
+complete -c aw-run -s V -l version -d 'Print the version'
