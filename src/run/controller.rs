@@ -148,7 +148,17 @@ impl Controller {
             let msgs = match inbox::unread_with_last(&self.inst, &self.agent) {
                 Ok((m, _, _)) => m,
                 Err(e) => {
-                    report(&self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string())));
+                    // Counted as a failure, so that run mode does not wait for it.
+                    shared
+                        .lock()
+                        .agents
+                        .entry(self.agent.clone())
+                        .or_default()
+                        .failed = true;
+                    let mut ev =
+                        self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
+                    ev.gave_up = true;
+                    report(&ev);
                     continue;
                 }
             };

@@ -167,6 +167,27 @@ fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>
     }
 }
 
+/// The limits of an agent, as the registry records them.
+fn limits(
+    def: &super::workflow::AgentDef,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut m = std::collections::BTreeMap::new();
+    let nums = [
+        ("max_tokens", &def.max_tokens),
+        ("max_steps", &def.max_steps),
+        ("max_runs", &def.max_runs),
+    ];
+    for (k, v) in nums {
+        if let Some(v) = v {
+            m.insert(k.to_string(), json!(v.value));
+        }
+    }
+    if let Some(t) = &def.timeout {
+        m.insert("timeout_secs".to_string(), json!(t.value.as_secs_f64()));
+    }
+    m
+}
+
 /// Print controller events: lines on stderr, or JSON Lines on stdout.
 fn reporter(opts: &Options) -> Arc<Report> {
     let (quiet, json) = (opts.quiet, opts.json);
@@ -252,8 +273,8 @@ pub fn run(
                 model: def.model_name().map(str::to_string),
                 system_prompt: system.clone(),
                 tools: def.tools.iter().map(|t| t.value.clone()).collect(),
+                limits: limits(def),
                 created: crate::channel::now(),
-                ..Agent::default()
             },
             true,
         )?;
