@@ -598,3 +598,67 @@ fn examples_run_to_their_end() {
         assert_eq!(s.entries().len(), entries, "{file}");
     }
 }
+
+#[test]
+fn bad_input_is_refused_with_its_exit_code_and_writes_nothing() {
+    let s = Setup::new();
+    s.write("wf.yaml", HELLO);
+    let cases: [(&[&str], i32, &str); 4] = [
+        (&["--var", "novalue"], 64, "--var 'novalue'"),
+        (&["--max-runs", "0"], 64, "--max-runs"),
+        (&["--debounce", "soon"], 64, "--debounce 'soon'"),
+        (&["--retries", "x"], 64, "--retries"),
+    ];
+    for (args, code, what) in cases {
+        let out = run_with(s.cmd(args), None);
+        let line = assert_error(&out, "aw-run", code, what);
+        assert!(line.contains(what), "{line}");
+    }
+    let out = run_with(s.cmd_file(&[], Path::new("missing.yaml")), None);
+    let line = assert_error(&out, "aw-run", 66, "missing file");
+    assert!(line.contains("missing.yaml"), "{line}");
+    // A backend this version cannot run: refused before anything is written.
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    backend: claude\nkickoff: '@alice hi'\n",
+    );
+    let out = run_with(s.cmd(&[]), None);
+    let line = assert_error(&out, "aw-run", 69, "claude backend");
+    assert!(line.contains("alice: the claude backend"), "{line}");
+    assert!(!s.root.inst_dir(INST).exists());
+}
+
+#[test]
+fn ack_stops_at_the_last_message_the_prompt_showed() {
+    let s = Setup::new();
+    // The first run waits until the test has sent a second message.
+    s.script(
+        "agent.sh",
+        "cat > /dev/null\n\
+         if [ ! -e started ]; then touch started; while [ ! -e go ]; do sleep 0.01; done; fi\n\
+         aw-send \"run $AW_RUN\" > /dev/null\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    command: [./agent.sh]\nkickoff: '@alice one'\n",
+    );
+    let child = spawn(s.cmd(&[]));
+    wait_for("the first run", || s.dir().join("started").exists());
+    let second = s.root.send(INST, &[], "@alice two");
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_code(&out, 0);
+    assert_eq!(s.transcript("alice", 1)["inbox"], serde_json::json!([1]));
+    assert_eq!(
+        s.transcript("alice", 2)["inbox"],
+        serde_json::json!([second])
+    );
+    let from_alice: Vec<String> = s
+        .entries()
+        .into_iter()
+        .filter(|(f, _)| f == "alice")
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(from_alice, ["run 1", "run 2"]);
+    assert_eq!(s.unread("alice"), 0);
+}

@@ -160,11 +160,15 @@ fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>
                 cwd: def.cwd.as_ref().map(|c| c.value.clone()),
             }))
         }
-        other => Err(Error::Unavailable(format!(
-            "{name}: the {} backend is not available in this version (use exec or mock)",
-            other.name()
-        ))),
+        other => Err(unavailable(name, other)),
     }
+}
+
+fn unavailable(agent: &str, backend: Backend) -> Error {
+    Error::Unavailable(format!(
+        "{agent}: the {} backend is not available in this version (use exec or mock)",
+        backend.name()
+    ))
 }
 
 /// The limits of an agent, as the registry records them.
@@ -234,6 +238,14 @@ pub fn run(
     mut vars: Vars,
     opts: &Options,
 ) -> Result<u8> {
+    // Refuse what cannot run before anything is written.
+    if let Some(def) = wf
+        .agents
+        .iter()
+        .find(|a| !matches!(a.backend.value, Backend::Exec | Backend::Mock))
+    {
+        return Err(unavailable(&def.name.value, def.backend.value));
+    }
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
     let _locks = serve_locks(inst, &names)?;
