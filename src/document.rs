@@ -243,8 +243,9 @@ fn docs_lock(inst: &Instance) -> Result<Lock> {
 
 /// Open the place of `file` for a change, creating `documents/` and the folders on the way.
 fn writable<'a>(inst: &Instance, file: &'a str) -> Result<Place<'a>> {
-    let docs = open_documents(inst, true)?.expect("created");
-    Ok(Place::open(docs, file, true)?.expect("created"))
+    // With `create`, both are always there; no panic if that ever changes.
+    let docs = open_documents(inst, true)?.ok_or_else(|| no_such(file))?;
+    Place::open(docs, file, true)?.ok_or_else(|| no_such(file))
 }
 
 /// Read a document.

@@ -87,7 +87,8 @@ pub fn create(inst: &Instance, content: &str, kind: Option<&str>) -> Result<Stri
         return Err(Error::invalid("resource of type json is not valid JSON"));
     }
     inst.create()?;
-    let dir = instance_folder(inst.dir(), "resources", true)?.expect("created");
+    let dir = instance_folder(inst.dir(), "resources", true)?
+        .ok_or_else(|| Error::not_found("resources/ is missing"))?;
     let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL;
     loop {
         let id = new_id();
