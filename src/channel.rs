@@ -790,6 +790,32 @@ pub fn now() -> String {
         .to_string()
 }
 
+/// `HH:MM:SS` of an entry timestamp.
+pub fn hms(ts: &str) -> &str {
+    ts.get(11..19).unwrap_or(ts)
+}
+
+/// Format an entry for humans: `#id HH:MM:SS @from: text`, continuation lines indented.
+pub fn human_entry(e: &Entry, tag: Option<&str>) -> String {
+    let mut s = format!("#{} {} @{}", e.id, hms(&e.timestamp), e.from);
+    if let Some(t) = tag {
+        s.push_str(" [");
+        s.push_str(t);
+        s.push(']');
+    }
+    s.push_str(": ");
+    let indent = "    ";
+    let text = e.message.strip_suffix('\n').unwrap_or(&e.message);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            s.push('\n');
+            s.push_str(indent);
+        }
+        s.push_str(line);
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,8 +14,7 @@ use std::process::ExitCode;
 use crate::error::{Error, Result};
 use crate::instance::{self, Instance, Root};
 
-/// The version every tool prints with `--version`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::VERSION;
 
 /// Run a tool's body and turn its outcome into an exit code, printing errors as one line
 /// `tool: message` on stderr. A closed stdout (EPIPE) ends quietly with 0.
@@ -51,6 +50,11 @@ pub fn report(tool: &str, e: &Error) {
 /// Print a warning on stderr.
 pub fn warn(tool: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(io::stderr().lock(), "{tool}: warning: {msg}");
+}
+
+/// Print a `hint:` line on stderr.
+pub fn hint(h: &str) {
+    let _ = writeln!(io::stderr().lock(), "hint: {h}");
 }
 
 /// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised).
@@ -242,30 +246,4 @@ pub fn on_stdout_closed(on_close: impl FnOnce() + Send + 'static) {
 pub fn stdin_is_tty() -> bool {
     use std::io::IsTerminal;
     io::stdin().is_terminal()
-}
-
-/// `HH:MM:SS` of an entry timestamp.
-pub fn hms(ts: &str) -> &str {
-    ts.get(11..19).unwrap_or(ts)
-}
-
-/// Format an entry for humans: `#id HH:MM:SS @from: text`, continuation lines indented.
-pub fn human_entry(e: &crate::channel::Entry, tag: Option<&str>) -> String {
-    let mut s = format!("#{} {} @{}", e.id, hms(&e.timestamp), e.from);
-    if let Some(t) = tag {
-        s.push_str(" [");
-        s.push_str(t);
-        s.push(']');
-    }
-    s.push_str(": ");
-    let indent = "    ";
-    let text = e.message.strip_suffix('\n').unwrap_or(&e.message);
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            s.push('\n');
-            s.push_str(indent);
-        }
-        s.push_str(line);
-    }
-    s
 }

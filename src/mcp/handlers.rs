@@ -10,7 +10,7 @@ use super::{Reply, Server};
 use crate::channel::{Channel, Entry};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
-use crate::fs::watch::FileWaiter;
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
 use crate::post::{self, PostOptions};
 use crate::proposal::{self, Choice, NewProposal, Resolution};
@@ -93,7 +93,7 @@ fn uint_arg(a: &Args, key: &str) -> Result<Option<u64>> {
 }
 
 fn entry_line(e: &Entry) -> String {
-    crate::cli::human_entry(e, None)
+    crate::channel::human_entry(e, None)
 }
 
 fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
@@ -203,7 +203,7 @@ fn inbox_text(msgs: &[InboxMessage]) -> String {
     for m in msgs {
         let tag = (m.priority == "high").then_some("HIGH");
         t.push_str("- ");
-        t.push_str(&crate::cli::human_entry(&m.entry, tag));
+        t.push_str(&crate::channel::human_entry(&m.entry, tag));
         t.push('\n');
     }
     t.push_str(&format!(
@@ -221,6 +221,10 @@ fn my_inbox(s: &Server, a: &Args) -> Result<Reply> {
     if msgs.is_empty() && wait > 0 {
         let deadline = Instant::now() + Duration::from_secs(wait);
         let mut waiter = FileWaiter::new(&s.inst.channel_path(), None)?;
+        if let Some(why) = waiter.fallback() {
+            eprintln!("aw-mcp: warning: {why}");
+            eprintln!("hint: {FALLBACK_HINT}");
+        }
         loop {
             // Re-read after arming the watch, so a mention in between is not missed.
             (msgs, _) = inbox::unread(&s.inst, &s.agent)?;
