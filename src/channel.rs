@@ -97,7 +97,7 @@ pub struct Batch {
 }
 
 /// FNV-1a, 64 bits: cheap, and enough to tell a torn or zero-filled body from a whole one.
-fn fnv1a(data: &[u8]) -> u64 {
+pub(crate) fn fnv1a(data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for &b in data {
         h ^= b as u64;

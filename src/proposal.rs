@@ -782,10 +782,7 @@ fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
                 "random" => {
                     // Seeded by the proposal and its votes: any process deciding the same
                     // tie picks the same option.
-                    let mut h: u64 = 0xcbf29ce484222325;
-                    for b in p.id.bytes().chain(p.created.bytes()) {
-                        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
-                    }
+                    let h = crate::channel::fnv1a(format!("{}{}", p.id, p.created).as_bytes());
                     tied[(h % tied.len() as u64) as usize]
                 }
                 "creator-decides" => p

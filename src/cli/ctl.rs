@@ -341,13 +341,7 @@ fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 }
 
 pub(crate) fn who(a: &Args) -> Result<String> {
-    let w = match &a.as_agent {
-        Some(w) => w.clone(),
-        None => match std::env::var("AW_AGENT") {
-            Ok(v) if !v.is_empty() => v.split('@').next().unwrap_or("user").to_string(),
-            _ => "user".to_string(),
-        },
-    };
+    let w = a.as_agent.clone().unwrap_or_else(names::sender_from_env);
     names::check_agent(&w)?;
     Ok(w)
 }

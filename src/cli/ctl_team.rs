@@ -7,7 +7,6 @@ use serde_json::json;
 use super::ctl::Args;
 use crate::cli::Out;
 use crate::error::{Error, Result};
-use crate::inbox;
 use crate::names;
 use crate::proposal::{self, Choice, NewProposal, Resolution};
 use crate::registry::{Config, Registry};
@@ -28,29 +27,24 @@ pub fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> {
             )));
         }
     }
-    let statuses = status::all(&inst)?;
     let owner = Config::load(&inst)?.document_owner;
     let active = proposal::list(&inst, true)?;
-    let mut agents = Vec::new();
-    for ag in reg
-        .agents
-        .iter()
-        .filter(|ag| only.is_none_or(|n| n == ag.name))
-    {
-        let st = statuses.get(&ag.name);
-        let (unread, _) = inbox::unread(&inst, &ag.name)?;
-        agents.push(json!({
-            "name": ag.name,
-            "backend": ag.backend,
-            "model": ag.model,
-            "state": st.map_or("idle", |s| s.state.as_str()),
-            "task": st.and_then(|s| s.task.clone()),
-            "metadata": st.and_then(|s| s.metadata.clone()),
-            "updated": st.map(|s| s.updated.clone()),
-            "unread": unread.len(),
-            "cursor": inbox::cursor(&inst, &ag.name)?,
-        }));
-    }
+    let agents: Vec<_> = status::members(&inst, &reg, only)?
+        .into_iter()
+        .map(|m| {
+            json!({
+                "name": m.agent.name,
+                "backend": m.agent.backend,
+                "model": m.agent.model,
+                "state": m.state,
+                "task": m.task,
+                "metadata": m.metadata,
+                "updated": m.updated,
+                "unread": m.unread,
+                "cursor": m.cursor,
+            })
+        })
+        .collect();
     if a.json {
         let props: Vec<_> = active.iter().map(|p| p.to_json()).collect();
         out.line(
