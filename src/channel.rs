@@ -143,10 +143,11 @@ pub fn validate_message(text: &str) -> Result<()> {
     }
     if text.len() > MAX_MESSAGE {
         return Err(Error::invalid(format!(
-            "message is {} bytes, over the limit of {} bytes (hint: use a resource or a document for long content)",
+            "message is {} bytes, over the limit of {} bytes",
             text.len(),
             MAX_MESSAGE
-        )));
+        ))
+        .hint("use a resource or a document for long content"));
     }
     Ok(())
 }

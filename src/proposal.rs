@@ -407,9 +407,10 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         && d.len() > MAX_DESCRIPTION
     {
         return Err(Error::invalid(format!(
-            "the description is {} bytes, over the limit of {MAX_DESCRIPTION} bytes (hint: put longer text in a document or a resource and name it)",
+            "the description is {} bytes, over the limit of {MAX_DESCRIPTION} bytes",
             d.len()
-        )));
+        ))
+        .hint("put longer text in a document or a resource and name it"));
     }
     if !RULES.contains(&new.resolution.rule.as_str()) {
         return Err(Error::invalid(format!(
@@ -456,8 +457,9 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
     state::update(inst, FILE, |all: &mut Proposals| {
         if all.active().count() >= MAX_ACTIVE {
             return Err(Error::denied(format!(
-                "the instance has {MAX_ACTIVE} active proposals, the most it may have (hint: vote on them, or cancel one you created)"
-            )));
+                "the instance has {MAX_ACTIVE} active proposals, the most it may have"
+            ))
+            .hint("vote on them, or cancel one you created"));
         }
         let id = match &new.id {
             Some(id) => {

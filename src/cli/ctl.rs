@@ -170,7 +170,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["vote", id, choice] => ctl_team::vote(out, &a, id, choice),
         ["cancel", id] => ctl_team::cancel(out, &a, id),
         ["mcp-config", addr] => ctl_team::mcp_config(out, &a, addr),
-        [] => Err(Error::Usage("no command (hint: see aw-ctl --help)".into())),
+        [] => Err(Error::Usage("no command".into()).hint("see aw-ctl --help")),
         [cmd, ..]
             if [
                 "new",
@@ -186,14 +186,15 @@ pub fn run(out: &mut Out) -> Result<u8> {
             ]
             .contains(cmd) =>
         {
-            Err(Error::Usage(format!(
-                "wrong number of arguments for '{cmd}' (hint: see aw-ctl --help)"
-            )))
+            Err(
+                Error::Usage(format!("wrong number of arguments for '{cmd}'"))
+                    .hint("see aw-ctl --help"),
+            )
         }
-        [cmd, ..] => Err(Error::Usage(format!(
-            "unknown command '{}' (hint: see aw-ctl --help)",
-            names::sanitize(cmd)
-        ))),
+        [cmd, ..] => Err(
+            Error::Usage(format!("unknown command '{}'", names::sanitize(cmd)))
+                .hint("see aw-ctl --help"),
+        ),
     }
 }
 
@@ -249,9 +250,10 @@ fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let added = registry::register(&inst, agent, a.replace)?;
     if !added && !a.replace {
         return Err(Error::Exists(format!(
-            "agent '{name}' is already registered in instance '{}' (hint: use --replace)",
+            "agent '{name}' is already registered in instance '{}'",
             inst.name()
-        )));
+        ))
+        .hint("use --replace"));
     }
     out.line(&format!("{name}@{}", inst.name()))?;
     Ok(0)
@@ -349,10 +351,8 @@ pub(crate) fn who(a: &Args) -> Result<String> {
 /// Document content from stdin; a terminal is refused rather than waited on.
 fn doc_stdin() -> Result<String> {
     if cli::stdin_is_tty() {
-        return Err(Error::Usage(
-            "document content is read from stdin (hint: pipe it in, or redirect a file with <)"
-                .into(),
-        ));
+        return Err(Error::Usage("document content is read from stdin".into())
+            .hint("pipe it in, or redirect a file with <"));
     }
     cli::read_stdin("document content", document::MAX_DOCUMENT, None)
 }
@@ -411,15 +411,14 @@ fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
             registry::set_document_owner(&inst, Some(name))?;
         }
         [] => {
-            return Err(Error::Usage(
-                "doc: missing subcommand (hint: see aw-ctl --help)".into(),
-            ));
+            return Err(Error::Usage("doc: missing subcommand".into()).hint("see aw-ctl --help"));
         }
         [sub, ..] => {
             return Err(Error::Usage(format!(
-                "doc {}: unknown subcommand or wrong arguments (hint: see aw-ctl --help)",
+                "doc {}: unknown subcommand or wrong arguments",
                 names::sanitize(sub)
-            )));
+            ))
+            .hint("see aw-ctl --help"));
         }
     }
     Ok(0)

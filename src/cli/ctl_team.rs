@@ -181,9 +181,10 @@ fn aw_mcp_path() -> Result<PathBuf> {
             }
         }
     }
-    Err(Error::not_found(
-        "cannot find aw-mcp next to aw-ctl or on PATH (hint: make install, or add target/release to PATH)",
-    ))
+    Err(
+        Error::not_found("cannot find aw-mcp next to aw-ctl or on PATH")
+            .hint("make install, or add target/release to PATH"),
+    )
 }
 
 fn absolute(p: &Path) -> Result<PathBuf> {

@@ -45,9 +45,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
         }
     }
     let Some(agent) = agent.or_else(names::agent_from_env) else {
-        return Err(Error::Usage(
-            "no agent (hint: pass --agent NAME[@INSTANCE] or set AW_AGENT)".into(),
-        ));
+        return Err(
+            Error::Usage("no agent".into()).hint("pass --agent NAME[@INSTANCE] or set AW_AGENT")
+        );
     };
     let (name, inst_name) = names::parse_agent_address(&agent)?;
     if names::RESERVED_SENDERS.contains(&name.as_str()) {

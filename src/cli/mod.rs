@@ -33,17 +33,16 @@ pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
     }
 }
 
-/// Print an error as `tool: message`, then a `hint:` line where the message carries one.
+/// Print an error as `tool: message`, then a `hint:` line for each hint it carries.
 pub fn report(tool: &str, e: &Error) {
-    let msg = e.to_string();
-    let (what, hint) = match msg.split_once(" (hint: ") {
-        Some((w, h)) => (w.to_string(), Some(h.trim_end_matches(')').to_string())),
-        None => (msg, None),
-    };
-    let mut err = io::stderr().lock();
-    let _ = writeln!(err, "{tool}: {}", what.replace('\n', " "));
-    if let Some(h) = hint {
-        let _ = writeln!(err, "hint: {h}");
+    let (what, hints) = e.split_hints();
+    let _ = writeln!(
+        io::stderr().lock(),
+        "{tool}: {}",
+        what.to_string().replace('\n', " ")
+    );
+    for h in hints {
+        hint(h);
     }
 }
 
@@ -159,11 +158,11 @@ pub fn number<T: std::str::FromStr>(p: &mut lexopt::Parser, name: &str) -> Resul
 /// Turn a lexopt error or an unexpected argument into a usage error.
 pub fn unexpected(arg: lexopt::Arg) -> Error {
     let e = arg.unexpected();
-    Error::Usage(format!("{e} (hint: see --help)"))
+    Error::Usage(e.to_string()).hint("see --help")
 }
 
 pub fn lex_err(e: lexopt::Error) -> Error {
-    Error::Usage(format!("{e} (hint: see --help)"))
+    Error::Usage(e.to_string()).hint("see --help")
 }
 
 /// Print help or version and signal the caller to stop.
@@ -201,10 +200,11 @@ pub fn read_stdin(what: &str, max: usize, hint: Option<&str>) -> Result<String> 
         buf.extend_from_slice(&block[..n]);
     }
     if buf.len() > max {
-        let hint = hint.map(|h| format!(" (hint: {h})")).unwrap_or_default();
-        return Err(Error::invalid(format!(
-            "{what} on stdin is over the limit of {max} bytes{hint}"
-        )));
+        let e = Error::invalid(format!("{what} on stdin is over the limit of {max} bytes"));
+        return Err(match hint {
+            Some(h) => e.hint(h),
+            None => e,
+        });
     }
     String::from_utf8(buf).map_err(|e| {
         Error::invalid(format!(

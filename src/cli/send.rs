@@ -95,10 +95,8 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     }
     let mut text = if a.words.is_empty() {
         if !a.dash && cli::stdin_is_tty() {
-            return Err(Error::Usage(
-                "no message (hint: give MESSAGE, or pipe it on stdin, or use - to read a terminal)"
-                    .into(),
-            ));
+            return Err(Error::Usage("no message".into())
+                .hint("give MESSAGE, or pipe it on stdin, or use - to read a terminal"));
         }
         cli::read_stdin(
             "message",
