@@ -1,7 +1,6 @@
 //! Command-line front ends: shared options, output, and the mapping of errors to exit codes.
 
 pub mod ctl;
-mod ctl_team;
 pub mod mcp;
 pub mod peek;
 pub mod send;
