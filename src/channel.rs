@@ -97,7 +97,7 @@ pub struct Batch {
 }
 
 /// FNV-1a, 64 bits: cheap, and enough to tell a torn or zero-filled body from a whole one.
-fn fnv1a(data: &[u8]) -> u64 {
+pub(crate) fn fnv1a(data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf29ce484222325;
     for &b in data {
         h ^= b as u64;
@@ -143,10 +143,11 @@ pub fn validate_message(text: &str) -> Result<()> {
     }
     if text.len() > MAX_MESSAGE {
         return Err(Error::invalid(format!(
-            "message is {} bytes, over the limit of {} bytes (hint: use a resource or a document for long content)",
+            "message is {} bytes, over the limit of {} bytes",
             text.len(),
             MAX_MESSAGE
-        )));
+        ))
+        .hint("use a resource or a document for long content"));
     }
     Ok(())
 }
@@ -788,6 +789,32 @@ pub fn now() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.3fZ")
         .to_string()
+}
+
+/// `HH:MM:SS` of an entry timestamp.
+pub fn hms(ts: &str) -> &str {
+    ts.get(11..19).unwrap_or(ts)
+}
+
+/// Format an entry for humans: `#id HH:MM:SS @from: text`, continuation lines indented.
+pub fn human_entry(e: &Entry, tag: Option<&str>) -> String {
+    let mut s = format!("#{} {} @{}", e.id, hms(&e.timestamp), e.from);
+    if let Some(t) = tag {
+        s.push_str(" [");
+        s.push_str(t);
+        s.push(']');
+    }
+    s.push_str(": ");
+    let indent = "    ";
+    let text = e.message.strip_suffix('\n').unwrap_or(&e.message);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            s.push('\n');
+            s.push_str(indent);
+        }
+        s.push_str(line);
+    }
+    s
 }
 
 #[cfg(test)]

@@ -1,10 +1,21 @@
 //! Shared documents under `documents/`: validated relative paths, atomic writes, ownership.
+//!
+//! Documents are reached only through a descriptor of `documents/` (see
+//! [`crate::fs::beneath`]): no symbolic link is ever followed, neither `documents/` itself nor
+//! a folder or a file inside it, so no document operation can be led outside the instance,
+//! not even by a folder swapped for a symlink while it runs. Only regular files are
+//! documents: a FIFO, socket or device under a document name is refused without being read
+//! (it is opened with `O_NONBLOCK` and checked with `fstat`), and left out of the list. No
+//! read takes more than [`MAX_DOCUMENT`] + 1 bytes.
 
-use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+
 use crate::error::{Error, IoContext, Result};
-use crate::fs::{Lock, atomic_write};
+use crate::fs::beneath::{Kind, instance_folder, is_symlink_error, read_capped};
+use crate::fs::{Dir, Lock, atomic_write_at};
 use crate::instance::Instance;
 use crate::names::sanitize;
 use crate::registry::Config;
@@ -17,10 +28,23 @@ pub const MAX_DOCUMENT: usize = 16 << 20;
 
 const MAX_PATH: usize = 1024;
 
-/// Check a document name and return its path inside `documents/`. Refuses empty names,
-/// absolute paths, `.`/`..` components, hidden (dot) components, NUL and control characters,
-/// and any symlink on the way that leads outside the instance directory.
+/// Check a document name against the naming rules and return its path inside
+/// `documents/` (for messages). Refuses empty names, absolute paths, `.`/`..` components,
+/// hidden (dot) components, NUL and control characters; and, when the instance exists, a
+/// symbolic link met on the way (the operation itself checks again, safely).
 pub fn resolve(inst: &Instance, file: &str) -> Result<PathBuf> {
+    check_name(file)?;
+    if inst.exists()
+        && let Some(docs) = open_documents(inst, false)?
+        && let Some(place) = Place::open(docs, file, false)?
+        && place.kind()? == Some(Kind::Symlink)
+    {
+        return Err(symlink_in_the_way(file));
+    }
+    Ok(inst.documents_dir().join(file))
+}
+
+fn check_name(file: &str) -> Result<()> {
     let bad = |why: &str| {
         Err(Error::invalid(format!(
             "invalid document name '{}': {why}",
@@ -65,38 +89,120 @@ pub fn resolve(inst: &Instance, file: &str) -> Result<PathBuf> {
     if file.ends_with('/') {
         return bad("names a directory");
     }
-    let path = inst.documents_dir().join(file);
-    check_inside(inst, &path, file)?;
-    Ok(path)
+    Ok(())
 }
 
-/// Refuse when the existing part of `path` goes through a symlink that leads outside the
-/// instance directory.
-fn check_inside(inst: &Instance, path: &Path, shown: &str) -> Result<()> {
-    let Ok(base) = fs::canonicalize(inst.dir()) else {
-        return Ok(()); // instance not created yet: nothing on disk to follow
-    };
-    // The deepest existing ancestor (or the path itself).
-    let mut probe = path.to_path_buf();
-    loop {
-        if fs::symlink_metadata(&probe).is_ok() {
-            break;
-        }
-        if !probe.pop() {
-            return Ok(());
+fn symlink_in_the_way(file: &str) -> Error {
+    Error::denied(format!(
+        "document '{}': a symbolic link is in the way (documents are never reached through one)",
+        sanitize(file)
+    ))
+}
+
+fn no_such(file: &str) -> Error {
+    Error::not_found(format!("no such document '{}'", sanitize(file)))
+}
+
+/// Open `documents/` of `inst` without following a symlink; `None` when it is missing and
+/// `create` is false.
+fn open_documents(inst: &Instance, create: bool) -> Result<Option<Dir>> {
+    instance_folder(inst.dir(), "documents", create)
+}
+
+/// Where a document lives: its open folder and its file name in it.
+struct Place<'a> {
+    dir: Dir,
+    name: &'a str,
+    file: &'a str,
+}
+
+impl<'a> Place<'a> {
+    /// Open the folder of `file` beneath `docs` (creating it with `create`); `None` when
+    /// it is missing and `create` is false.
+    fn open(docs: Dir, file: &'a str, create: bool) -> Result<Option<Place<'a>>> {
+        let (folder, name) = match file.rsplit_once('/') {
+            Some((folder, name)) => (Some(folder), name),
+            None => (None, file),
+        };
+        let dir = match folder {
+            None => docs,
+            Some(f) => {
+                let opened = if create {
+                    docs.dir_create(f)
+                } else {
+                    docs.dir(f)
+                };
+                match opened {
+                    Ok(d) => d,
+                    Err(e) if is_symlink_error(&e) => return Err(symlink_in_the_way(file)),
+                    Err(e) if create => return Err(Error::create(docs.path().join(f), e)),
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                        ) =>
+                    {
+                        return Ok(None);
+                    }
+                    Err(e) => return Err(Error::io(docs.path().join(f), e)),
+                }
+            }
+        };
+        Ok(Some(Place { dir, name, file }))
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join(self.name)
+    }
+
+    fn kind(&self) -> Result<Option<Kind>> {
+        self.dir.kind(self.name.as_ref()).at(self.path())
+    }
+
+    /// Refuse anything but a regular file; `Ok(false)` when nothing is there.
+    fn check_kind(&self, kind: Option<Kind>) -> Result<bool> {
+        match kind {
+            None => Ok(false),
+            Some(Kind::File) => Ok(true),
+            Some(Kind::Symlink) => Err(symlink_in_the_way(self.file)),
+            Some(Kind::Dir) => Err(Error::invalid(format!(
+                "document '{}' is a directory",
+                sanitize(self.file)
+            ))),
+            Some(Kind::Other) => Err(Error::invalid(format!(
+                "document '{}' is not a regular file",
+                sanitize(self.file)
+            ))),
         }
     }
-    match fs::canonicalize(&probe) {
-        Ok(real) if real.starts_with(&base) => Ok(()),
-        Ok(_) => Err(Error::denied(format!(
-            "document '{}': a symlink leads outside the instance directory",
-            sanitize(shown)
-        ))),
-        // A dangling symlink: refuse, we cannot tell where a write would land.
-        Err(_) => Err(Error::denied(format!(
-            "document '{}': a dangling symlink is in the way",
-            sanitize(shown)
-        ))),
+
+    /// Does a document exist here? Refuses what is there but is not one.
+    fn exists(&self) -> Result<bool> {
+        self.check_kind(self.kind()?)
+    }
+
+    /// The content, or `None` when there is no such file. Opening never blocks (a FIFO) and
+    /// reading stops after the size limit.
+    fn read(&self) -> Result<Option<Vec<u8>>> {
+        let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK;
+        let mut f = match self.dir.open_file(self.name, flags, Mode::empty()) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if is_symlink_error(&e) => return Err(symlink_in_the_way(self.file)),
+            Err(e) => return Err(Error::io(self.path(), e)),
+        };
+        self.check_kind(Some(Kind::of_file(&f).at(self.path())?))?;
+        match read_capped(&mut f, MAX_DOCUMENT).at(self.path())? {
+            Some(b) => Ok(Some(b)),
+            None => Err(Error::invalid(format!(
+                "document '{}' is over the limit of {MAX_DOCUMENT} bytes",
+                sanitize(self.file)
+            ))),
+        }
+    }
+
+    fn replace(&self, data: &[u8]) -> Result<()> {
+        atomic_write_at(&self.dir, self.name.as_ref(), data)
     }
 }
 
@@ -135,138 +241,115 @@ fn docs_lock(inst: &Instance) -> Result<Lock> {
     Lock::exclusive(&inst.state_file("documents.lock"))
 }
 
-fn make_parents(inst: &Instance, path: &Path) -> Result<()> {
-    let parent = path.parent().unwrap_or(path);
-    fs::create_dir_all(parent).map_err(|e| Error::create(parent, e))?;
-    // Re-check now that the directories exist (a symlinked parent could have been created).
-    check_inside(inst, path, &path.to_string_lossy())
+/// Open the place of `file` for a change, creating `documents/` and the folders on the way.
+fn writable<'a>(inst: &Instance, file: &'a str) -> Result<Place<'a>> {
+    // With `create`, both are always there; no panic if that ever changes.
+    let docs = open_documents(inst, true)?.ok_or_else(|| no_such(file))?;
+    Place::open(docs, file, true)?.ok_or_else(|| no_such(file))
 }
 
 /// Read a document.
 pub fn read(inst: &Instance, file: &str) -> Result<String> {
     inst.require()?;
-    let path = resolve(inst, file)?;
-    match fs::read(&path) {
-        Ok(b) => String::from_utf8(b)
-            .map_err(|_| Error::invalid(format!("document '{file}' is not valid UTF-8"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::not_found(format!(
-            "no such document '{}'",
-            sanitize(file)
-        ))),
-        Err(e) if e.kind() == std::io::ErrorKind::IsADirectory => Err(Error::invalid(format!(
-            "document '{}' is a directory",
-            sanitize(file)
-        ))),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    check_name(file)?;
+    let docs = open_documents(inst, false)?.ok_or_else(|| no_such(file))?;
+    let place = Place::open(docs, file, false)?.ok_or_else(|| no_such(file))?;
+    let bytes = place.read()?.ok_or_else(|| no_such(file))?;
+    String::from_utf8(bytes)
+        .map_err(|_| Error::invalid(format!("document '{}' is not valid UTF-8", sanitize(file))))
 }
 
 /// Replace a document's content (creating it), as `who`.
 pub fn write(inst: &Instance, file: &str, content: &str, who: &str) -> Result<()> {
     check_content(content)?;
-    let path = resolve(inst, file)?;
+    resolve(inst, file)?;
     check_write(inst, who)?;
     let _l = docs_lock(inst)?;
-    make_parents(inst, &path)?;
-    atomic_write(&path, content.as_bytes())
+    let place = writable(inst, file)?;
+    place.exists()?;
+    place.replace(content.as_bytes())
 }
 
 /// Append to a document (creating it), as `who`.
 pub fn append(inst: &Instance, file: &str, content: &str, who: &str) -> Result<()> {
     check_content(content)?;
-    let path = resolve(inst, file)?;
+    resolve(inst, file)?;
     check_write(inst, who)?;
     let _l = docs_lock(inst)?;
-    make_parents(inst, &path)?;
-    let mut old = match fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(Error::io(&path, e)),
-    };
+    let place = writable(inst, file)?;
+    let mut old = place.read()?.unwrap_or_default();
     if old.len() + content.len() > MAX_DOCUMENT {
         return Err(Error::invalid(format!(
-            "document '{file}' would grow over the limit of {MAX_DOCUMENT} bytes"
+            "document '{}' would grow over the limit of {MAX_DOCUMENT} bytes",
+            sanitize(file)
         )));
     }
     old.extend_from_slice(content.as_bytes());
-    atomic_write(&path, &old)
+    place.replace(&old)
 }
 
 /// Create a new document; refuses (73) when it exists.
 pub fn create(inst: &Instance, file: &str, content: &str, who: &str) -> Result<()> {
     check_content(content)?;
-    let path = resolve(inst, file)?;
+    resolve(inst, file)?;
     check_write(inst, who)?;
     let _l = docs_lock(inst)?;
-    if fs::symlink_metadata(&path).is_ok() {
+    let place = writable(inst, file)?;
+    if place.exists()? {
         return Err(Error::Exists(format!(
             "document '{}' already exists",
             sanitize(file)
         )));
     }
-    make_parents(inst, &path)?;
-    atomic_write(&path, content.as_bytes())
+    place.replace(content.as_bytes())
 }
 
 /// Delete a document, as `who`.
 pub fn remove(inst: &Instance, file: &str, who: &str) -> Result<()> {
     inst.require()?;
-    let path = resolve(inst, file)?;
+    resolve(inst, file)?;
     check_write(inst, who)?;
     let _l = docs_lock(inst)?;
-    match fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::not_found(format!(
-            "no such document '{}'",
-            sanitize(file)
-        ))),
-        Err(e) => Err(Error::io(path, e)),
+    let docs = open_documents(inst, false)?.ok_or_else(|| no_such(file))?;
+    let place = Place::open(docs, file, false)?.ok_or_else(|| no_such(file))?;
+    if !place.exists()? {
+        return Err(no_such(file));
     }
+    place.dir.unlink(place.name.as_ref()).at(place.path())?;
+    place.dir.sync().at(place.dir.path())
 }
 
-/// Does the symlink `p` lead to a regular file inside `base` (the instance directory)? Only
-/// those are listed: a document that cannot be read is not one.
-fn links_inside(p: &Path, base: &Path) -> bool {
-    fs::canonicalize(p).is_ok_and(|real| real.starts_with(base) && real.is_file())
-}
-
-/// All documents, as sorted relative paths. Hidden files and symlinked directories are skipped;
-/// a symlinked file is listed only when it leads to a file inside the instance.
+/// All documents, as sorted relative paths. Only regular files are listed, and only under
+/// names the rules accept: hidden names, symlinks (to files or folders), special files and
+/// anything below a symlinked folder are left out.
 pub fn list(inst: &Instance) -> Result<Vec<String>> {
     inst.require()?;
-    let root = inst.documents_dir();
-    let base = fs::canonicalize(inst.dir()).at(inst.dir())?;
-    if let Ok(real) = fs::canonicalize(&root)
-        && !real.starts_with(&base)
-    {
-        return Err(Error::denied(
-            "documents: a symlink leads outside the instance directory",
-        ));
-    }
     let mut out = Vec::new();
-    let mut stack = vec![root.clone()];
-    while let Some(dir) = stack.pop() {
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(&dir, e)),
-        };
-        for de in rd {
-            let de = de.at(&dir)?;
-            if de.file_name().to_string_lossy().starts_with('.') {
-                continue;
-            }
-            let ft = de.file_type().at(de.path())?;
-            let p = de.path();
-            if ft.is_dir() {
-                stack.push(p);
-            } else if (ft.is_file() || (ft.is_symlink() && links_inside(&p, &base)))
-                && let Ok(rel) = p.strip_prefix(&root)
-            {
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
+    if let Some(docs) = open_documents(inst, false)? {
+        list_in(&docs, "", &mut out)?;
     }
     out.sort();
     Ok(out)
+}
+
+/// Add the documents in `dir` (whose path in `documents/` is `prefix`) to `out`.
+fn list_in(dir: &Dir, prefix: &str, out: &mut Vec<String>) -> Result<()> {
+    for (name, kind) in dir.entries().at(dir.path())? {
+        let Some(name) = name.to_str() else { continue };
+        let rel = format!("{prefix}{name}");
+        if name.starts_with('.') || check_name(&rel).is_err() {
+            continue;
+        }
+        match kind {
+            Kind::File => out.push(rel),
+            // A folder that vanished or was swapped for a symlink meanwhile is skipped.
+            Kind::Dir => {
+                if let Ok(sub) = dir.dir(name) {
+                    list_in(&sub, &format!("{rel}/"), out)?;
+                }
+            }
+            Kind::Symlink | Kind::Other => {}
+        }
+    }
+    Ok(())
 }

@@ -58,6 +58,10 @@ pub enum Error {
     /// Interrupted by a signal.
     #[error("interrupted")]
     Interrupted,
+    /// Another error, with what to do about it. Shown as `error (hint: hint)` in one line;
+    /// a command-line tool prints the hint on a line of its own.
+    #[error("{error} (hint: {hint})")]
+    Hinted { error: Box<Error>, hint: String },
 }
 
 impl Error {
@@ -81,7 +85,28 @@ impl Error {
             Error::Unavailable(_) => exit::UNAVAILABLE,
             Error::No(_) => exit::NO,
             Error::Interrupted => exit::INTERRUPTED,
+            Error::Hinted { error, .. } => error.exit_code(),
         }
+    }
+
+    /// This error with a hint: what to do about it.
+    pub fn hint(self, hint: impl Into<String>) -> Error {
+        Error::Hinted {
+            error: Box::new(self),
+            hint: hint.into(),
+        }
+    }
+
+    /// The error without its hints, and the hints, outermost last.
+    pub fn split_hints(&self) -> (&Error, Vec<&str>) {
+        let mut e = self;
+        let mut hints = Vec::new();
+        while let Error::Hinted { error, hint } = e {
+            hints.push(hint.as_str());
+            e = error;
+        }
+        hints.reverse();
+        (e, hints)
     }
 
     pub fn io(path: impl Into<PathBuf>, source: io::Error) -> Error {

@@ -20,3 +20,6 @@ pub mod state;
 pub mod status;
 
 pub use error::{Error, Result};
+
+/// The version every tool prints with `--version`, and `aw-mcp` reports to its client.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

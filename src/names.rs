@@ -11,6 +11,20 @@ pub const DEFAULT_INSTANCE: &str = "default";
 /// Senders that need no registration.
 pub const RESERVED_SENDERS: [&str; 2] = ["user", "system"];
 
+/// The agent named by `AW_AGENT` (`NAME` or `NAME@INSTANCE`, as given), when it is set and
+/// not empty.
+pub fn agent_from_env() -> Option<String> {
+    std::env::var("AW_AGENT").ok().filter(|v| !v.is_empty())
+}
+
+/// Who acts when no sender is given: the name part of `AW_AGENT`, else `user`.
+pub fn sender_from_env() -> String {
+    match agent_from_env() {
+        Some(v) => v.split('@').next().unwrap_or("user").to_string(),
+        None => "user".to_string(),
+    }
+}
+
 fn valid(name: &str, digit_first: bool) -> bool {
     let mut chars = name.chars();
     let Some(first) = chars.next() else {

@@ -27,6 +27,57 @@ pub struct Posted {
     pub damage: Vec<Damage>,
 }
 
+impl Posted {
+    /// One warning per unknown `@name`, for a person at a terminal.
+    pub fn unknown_warnings(&self, inst: &Instance) -> Result<Vec<String>> {
+        if self.unknown.is_empty() {
+            return Ok(Vec::new());
+        }
+        let known = registered(&Registry::load(inst)?);
+        Ok(self
+            .unknown
+            .iter()
+            .map(|u| {
+                format!(
+                    "@{u} is not an agent of instance '{}' (registered: {known}); not a mention",
+                    inst.name()
+                )
+            })
+            .collect())
+    }
+
+    /// Every unknown `@name` in one sentence, for an agent; `None` when all are known.
+    pub fn unknown_summary(&self, inst: &Instance) -> Result<Option<String>> {
+        if self.unknown.is_empty() {
+            return Ok(None);
+        }
+        let reg = Registry::load(inst)?;
+        Ok(Some(format!(
+            "{} not an agent here (agents: {}); nobody was notified for it.",
+            at_names(&self.unknown),
+            reg.names().join(", ")
+        )))
+    }
+}
+
+/// `@a, @b`.
+pub fn at_names(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("@{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The registered agents, or `none`.
+fn registered(reg: &Registry) -> String {
+    if reg.agents.is_empty() {
+        "none".to_string()
+    } else {
+        reg.names().join(", ")
+    }
+}
+
 /// Is durability requested through the environment (`AW_SYNC=1`)?
 pub fn sync_from_env() -> bool {
     matches!(
@@ -46,17 +97,9 @@ pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Resu
         return Err(Error::invalid(format!(
             "unknown agent{} {} in instance '{}' (registered: {})",
             if unknown.len() > 1 { "s" } else { "" },
-            unknown
-                .iter()
-                .map(|u| format!("@{u}"))
-                .collect::<Vec<_>>()
-                .join(", "),
+            at_names(&unknown),
             inst.name(),
-            if registry.agents.is_empty() {
-                "none".to_string()
-            } else {
-                registry.names().join(", ")
-            }
+            registered(&registry)
         )));
     }
     inst.create()?;

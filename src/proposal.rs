@@ -407,9 +407,10 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         && d.len() > MAX_DESCRIPTION
     {
         return Err(Error::invalid(format!(
-            "the description is {} bytes, over the limit of {MAX_DESCRIPTION} bytes (hint: put longer text in a document or a resource and name it)",
+            "the description is {} bytes, over the limit of {MAX_DESCRIPTION} bytes",
             d.len()
-        )));
+        ))
+        .hint("put longer text in a document or a resource and name it"));
     }
     if !RULES.contains(&new.resolution.rule.as_str()) {
         return Err(Error::invalid(format!(
@@ -456,8 +457,9 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
     state::update(inst, FILE, |all: &mut Proposals| {
         if all.active().count() >= MAX_ACTIVE {
             return Err(Error::denied(format!(
-                "the instance has {MAX_ACTIVE} active proposals, the most it may have (hint: vote on them, or cancel one you created)"
-            )));
+                "the instance has {MAX_ACTIVE} active proposals, the most it may have"
+            ))
+            .hint("vote on them, or cancel one you created"));
         }
         let id = match &new.id {
             Some(id) => {
@@ -782,10 +784,7 @@ fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
                 "random" => {
                     // Seeded by the proposal and its votes: any process deciding the same
                     // tie picks the same option.
-                    let mut h: u64 = 0xcbf29ce484222325;
-                    for b in p.id.bytes().chain(p.created.bytes()) {
-                        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
-                    }
+                    let h = crate::channel::fnv1a(format!("{}{}", p.id, p.created).as_bytes());
                     tied[(h % tied.len() as u64) as usize]
                 }
                 "creator-decides" => p

@@ -10,6 +10,40 @@ use crate::instance::Instance;
 use crate::names;
 use crate::state;
 
+/// Backends an agent may name.
+pub const BACKENDS: [&str; 7] = [
+    "claude",
+    "codex",
+    "anthropic",
+    "openai",
+    "exec",
+    "mock",
+    "external",
+];
+
+/// The backend a model implies, by how its name starts: a provider prefix
+/// (`anthropic/...`, `openai/...`) or a model family. The first match wins; a model that
+/// matches none (or no model) is `external`.
+const MODEL_BACKENDS: [(&str, &str); 6] = [
+    ("anthropic/", "anthropic"),
+    ("openai/", "openai"),
+    ("claude", "claude"),
+    ("gpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+];
+
+/// The backend a model implies (see [`MODEL_BACKENDS`]).
+pub fn backend_for_model(model: Option<&str>) -> &'static str {
+    model
+        .and_then(|m| {
+            MODEL_BACKENDS
+                .iter()
+                .find(|(prefix, _)| m.starts_with(prefix))
+        })
+        .map_or("external", |(_, backend)| backend)
+}
+
 /// One registered agent. Fields later parts fill (tools, limits) are kept as given.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Agent {

@@ -1,10 +1,17 @@
 //! Resources: long content stored once under `resources/` and referenced by id.
+//!
+//! `resources/` is opened without following a symlink, and each resource is opened from its
+//! descriptor with `O_NOFOLLOW` (created with `O_EXCL` as well): a symlink there is refused,
+//! never followed. Only regular files are resources; no read takes more than
+//! [`MAX_RESOURCE`] + 1 bytes.
 
-use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::path::PathBuf;
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 
 use crate::error::{Error, IoContext, Result};
+use crate::fs::beneath::{Kind, instance_folder, is_symlink_error, read_capped};
 use crate::instance::Instance;
 use crate::names::sanitize;
 
@@ -61,19 +68,6 @@ fn new_id() -> String {
     format!("res-{x:016x}")
 }
 
-/// The resources folder; refused when a symlink leads it outside the instance directory.
-fn folder(inst: &Instance) -> Result<PathBuf> {
-    let dir = inst.resources_dir();
-    if let (Ok(base), Ok(real)) = (fs::canonicalize(inst.dir()), fs::canonicalize(&dir))
-        && !real.starts_with(&base)
-    {
-        return Err(Error::denied(
-            "resources: a symlink leads outside the instance directory",
-        ));
-    }
-    Ok(dir)
-}
-
 /// Store `content` as a resource of `kind` (default `markdown`); returns its id.
 pub fn create(inst: &Instance, content: &str, kind: Option<&str>) -> Result<String> {
     let ext = ext_of(kind.unwrap_or("markdown"))?;
@@ -93,16 +87,18 @@ pub fn create(inst: &Instance, content: &str, kind: Option<&str>) -> Result<Stri
         return Err(Error::invalid("resource of type json is not valid JSON"));
     }
     inst.create()?;
-    let dir = inst.resources_dir();
-    fs::create_dir_all(&dir).map_err(|e| Error::create(&dir, e))?;
-    let dir = folder(inst)?;
+    let dir = instance_folder(inst.dir(), "resources", true)?
+        .ok_or_else(|| Error::not_found("resources/ is missing"))?;
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL;
     loop {
         let id = new_id();
-        let path = dir.join(format!("{id}.{ext}"));
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
+        let name = format!("{id}.{ext}");
+        let path = dir.path().join(&name);
+        match dir.open_file(&name, flags, Mode::from_bits_truncate(0o666)) {
             Ok(mut f) => {
                 f.write_all(content.as_bytes()).at(&path)?;
                 f.sync_all().at(&path)?;
+                dir.sync().at(dir.path())?;
                 return Ok(id);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -120,22 +116,35 @@ pub fn read(inst: &Instance, id: &str) -> Result<(String, &'static str)> {
         )));
     }
     inst.require()?;
-    let dir = folder(inst)?;
+    let missing = || Error::not_found(format!("no such resource '{id}'"));
+    let dir = instance_folder(inst.dir(), "resources", false)?.ok_or_else(missing)?;
     for (kind, ext) in TYPES {
-        let path = dir.join(format!("{id}.{ext}"));
-        let meta = match fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(_) => continue,
+        let name = format!("{id}.{ext}");
+        let path = dir.path().join(&name);
+        let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK;
+        let mut f = match dir.open_file(&name, flags, Mode::empty()) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) if is_symlink_error(&e) => {
+                return Err(Error::denied(format!(
+                    "resource '{id}' is a symbolic link, which is never followed"
+                )));
+            }
+            Err(e) => return Err(Error::io(path, e)),
         };
-        if !meta.is_file() {
-            return Err(Error::denied(format!(
+        if Kind::of_file(&f).at(&path)? != Kind::File {
+            return Err(Error::invalid(format!(
                 "resource '{id}' is not a regular file"
             )));
         }
-        let bytes = fs::read(&path).at(&path)?;
+        let Some(bytes) = read_capped(&mut f, MAX_RESOURCE).at(&path)? else {
+            return Err(Error::invalid(format!(
+                "resource '{id}' is over the limit of {MAX_RESOURCE} bytes"
+            )));
+        };
         let text = String::from_utf8(bytes)
             .map_err(|_| Error::invalid(format!("resource '{id}' is not valid UTF-8")))?;
         return Ok((text, kind));
     }
-    Err(Error::not_found(format!("no such resource '{id}'")))
+    Err(missing())
 }

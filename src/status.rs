@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::inbox;
 use crate::instance::Instance;
 use crate::names;
+use crate::registry::{Agent, Registry};
 use crate::state;
 
 const FILE: &str = "status.json";
@@ -26,6 +28,46 @@ pub struct AgentStatus {
 }
 
 pub type Statuses = BTreeMap<String, AgentStatus>;
+
+/// A registered agent as the team sees it: who it is, its status (`idle` when it never set
+/// one) and its inbox.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub agent: Agent,
+    pub state: String,
+    pub task: Option<String>,
+    pub metadata: Option<serde_json::Value>,
+    pub updated: Option<String>,
+    /// Unread inbox messages.
+    pub unread: usize,
+    /// The inbox ack cursor.
+    pub cursor: u64,
+}
+
+/// Every registered agent (or only `only`), in registration order, with its status and
+/// inbox counts.
+pub fn members(inst: &Instance, reg: &Registry, only: Option<&str>) -> Result<Vec<Member>> {
+    let statuses = all(inst)?;
+    let mut list = Vec::new();
+    for ag in reg
+        .agents
+        .iter()
+        .filter(|ag| only.is_none_or(|n| n == ag.name))
+    {
+        let st = statuses.get(&ag.name);
+        let (unread, _) = inbox::unread(inst, &ag.name)?;
+        list.push(Member {
+            agent: ag.clone(),
+            state: st.map_or("idle", |s| s.state.as_str()).to_string(),
+            task: st.and_then(|s| s.task.clone()),
+            metadata: st.and_then(|s| s.metadata.clone()),
+            updated: st.map(|s| s.updated.clone()),
+            unread: unread.len(),
+            cursor: inbox::cursor(inst, &ag.name)?,
+        });
+    }
+    Ok(list)
+}
 
 /// Every agent's status.
 pub fn all(inst: &Instance) -> Result<Statuses> {

@@ -44,16 +44,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
             _ => return Err(cli::unexpected(arg)),
         }
     }
-    let agent = match agent {
-        Some(a) => a,
-        None => match std::env::var("AW_AGENT") {
-            Ok(v) if !v.is_empty() => v,
-            _ => {
-                return Err(Error::Usage(
-                    "no agent (hint: pass --agent NAME[@INSTANCE] or set AW_AGENT)".into(),
-                ));
-            }
-        },
+    let Some(agent) = agent.or_else(names::agent_from_env) else {
+        return Err(
+            Error::Usage("no agent".into()).hint("pass --agent NAME[@INSTANCE] or set AW_AGENT")
+        );
     };
     let (name, inst_name) = names::parse_agent_address(&agent)?;
     if names::RESERVED_SENDERS.contains(&name.as_str()) {

@@ -1,7 +1,6 @@
 //! Command-line front ends: shared options, output, and the mapping of errors to exit codes.
 
 pub mod ctl;
-mod ctl_team;
 pub mod mcp;
 pub mod peek;
 pub mod run;
@@ -15,8 +14,7 @@ use std::process::ExitCode;
 use crate::error::{Error, Result};
 use crate::instance::{self, Instance, Root};
 
-/// The version every tool prints with `--version`.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::VERSION;
 
 /// Run a tool's body and turn its outcome into an exit code, printing errors as one line
 /// `tool: message` on stderr. A closed stdout (EPIPE) ends quietly with 0.
@@ -35,23 +33,27 @@ pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
     }
 }
 
-/// Print an error as `tool: message`, then a `hint:` line where the message carries one.
+/// Print an error as `tool: message`, then a `hint:` line for each hint it carries.
 pub fn report(tool: &str, e: &Error) {
-    let msg = e.to_string();
-    let (what, hint) = match msg.split_once(" (hint: ") {
-        Some((w, h)) => (w.to_string(), Some(h.trim_end_matches(')').to_string())),
-        None => (msg, None),
-    };
-    let mut err = io::stderr().lock();
-    let _ = writeln!(err, "{tool}: {}", what.replace('\n', " "));
-    if let Some(h) = hint {
-        let _ = writeln!(err, "hint: {h}");
+    let (what, hints) = e.split_hints();
+    let _ = writeln!(
+        io::stderr().lock(),
+        "{tool}: {}",
+        what.to_string().replace('\n', " ")
+    );
+    for h in hints {
+        hint(h);
     }
 }
 
 /// Print a warning on stderr.
 pub fn warn(tool: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(io::stderr().lock(), "{tool}: warning: {msg}");
+}
+
+/// Print a `hint:` line on stderr.
+pub fn hint(h: &str) {
+    let _ = writeln!(io::stderr().lock(), "hint: {h}");
 }
 
 /// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised).
@@ -156,11 +158,11 @@ pub fn number<T: std::str::FromStr>(p: &mut lexopt::Parser, name: &str) -> Resul
 /// Turn a lexopt error or an unexpected argument into a usage error.
 pub fn unexpected(arg: lexopt::Arg) -> Error {
     let e = arg.unexpected();
-    Error::Usage(format!("{e} (hint: see --help)"))
+    Error::Usage(e.to_string()).hint("see --help")
 }
 
 pub fn lex_err(e: lexopt::Error) -> Error {
-    Error::Usage(format!("{e} (hint: see --help)"))
+    Error::Usage(e.to_string()).hint("see --help")
 }
 
 /// Print help or version and signal the caller to stop.
@@ -198,10 +200,11 @@ pub fn read_stdin(what: &str, max: usize, hint: Option<&str>) -> Result<String> 
         buf.extend_from_slice(&block[..n]);
     }
     if buf.len() > max {
-        let hint = hint.map(|h| format!(" (hint: {h})")).unwrap_or_default();
-        return Err(Error::invalid(format!(
-            "{what} on stdin is over the limit of {max} bytes{hint}"
-        )));
+        let e = Error::invalid(format!("{what} on stdin is over the limit of {max} bytes"));
+        return Err(match hint {
+            Some(h) => e.hint(h),
+            None => e,
+        });
     }
     String::from_utf8(buf).map_err(|e| {
         Error::invalid(format!(
@@ -243,30 +246,4 @@ pub fn on_stdout_closed(on_close: impl FnOnce() + Send + 'static) {
 pub fn stdin_is_tty() -> bool {
     use std::io::IsTerminal;
     io::stdin().is_terminal()
-}
-
-/// `HH:MM:SS` of an entry timestamp.
-pub fn hms(ts: &str) -> &str {
-    ts.get(11..19).unwrap_or(ts)
-}
-
-/// Format an entry for humans: `#id HH:MM:SS @from: text`, continuation lines indented.
-pub fn human_entry(e: &crate::channel::Entry, tag: Option<&str>) -> String {
-    let mut s = format!("#{} {} @{}", e.id, hms(&e.timestamp), e.from);
-    if let Some(t) = tag {
-        s.push_str(" [");
-        s.push_str(t);
-        s.push(']');
-    }
-    s.push_str(": ");
-    let indent = "    ";
-    let text = e.message.strip_suffix('\n').unwrap_or(&e.message);
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            s.push('\n');
-            s.push_str(indent);
-        }
-        s.push_str(line);
-    }
-    s
 }

@@ -8,7 +8,7 @@ use crate::channel::{Channel, Damage, Entry};
 use crate::cli::{self, Common, Out};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
-use crate::fs::watch::FileWaiter;
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
 use crate::instance::Instance;
 use crate::mention;
@@ -193,7 +193,7 @@ fn print_entry(out: &mut Out, e: &Entry, json: bool) -> Result<()> {
     if json {
         out.line(&e.to_json())
     } else {
-        out.line(&cli::human_entry(e, None))
+        out.line(&crate::channel::human_entry(e, None))
     }
 }
 
@@ -240,7 +240,7 @@ fn print_inbox(out: &mut Out, m: &InboxMessage, json: bool) -> Result<()> {
         out.line(&serde_json::to_string(m).expect("serializes"))
     } else {
         let tag = (m.priority == "high").then_some("HIGH");
-        out.line(&cli::human_entry(&m.entry, tag))
+        out.line(&crate::channel::human_entry(&m.entry, tag))
     }
 }
 
@@ -290,7 +290,12 @@ fn show_inbox(
 
 /// A watch on the channel of `inst`, for [`follow`].
 fn watch(inst: &Instance, poll: Option<Duration>) -> Result<FileWaiter> {
-    FileWaiter::new(&inst.channel_path(), poll)
+    let waiter = FileWaiter::new(&inst.channel_path(), poll)?;
+    if let Some(why) = waiter.fallback() {
+        cli::warn("aw-peek", why);
+        cli::hint(&format!("{FALLBACK_HINT}, or pass --poll SECS"));
+    }
+    Ok(waiter)
 }
 
 /// Call `emit` with every batch of entries newer than `last`, until a signal ends the

@@ -5,7 +5,6 @@ use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result};
 use crate::names::{self, Target};
 use crate::post::{self, PostOptions};
-use crate::registry::Registry;
 
 pub const HELP: &str = "\
 aw-send - append one message to an aw channel
@@ -83,14 +82,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
 }
 
 fn send(out: &mut Out, a: Args) -> Result<u8> {
-    let from = match a.from {
-        Some(f) => f,
-        None => match std::env::var("AW_AGENT") {
-            // AW_AGENT may be NAME@INSTANCE; the sender is the name.
-            Ok(v) if !v.is_empty() => v.split('@').next().unwrap_or("user").to_string(),
-            _ => "user".to_string(),
-        },
-    };
+    let from = a.from.unwrap_or_else(names::sender_from_env);
     names::check_agent(&from)
         .map_err(|_| Error::invalid(format!("invalid sender name '{}'", names::sanitize(&from))))?;
     let target = a.to.as_deref().map(Target::parse).transpose()?;
@@ -103,10 +95,8 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     }
     let mut text = if a.words.is_empty() {
         if !a.dash && cli::stdin_is_tty() {
-            return Err(Error::Usage(
-                "no message (hint: give MESSAGE, or pipe it on stdin, or use - to read a terminal)"
-                    .into(),
-            ));
+            return Err(Error::Usage("no message".into())
+                .hint("give MESSAGE, or pipe it on stdin, or use - to read a terminal"));
         }
         cli::read_stdin(
             "message",
@@ -130,22 +120,8 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     for d in &posted.damage {
         cli::warn("aw-send", d);
     }
-    if !posted.unknown.is_empty() {
-        let reg = Registry::load(&inst)?;
-        let known = if reg.agents.is_empty() {
-            "none".to_string()
-        } else {
-            reg.names().join(", ")
-        };
-        for u in &posted.unknown {
-            cli::warn(
-                "aw-send",
-                format!(
-                    "@{u} is not an agent of instance '{}' (registered: {known}); not a mention",
-                    inst.name()
-                ),
-            );
-        }
+    for w in posted.unknown_warnings(&inst)? {
+        cli::warn("aw-send", w);
     }
     if a.json {
         out.line(&posted.entry.to_json())?;

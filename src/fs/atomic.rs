@@ -1,13 +1,33 @@
 //! Atomic replacement of a file: temp file + fsync + rename + fsync of the directory.
+//!
+//! The new content is first written to an anonymous file (`O_TMPFILE`) in the target's
+//! folder, which vanishes with the process however it dies. Only once it is complete and
+//! flushed does it get a name, `.NAME.tmp.PID.N`, and that name is renamed over the target at
+//! once. Where the file system has no anonymous files, the content is written to that named
+//! temp file directly. Either way the signals that end a process by default (SIGHUP, SIGINT,
+//! SIGQUIT, SIGTERM) are held while a temp file has a name, so that they end it only after
+//! the rename or the clean-up. A writer killed outright (SIGKILL, power loss) can still leave
+//! a named temp file behind: every write sweeps from its folder the temp files whose writer
+//! process no longer exists.
 
-use std::fs::{self, File, OpenOptions};
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
 use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
+use nix::errno::Errno;
+use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+use nix::sys::stat::Mode;
+use nix::unistd::linkat;
+
+use super::beneath::Dir;
 use crate::error::{Error, IoContext, Result};
 
 /// Replace `path` with `data` so that a reader sees either the old or the new content, never a
-/// mix, and a crash leaves one of the two. The temp file is a dotfile in the same directory.
+/// mix, and a crash leaves one of the two. The folder of `path` is opened by its path.
 pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
     let dir = path
         .parent()
@@ -15,32 +35,168 @@ pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{}: not a file name", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp.{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        unique()
-    ));
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-            .map_err(|e| Error::create(&tmp, e))?;
-        f.write_all(data).at(&tmp)?;
-        f.sync_all().at(&tmp)?;
-        fs::rename(&tmp, path).at(path)?;
-        fsync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    let dir = Dir::open(dir).at(dir)?;
+    atomic_write_at(&dir, name, data)
+}
+
+/// [`atomic_write`] of the file `name` in the open folder `dir`: the temp file, the rename
+/// and the flush all go through the folder's descriptor.
+pub fn atomic_write_at(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
+    sweep(dir);
+    if !write_anonymous(dir, name, data)? {
+        write_named(dir, name, data)?;
     }
-    result
+    dir.sync().at(dir.path())
+}
+
+/// Write `data` to an anonymous file in `dir`, then name it and rename it over `name`.
+/// `Ok(false)` when anonymous files cannot be used here.
+fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<bool> {
+    let target = dir.path().join(name);
+    let flags = OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+    let fd = match openat(dir.fd(), ".", flags, Mode::from_bits_truncate(0o666)) {
+        Ok(fd) => fd,
+        Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL | Errno::ENOENT) => {
+            return Ok(false);
+        }
+        Err(e) => return Err(Error::create(target, e.into())),
+    };
+    let mut f = File::from(fd);
+    f.write_all(data).at(&target)?;
+    f.sync_all().at(&target)?;
+    let tmp = temp_name(name);
+    let _hold = HoldSignals::new();
+    // Giving an anonymous file a name needs its /proc link, or CAP_DAC_READ_SEARCH for
+    // AT_EMPTY_PATH; without either, write a named temp file instead.
+    let proc_link = format!("/proc/self/fd/{}", f.as_raw_fd());
+    let linked = linkat(
+        AT_FDCWD,
+        proc_link.as_str(),
+        dir.fd(),
+        tmp.as_os_str(),
+        AtFlags::AT_SYMLINK_FOLLOW,
+    )
+    .or_else(|_| linkat(&f, "", dir.fd(), tmp.as_os_str(), AtFlags::AT_EMPTY_PATH));
+    if linked.is_err() {
+        return Ok(false);
+    }
+    rename_or_remove(dir, &tmp, name)?;
+    Ok(true)
+}
+
+/// Write `data` to a named temp file in `dir` and rename it over `name`.
+fn write_named(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
+    let tmp = temp_name(name);
+    let tmp_path = dir.path().join(&tmp);
+    let _hold = HoldSignals::new();
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut f = match openat(
+        dir.fd(),
+        tmp.as_os_str(),
+        flags,
+        Mode::from_bits_truncate(0o666),
+    ) {
+        Ok(fd) => File::from(fd),
+        Err(e) => return Err(Error::create(tmp_path, e.into())),
+    };
+    let written = f.write_all(data).and_then(|()| f.sync_all()).at(&tmp_path);
+    if let Err(e) = written {
+        let _ = dir.unlink(&tmp);
+        return Err(e);
+    }
+    rename_or_remove(dir, &tmp, name)
+}
+
+fn rename_or_remove(dir: &Dir, tmp: &OsStr, name: &OsStr) -> Result<()> {
+    dir.rename(tmp, name).map_err(|e| {
+        let _ = dir.unlink(tmp);
+        Error::io(dir.path().join(name), e)
+    })
 }
 
 /// Flush a directory's entries (after a rename or a create) to stable storage.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// Longest part of the target's name kept in a temp name, so that the temp name stays within
+/// the 255 bytes a file name may have.
+const TEMP_STEM: usize = 200;
+
+/// `.NAME.tmp.PID.N`, unique within this process.
+fn temp_name(name: &OsStr) -> OsString {
+    let stem = &name.as_bytes()[..name.len().min(TEMP_STEM)];
+    let mut v = Vec::with_capacity(stem.len() + 40);
+    v.push(b'.');
+    v.extend_from_slice(stem);
+    v.extend_from_slice(format!(".tmp.{}.{}", std::process::id(), unique()).as_bytes());
+    OsString::from_vec(v)
+}
+
+/// The writer's pid of a temp name `.NAME.tmp.PID.N` (NAME not empty, PID and N decimal);
+/// `None` for any other name.
+fn temp_owner(name: &OsStr) -> Option<i32> {
+    let rest = name.as_bytes().strip_prefix(b".")?;
+    let mut parts = rest.rsplitn(3, |&b| b == b'.');
+    let n = parts.next()?;
+    let pid = parts.next()?;
+    let stem = parts.next()?.strip_suffix(b".tmp")?;
+    let decimal = |s: &[u8]| !s.is_empty() && s.len() <= 20 && s.iter().all(u8::is_ascii_digit);
+    if stem.is_empty() || !decimal(n) || !decimal(pid) {
+        return None;
+    }
+    let pid: i32 = std::str::from_utf8(pid).ok()?.parse().ok()?;
+    (pid > 0).then_some(pid)
+}
+
+/// Remove the temp files in `dir` left by writers that no longer run. Best effort: a
+/// failure here never stops the write.
+fn sweep(dir: &Dir) {
+    use nix::sys::signal::kill;
+    let Ok(entries) = dir.entries() else { return };
+    let me = std::process::id() as i32;
+    for (name, kind) in entries {
+        if kind != super::beneath::Kind::File {
+            continue;
+        }
+        let dead = |pid: i32| kill(nix::unistd::Pid::from_raw(pid), None) == Err(Errno::ESRCH);
+        if temp_owner(&name).is_some_and(|pid| pid != me && dead(pid)) {
+            let _ = dir.unlink(&name);
+        }
+    }
+}
+
+/// Holds SIGHUP, SIGINT, SIGQUIT and SIGTERM for the calling thread while alive; a signal
+/// that arrives meanwhile is delivered when it is dropped.
+struct HoldSignals(Option<SigSet>);
+
+impl HoldSignals {
+    fn new() -> HoldSignals {
+        let mut set = SigSet::empty();
+        for s in [
+            Signal::SIGHUP,
+            Signal::SIGINT,
+            Signal::SIGQUIT,
+            Signal::SIGTERM,
+        ] {
+            set.add(s);
+        }
+        let mut old = SigSet::empty();
+        HoldSignals(
+            pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), Some(&mut old))
+                .ok()
+                .map(|()| old),
+        )
+    }
+}
+
+impl Drop for HoldSignals {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(old), None);
+        }
+    }
 }
 
 fn unique() -> u64 {
@@ -56,6 +212,7 @@ fn unique() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn replaces_and_leaves_no_temp() {
@@ -65,5 +222,60 @@ mod tests {
         atomic_write(&p, b"two").unwrap();
         assert_eq!(fs::read(&p).unwrap(), b"two");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn the_named_fallback_replaces_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = Dir::open(d.path()).unwrap();
+        write_named(&dir, OsStr::new("x"), b"one").unwrap();
+        write_named(&dir, OsStr::new("x"), b"two").unwrap();
+        assert_eq!(fs::read(d.path().join("x")).unwrap(), b"two");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn temp_names_are_recognised_exactly() {
+        let name = temp_name(OsStr::new("notes.md"));
+        assert_eq!(temp_owner(&name), Some(std::process::id() as i32));
+        let long = "x".repeat(255);
+        assert!(temp_name(OsStr::new(&long)).len() <= 255);
+        for (n, want) in [
+            (".a.tmp.12.3", Some(12)),
+            (".a.b.tmp.c.tmp.12.3", Some(12)),
+            (".a.tmp.12.", None),
+            (".a.tmp..3", None),
+            ("..tmp.12.3", None),
+            ("a.tmp.12.3", None),
+            (".a.tmp.0.3", None),
+            (".a.tmp.-1.3", None),
+            (".a.tmp.99999999999.3", None),
+            (".a.tmp.12.3.bak", None),
+            (".a.tmp.1x.3", None),
+            (".a.tmpx.12.3", None),
+        ] {
+            assert_eq!(temp_owner(OsStr::new(n)), want, "{n}");
+        }
+    }
+
+    #[test]
+    fn stale_temp_files_are_swept_and_live_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let mine = format!(".x.json.tmp.{}.1", std::process::id());
+        let stale = format!(".x.json.tmp.{dead_pid}.1");
+        let other = format!(".x.json.tmp.{dead_pid}.1.keep");
+        for n in [&mine, &stale, &other] {
+            fs::write(d.path().join(n), "left").unwrap();
+        }
+        atomic_write(&d.path().join("y.json"), b"{}").unwrap();
+        let mut left: Vec<String> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, [mine, other, "y.json".to_string()]);
     }
 }

@@ -1,8 +1,10 @@
 //! The only code that renames, locks and watches: everything else calls these.
 
 pub mod atomic;
+pub mod beneath;
 pub mod lock;
 pub mod watch;
 
-pub use atomic::{atomic_write, fsync_dir};
+pub use atomic::{atomic_write, atomic_write_at, fsync_dir};
+pub use beneath::Dir;
 pub use lock::Lock;

@@ -22,6 +22,10 @@ use crate::error::{Error, Result};
 /// Polling interval used when inotify is not available and none was asked for.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
 
+/// What to do about a fallback to polling (see [`FileWaiter::fallback`]); a tool adds the
+/// option that sets the polling interval, when it has one.
+pub const FALLBACK_HINT: &str = "raise fs.inotify.max_user_watches / max_user_instances";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Signature {
     len: u64,
@@ -97,6 +101,8 @@ pub struct FileWaiter {
     tx: Sender<()>,
     rx: Receiver<()>,
     mode: Mode,
+    /// Why inotify could not be used, when the waiter fell back to polling.
+    fallback: Option<String>,
 }
 
 /// Wakes a [`FileWaiter`] from another thread, for a reason of its owner's.
@@ -111,8 +117,8 @@ impl Waker {
 
 impl FileWaiter {
     /// Watch `file` (its directory must exist). `poll` forces polling at that interval;
-    /// otherwise inotify is used, falling back to polling (with a warning on stderr) when
-    /// inotify cannot be set up.
+    /// otherwise inotify is used, falling back to polling when inotify cannot be set up
+    /// ([`FileWaiter::fallback`] then tells why, for the caller to warn about).
     pub fn new(file: &Path, poll: Option<Duration>) -> Result<FileWaiter> {
         let file = file.to_path_buf();
         let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -126,19 +132,17 @@ impl FileWaiter {
             Err(_) => (None, 0),
         };
         let (tx, rx) = mpsc::channel();
+        let mut fallback = None;
         let mode = match poll {
             Some(every) => Self::polling(&file, every),
             None => match Self::inotify(&file, &dir, tx.clone()) {
                 Ok(mode) => mode,
                 Err(e) => {
-                    eprintln!(
-                        "warning: cannot watch {}: {e}; polling every {} ms instead",
+                    fallback = Some(format!(
+                        "cannot watch {}: {e}; polling every {} ms instead",
                         file.display(),
                         DEFAULT_POLL.as_millis()
-                    );
-                    eprintln!(
-                        "hint: raise fs.inotify.max_user_watches / max_user_instances, or pass --poll SECS"
-                    );
+                    ));
                     Self::polling(&file, DEFAULT_POLL)
                 }
             },
@@ -152,6 +156,7 @@ impl FileWaiter {
             tx,
             rx,
             mode,
+            fallback,
         })
     }
 
@@ -235,6 +240,12 @@ impl FileWaiter {
             (Err(_), _) => {}
         }
         None
+    }
+
+    /// Why this waiter polls although inotify was asked for (inotify could not be set up),
+    /// as a sentence for a warning; `None` when it uses inotify or was asked to poll.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
     }
 
     /// Is this waiter polling (rather than using inotify)?

@@ -10,7 +10,7 @@ use super::{Reply, Server};
 use crate::channel::{Channel, Entry};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
-use crate::fs::watch::FileWaiter;
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
 use crate::post::{self, PostOptions};
 use crate::proposal::{self, Choice, NewProposal, Resolution};
@@ -93,7 +93,7 @@ fn uint_arg(a: &Args, key: &str) -> Result<Option<u64>> {
 }
 
 fn entry_line(e: &Entry) -> String {
-    crate::cli::human_entry(e, None)
+    crate::channel::human_entry(e, None)
 }
 
 fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
@@ -103,29 +103,12 @@ fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
     if !posted.entry.mentions.is_empty() {
         text.push_str(&format!(
             " (mentions: {})",
-            posted
-                .entry
-                .mentions
-                .iter()
-                .map(|m| format!("@{m}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            post::at_names(&posted.entry.mentions)
         ));
     }
     text.push('.');
     let mut structured = serde_json::to_value(&posted.entry).expect("entry");
-    if !posted.unknown.is_empty() {
-        let reg = Registry::load(&s.inst)?;
-        let warning = format!(
-            "{} not an agent here (agents: {}); nobody was notified for it.",
-            posted
-                .unknown
-                .iter()
-                .map(|u| format!("@{u}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            reg.names().join(", ")
-        );
+    if let Some(warning) = posted.unknown_summary(&s.inst)? {
         text.push_str(&format!(" Warning: {warning}"));
         // Claude Code and Codex show the model the structured content instead of the text:
         // the warning must be there too.
@@ -203,7 +186,7 @@ fn inbox_text(msgs: &[InboxMessage]) -> String {
     for m in msgs {
         let tag = (m.priority == "high").then_some("HIGH");
         t.push_str("- ");
-        t.push_str(&crate::cli::human_entry(&m.entry, tag));
+        t.push_str(&crate::channel::human_entry(&m.entry, tag));
         t.push('\n');
     }
     t.push_str(&format!(
@@ -221,6 +204,10 @@ fn my_inbox(s: &Server, a: &Args) -> Result<Reply> {
     if msgs.is_empty() && wait > 0 {
         let deadline = Instant::now() + Duration::from_secs(wait);
         let mut waiter = FileWaiter::new(&s.inst.channel_path(), None)?;
+        if let Some(why) = waiter.fallback() {
+            eprintln!("aw-mcp: warning: {why}");
+            eprintln!("hint: {FALLBACK_HINT}");
+        }
         loop {
             // Re-read after arming the watch, so a mention in between is not missed.
             (msgs, _) = inbox::unread(&s.inst, &s.agent)?;
@@ -278,15 +265,15 @@ fn my_status_set(s: &Server, a: &Args) -> Result<Reply> {
 fn team_members(s: &Server, a: &Args) -> Result<Reply> {
     let with_status = bool_arg(a, "includeStatus")?.unwrap_or(false);
     let reg = Registry::load(&s.inst)?;
-    let statuses = if with_status {
-        status::all(&s.inst)?
+    let members = if with_status {
+        status::members(&s.inst, &reg, None)?
     } else {
-        Default::default()
+        Vec::new()
     };
     let owner = Config::load(&s.inst)?.document_owner;
     let mut lines = Vec::new();
     let mut list = Vec::new();
-    for ag in &reg.agents {
+    for (i, ag) in reg.agents.iter().enumerate() {
         let mut v = json!({"name": ag.name, "backend": ag.backend});
         if let Some(m) = &ag.model {
             v["model"] = json!(m);
@@ -298,18 +285,15 @@ fn team_members(s: &Server, a: &Args) -> Result<Reply> {
         if owner.as_deref() == Some(ag.name.as_str()) {
             line.push_str(" (document owner)");
         }
-        if with_status {
-            let st = statuses.get(&ag.name);
-            let state = st.map_or("idle", |s| s.state.as_str());
-            let (unread, _) = inbox::unread(&s.inst, &ag.name)?;
-            line.push_str(&format!(" [{state}] {} unread", unread.len()));
-            if let Some(t) = st.and_then(|s| s.task.as_deref()) {
+        if let Some(m) = members.get(i) {
+            line.push_str(&format!(" [{}] {} unread", m.state, m.unread));
+            if let Some(t) = &m.task {
                 line.push_str(&format!(" — {t}"));
             }
-            v["state"] = json!(state);
-            v["task"] = json!(st.and_then(|s| s.task.clone()));
-            v["metadata"] = json!(st.and_then(|s| s.metadata.clone()));
-            v["unread"] = json!(unread.len());
+            v["state"] = json!(m.state);
+            v["task"] = json!(m.task);
+            v["metadata"] = json!(m.metadata);
+            v["unread"] = json!(m.unread);
         }
         lines.push(line);
         list.push(v);

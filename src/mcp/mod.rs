@@ -69,7 +69,7 @@ impl Reply {
 impl rmcp::ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("aw", crate::cli::VERSION))
+            .with_server_info(Implementation::new("aw", crate::VERSION))
             .with_instructions(INSTRUCTIONS)
     }
 

@@ -1,0 +1,200 @@
+//! `aw-ctl` commands about agents: register, unregister, list, acknowledge, status.
+
+use serde_json::json;
+
+use super::{Args, agent_instance};
+use crate::cli::Out;
+use crate::error::{Error, Result};
+use crate::inbox;
+use crate::names;
+use crate::proposal;
+use crate::registry::{self, Agent, BACKENDS, Config, Registry};
+use crate::status;
+
+pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
+    let (name, inst) = agent_instance(a, addr)?;
+    let backend = match &a.backend {
+        Some(b) if BACKENDS.contains(&b.as_str()) => b.clone(),
+        Some(b) => {
+            return Err(Error::invalid(format!(
+                "unknown backend '{}' (valid: {})",
+                names::sanitize(b),
+                BACKENDS.join(", ")
+            )));
+        }
+        None => registry::backend_for_model(a.model.as_deref()).to_string(),
+    };
+    let system_prompt = match (&a.prompt, &a.prompt_file) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Usage(
+                "give --prompt or --prompt-file, not both".into(),
+            ));
+        }
+        (Some(p), None) => Some(p.clone()),
+        (None, Some(f)) => Some(std::fs::read_to_string(f).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                Error::not_found(format!("--prompt-file {}: no such file", f.display()))
+            }
+            std::io::ErrorKind::InvalidData => {
+                Error::invalid(format!("--prompt-file {}: not valid UTF-8", f.display()))
+            }
+            _ => Error::io(f, e),
+        })?),
+        (None, None) => None,
+    };
+    let agent = Agent {
+        name: name.clone(),
+        backend,
+        model: a.model.clone(),
+        system_prompt,
+        created: crate::channel::now(),
+        ..Agent::default()
+    };
+    let added = registry::register(&inst, agent, a.replace)?;
+    if !added && !a.replace {
+        return Err(Error::Exists(format!(
+            "agent '{name}' is already registered in instance '{}'",
+            inst.name()
+        ))
+        .hint("use --replace"));
+    }
+    out.line(&format!("{name}@{}", inst.name()))?;
+    Ok(0)
+}
+
+pub(super) fn rm(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
+    let (name, inst) = agent_instance(a, addr)?;
+    registry::unregister(&inst, &name)?;
+    out.line(&format!("{name}@{}", inst.name()))?;
+    Ok(0)
+}
+
+pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
+    let root = a.common.root();
+    let only = a.common.instance.clone();
+    if let Some(o) = &only {
+        names::check_instance(o)?;
+    }
+    for name in root.instances()? {
+        if only.as_ref().is_some_and(|o| *o != name) {
+            continue;
+        }
+        let inst = root.instance(&name)?;
+        let entries = crate::channel::Channel::new(&inst).last_id()?;
+        let reg = Registry::load(&inst)?;
+        let mut agents = Vec::new();
+        for ag in &reg.agents {
+            let (unread, _) = inbox::unread(&inst, &ag.name)?;
+            agents.push((ag, unread.len()));
+        }
+        if a.json {
+            let list: Vec<_> = agents
+                .iter()
+                .map(|(ag, n)| {
+                    serde_json::json!({"name": ag.name, "backend": ag.backend, "model": ag.model, "unread": n})
+                })
+                .collect();
+            out.line(
+                &serde_json::json!({"instance": name, "entries": entries, "agents": list})
+                    .to_string(),
+            )?;
+        } else {
+            let list: Vec<String> = agents
+                .iter()
+                .map(|(ag, n)| format!("{} ({} unread)", ag.name, n))
+                .collect();
+            out.line(&format!(
+                "{name}\t{entries} entries\t{}",
+                if list.is_empty() {
+                    "no agents".to_string()
+                } else {
+                    list.join(", ")
+                }
+            ))?;
+        }
+    }
+    Ok(0)
+}
+
+pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
+    let (name, inst) = agent_instance(a, addr)?;
+    inst.require()?;
+    if !Registry::load(&inst)?.contains(&name) {
+        return Err(Error::not_found(format!(
+            "no agent '{name}' in instance '{}'",
+            inst.name()
+        )));
+    }
+    let cursor = inbox::ack(&inst, &name, a.until)?;
+    out.line(&cursor.to_string())?;
+    Ok(0)
+}
+
+/// `aw-ctl status [NAME]`: agents' state, task and unread counts, and active proposals.
+pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> {
+    let inst = a.common.instance()?;
+    inst.require()?;
+    proposal::refresh(&inst)?;
+    let reg = Registry::load(&inst)?;
+    if let Some(n) = only {
+        names::check_agent(n)?;
+        if !reg.contains(n) {
+            return Err(Error::not_found(format!(
+                "no agent '{n}' in instance '{}'",
+                inst.name()
+            )));
+        }
+    }
+    let owner = Config::load(&inst)?.document_owner;
+    let active = proposal::list(&inst, true)?;
+    let agents: Vec<_> = status::members(&inst, &reg, only)?
+        .into_iter()
+        .map(|m| {
+            json!({
+                "name": m.agent.name,
+                "backend": m.agent.backend,
+                "model": m.agent.model,
+                "state": m.state,
+                "task": m.task,
+                "metadata": m.metadata,
+                "updated": m.updated,
+                "unread": m.unread,
+                "cursor": m.cursor,
+            })
+        })
+        .collect();
+    if a.json {
+        let props: Vec<_> = active.iter().map(|p| p.to_json()).collect();
+        out.line(
+            &json!({"instance": inst.name(), "documentOwner": owner, "agents": agents, "proposals": props})
+                .to_string(),
+        )?;
+        return Ok(0);
+    }
+    out.line(&format!(
+        "instance {}{}",
+        inst.name(),
+        owner
+            .map(|o| format!(" (documents owned by @{o})"))
+            .unwrap_or_default()
+    ))?;
+    for ag in &agents {
+        let mut line = format!(
+            "  {:<16} {:<8} {:>4} unread",
+            ag["name"].as_str().unwrap_or(""),
+            ag["state"].as_str().unwrap_or(""),
+            ag["unread"]
+        );
+        if let Some(t) = ag["task"].as_str() {
+            line.push_str("  ");
+            line.push_str(t);
+        }
+        out.line(&line)?;
+    }
+    if only.is_none() {
+        for p in &active {
+            out.line(&format!("  proposal {}", p.summary()))?;
+        }
+    }
+    Ok(0)
+}

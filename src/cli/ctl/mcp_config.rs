@@ -1,0 +1,105 @@
+//! `aw-ctl mcp-config`: how to start `aw-mcp` for an agent, for Claude Code or Codex.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::{Args, agent_instance};
+use crate::cli::Out;
+use crate::error::{Error, Result};
+use crate::names;
+
+/// Where `aw-mcp` is: next to this executable, else on PATH.
+fn aw_mcp_path() -> Result<PathBuf> {
+    if let Ok(exe) = std::env::current_exe()
+        && let Some(dir) = exe.parent()
+    {
+        let p = dir.join("aw-mcp");
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&path) {
+            let p = dir.join("aw-mcp");
+            if p.is_file() {
+                return absolute(&p);
+            }
+        }
+    }
+    Err(
+        Error::not_found("cannot find aw-mcp next to aw-ctl or on PATH")
+            .hint("make install, or add target/release to PATH"),
+    )
+}
+
+fn absolute(p: &Path) -> Result<PathBuf> {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return Ok(c);
+    }
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    Ok(cwd.join(p))
+}
+
+/// Quote a string for a POSIX shell.
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// A TOML basic string.
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("string serializes")
+}
+
+/// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml]`.
+pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
+    let (name, inst) = agent_instance(a, addr)?;
+    if names::RESERVED_SENDERS.contains(&name.as_str()) {
+        return Err(Error::invalid(format!(
+            "'{name}' is a reserved sender and cannot be an agent"
+        )));
+    }
+    let exe = aw_mcp_path()?;
+    let root = absolute(a.common.root().path())?;
+    let agent = format!("{name}@{}", inst.name());
+    let exe_s = exe.to_string_lossy().into_owned();
+    let root_s = root.to_string_lossy().into_owned();
+    if a.codex || a.codex_toml {
+        let args = format!("[{}, {}]", toml_str("--agent"), toml_str(&agent));
+        let env = format!("{{ AW_ROOT = {} }}", toml_str(&root_s));
+        let keys = [
+            ("command", toml_str(&exe_s)),
+            ("args", args),
+            ("env", env),
+            ("required", "true".to_string()),
+            ("default_tools_approval_mode", toml_str("approve")),
+        ];
+        if a.codex_toml {
+            out.line("[mcp_servers.aw]")?;
+            for (k, v) in keys {
+                out.line(&format!("{k} = {v}"))?;
+            }
+        } else {
+            for (k, v) in keys {
+                out.line(&format!(
+                    "-c {}",
+                    sh_quote(&format!("mcp_servers.aw.{k}={v}"))
+                ))?;
+            }
+        }
+        return Ok(0);
+    }
+    let cfg = json!({
+        "mcpServers": {
+            "aw": {
+                "type": "stdio",
+                "command": exe_s,
+                "args": ["--agent", agent],
+                "env": {"AW_ROOT": root_s},
+                "alwaysLoad": true
+            }
+        }
+    });
+    out.line(&serde_json::to_string_pretty(&cfg).expect("json"))?;
+    Ok(0)
+}

@@ -1,0 +1,207 @@
+//! `aw-ctl`: register agents, list instances, acknowledge inboxes, manage documents, run
+//! votes and print MCP configurations. This module parses the command line and dispatches.
+
+mod agents;
+mod docs;
+mod mcp_config;
+mod votes;
+
+use crate::cli::{self, Common, Out};
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::names;
+
+pub const HELP: &str = "\
+aw-ctl - manage aw instances, agents, inboxes and documents
+
+Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
+
+Commands:
+  new NAME [-m MODEL] [--backend B] [--prompt TEXT | --prompt-file F] [--replace]
+                         register an agent (NAME or NAME@INSTANCE); starts nothing
+  rm NAME                unregister an agent
+  ls [--json]            instances, their agents, entry counts and unread counts
+  ack AGENT [--until ID] acknowledge AGENT's inbox up to ID (default: the newest entry)
+  doc read [FILE]        print a document (default notes.md)
+  doc write [FILE]       replace a document with stdin
+  doc append [FILE]      append stdin to a document
+  doc create FILE        create a new document from stdin (fails if it exists)
+  doc list               list documents
+  doc rm FILE            delete a document
+  doc owner [NAME | --clear]
+                         show, set or clear the document owner
+  status [NAME] [--json] agents' state, task and unread counts; active proposals
+  proposals [--all] [--json]
+                         active proposals (--all: every proposal)
+  propose TYPE TITLE [--option ID[=LABEL]]... [--rule R] [--quorum N]
+          [--tie-breaker T] [--binding] [--timeout SECS] [--description TEXT] [--id ID]
+                         create a proposal (election, decision, approval, assignment)
+  vote PROPOSAL CHOICE [--reason R]
+                         vote (votes are final)
+  cancel PROPOSAL        cancel a proposal you created
+  mcp-config NAME@INSTANCE [--codex | --codex-toml]
+                         print the MCP configuration for Claude Code (JSON) or
+                         Codex (command-line overrides, or config.toml)
+  (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
+
+Options:
+      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+  -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
+  -m, --model MODEL    (new) the agent's model, e.g. anthropic/claude-sonnet-4-5
+      --backend B      (new) claude, codex, anthropic, openai, exec, mock or external
+      --prompt TEXT    (new) the agent's system prompt
+      --prompt-file F  (new) read the system prompt from file F
+      --replace        (new) replace an agent that is already registered
+      --until ID       (ack) acknowledge up to entry ID
+      --as AGENT       (doc, propose, vote, cancel) act as AGENT
+      --clear          (doc owner) remove the document owner
+      --all            (proposals) list closed proposals too
+      --option ID[=LABEL]
+                       (propose) an option; repeat for each
+      --rule R         (propose) plurality (default), majority or unanimous
+      --quorum N       (propose) votes needed (default: number of agents)
+      --tie-breaker T  (propose) first (default), random or creator-decides
+      --binding        (propose) enforce the result (doc-owner elections set the owner)
+      --timeout SECS   (propose) resolve or expire after SECS seconds
+      --description TEXT
+                       (propose) longer text for the announcement
+      --id ID          (propose) proposal id (default prop-N)
+      --reason R       (vote) why
+      --codex          (mcp-config) print Codex command-line overrides
+      --codex-toml     (mcp-config) print a Codex config.toml fragment
+      --json           JSON Lines output
+  -h, --help           print this help
+  -V, --version        print the version
+
+Exit status: 0 ok, 1 no document owner set (doc owner), 64 usage, 65 bad name or
+data, 66 no such instance, agent or document, 73 cannot create (exists), 74 I/O
+error, 75 lock timeout, 77 not the document owner or permission denied,
+130 interrupted.
+";
+
+#[derive(Debug, Default)]
+pub(super) struct Args {
+    pub(super) common: Common,
+    words: Vec<String>,
+    model: Option<String>,
+    backend: Option<String>,
+    prompt: Option<String>,
+    prompt_file: Option<std::path::PathBuf>,
+    replace: bool,
+    until: Option<u64>,
+    as_agent: Option<String>,
+    clear: bool,
+    pub(super) json: bool,
+    pub(super) all: bool,
+    pub(super) options: Vec<String>,
+    pub(super) rule: Option<String>,
+    pub(super) quorum: Option<u32>,
+    pub(super) tie_breaker: Option<String>,
+    pub(super) binding: bool,
+    pub(super) timeout: Option<u64>,
+    pub(super) description: Option<String>,
+    pub(super) id: Option<String>,
+    pub(super) reason: Option<String>,
+    pub(super) codex: bool,
+    pub(super) codex_toml: bool,
+}
+
+pub fn run(out: &mut Out) -> Result<u8> {
+    use lexopt::prelude::*;
+    let mut a = Args::default();
+    let mut p = lexopt::Parser::from_env();
+    while let Some(arg) = p.next().map_err(cli::lex_err)? {
+        if let Some(k) = Common::key(&arg) {
+            a.common.set(k, &mut p)?;
+            continue;
+        }
+        match arg {
+            Short('m') | Long("model") => a.model = Some(cli::string(&mut p, "--model")?),
+            Long("backend") => a.backend = Some(cli::string(&mut p, "--backend")?),
+            Long("prompt") => a.prompt = Some(cli::string(&mut p, "--prompt")?),
+            Long("prompt-file") => {
+                a.prompt_file = Some(cli::value(&mut p, "--prompt-file")?.into())
+            }
+            Long("replace") => a.replace = true,
+            Long("until") => a.until = Some(cli::number(&mut p, "--until")?),
+            Long("as") => a.as_agent = Some(cli::string(&mut p, "--as")?),
+            Long("clear") => a.clear = true,
+            Long("json") => a.json = true,
+            Long("all") => a.all = true,
+            Long("option") => a.options.push(cli::string(&mut p, "--option")?),
+            Long("rule") => a.rule = Some(cli::string(&mut p, "--rule")?),
+            Long("quorum") => a.quorum = Some(cli::number(&mut p, "--quorum")?),
+            Long("tie-breaker") => a.tie_breaker = Some(cli::string(&mut p, "--tie-breaker")?),
+            Long("binding") => a.binding = true,
+            Long("timeout") => a.timeout = Some(cli::number(&mut p, "--timeout")?),
+            Long("description") => a.description = Some(cli::string(&mut p, "--description")?),
+            Long("id") => a.id = Some(cli::string(&mut p, "--id")?),
+            Long("reason") => a.reason = Some(cli::string(&mut p, "--reason")?),
+            Long("codex") => a.codex = true,
+            Long("codex-toml") => a.codex_toml = true,
+            Short('h') | Long("help") => return cli::print_help(out, HELP),
+            Short('V') | Long("version") => return cli::print_version(out, "aw-ctl"),
+            Value(v) => a.words.push(
+                v.into_string()
+                    .map_err(|_| Error::invalid("argument is not valid UTF-8"))?,
+            ),
+            _ => return Err(cli::unexpected(arg)),
+        }
+    }
+    let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["new", name] => agents::new(out, &a, name),
+        ["rm", name] => agents::rm(out, &a, name),
+        ["ls"] => agents::ls(out, &a),
+        ["ack", agent] => agents::ack(out, &a, agent),
+        ["doc", rest @ ..] => docs::doc(out, &a, rest),
+        ["status"] => agents::status(out, &a, None),
+        ["status", name] => agents::status(out, &a, Some(name)),
+        ["proposals"] => votes::proposals(out, &a),
+        ["propose", kind, title] => votes::propose(out, &a, kind, title),
+        ["vote", id, choice] => votes::vote(out, &a, id, choice),
+        ["cancel", id] => votes::cancel(out, &a, id),
+        ["mcp-config", addr] => mcp_config::mcp_config(out, &a, addr),
+        [] => Err(Error::Usage("no command".into()).hint("see aw-ctl --help")),
+        [cmd, ..]
+            if [
+                "new",
+                "rm",
+                "ls",
+                "ack",
+                "status",
+                "proposals",
+                "propose",
+                "vote",
+                "cancel",
+                "mcp-config",
+            ]
+            .contains(cmd) =>
+        {
+            Err(
+                Error::Usage(format!("wrong number of arguments for '{cmd}'"))
+                    .hint("see aw-ctl --help"),
+            )
+        }
+        [cmd, ..] => Err(
+            Error::Usage(format!("unknown command '{}'", names::sanitize(cmd)))
+                .hint("see aw-ctl --help"),
+        ),
+    }
+}
+
+/// The instance for an `agent[@instance]` argument: its own instance, or the common one.
+pub(super) fn agent_instance(a: &Args, addr: &str) -> Result<(String, Instance)> {
+    let (name, inst) = names::parse_agent_address(addr)?;
+    let instance = match inst {
+        Some(i) => a.common.root().instance(&i)?,
+        None => a.common.instance()?,
+    };
+    Ok((name, instance))
+}
+
+pub(super) fn who(a: &Args) -> Result<String> {
+    let w = a.as_agent.clone().unwrap_or_else(names::sender_from_env);
+    names::check_agent(&w)?;
+    Ok(w)
+}
