@@ -47,9 +47,10 @@ man:
 completions:
 	@ls completions
 
-# The quick start: two agents and a human talk through a channel.
+# The main job without an API key: two scripted agents talk until their work is done.
 demo: build
-	PATH="$(CURDIR)/$(OUT):$$PATH" sh examples/quickstart.sh
+	PATH="$(CURDIR)/$(OUT):$$PATH" aw-run examples/hello.yaml
+	PATH="$(CURDIR)/$(OUT):$$PATH" aw-peek -i hello -n 0
 
 # The README's Claude Code and Codex recipes, run with the real CLIs (installed with npm into
 # a scratch prefix) against a mock model: needs npm, node, python3 and git, no API key.
