@@ -1,6 +1,7 @@
 //! The MCP server behind `aw-mcp`: one agent identity, every tool working on the instance
 //! directory directly.
 
+pub mod config;
 pub mod framing;
 pub mod handlers;
 pub mod tools;

@@ -111,22 +111,6 @@ pub fn serve_locks(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
     Ok(held)
 }
 
-/// The MCP configuration (Claude Code's `mcpServers` format) for `agent`.
-fn mcp_config(root: &Path, inst: &Instance, agent: &str) -> String {
-    let cfg = json!({
-        "mcpServers": {
-            "aw": {
-                "type": "stdio",
-                "command": sibling("aw-mcp").to_string_lossy(),
-                "args": ["--agent", format!("{agent}@{}", inst.name())],
-                "env": {"AW_ROOT": root.to_string_lossy()},
-                "alwaysLoad": true
-            }
-        }
-    });
-    serde_json::to_string_pretty(&cfg).expect("json")
-}
-
 /// Build the backend of one agent.
 fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>> {
     let def = wf.agent(name).expect("agent of the workflow");
@@ -275,7 +259,15 @@ pub fn run(
         let mcp_dir = inst.state_dir().join("mcp");
         std::fs::create_dir_all(&mcp_dir).map_err(|e| Error::create(&mcp_dir, e))?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
-        atomic_write(&mcp_path, mcp_config(&root, inst, name).as_bytes())?;
+        atomic_write(
+            &mcp_path,
+            crate::mcp::config::claude_json(
+                &sibling("aw-mcp"),
+                &root,
+                &format!("{name}@{}", inst.name()),
+            )
+            .as_bytes(),
+        )?;
         let backend = backend(wf, name, &vars)?;
         registry::register(
             inst,

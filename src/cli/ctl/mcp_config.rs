@@ -2,11 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
 use super::{Args, agent_instance};
 use crate::cli::Out;
 use crate::error::{Error, Result};
+use crate::mcp::config;
 use crate::names;
 
 /// Where `aw-mcp` is: next to this executable, else on PATH.
@@ -46,11 +45,6 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// A TOML basic string.
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("string serializes")
-}
-
 /// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml]`.
 pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
@@ -62,18 +56,8 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let exe = aw_mcp_path()?;
     let root = absolute(a.common.root().path())?;
     let agent = format!("{name}@{}", inst.name());
-    let exe_s = exe.to_string_lossy().into_owned();
-    let root_s = root.to_string_lossy().into_owned();
     if a.codex || a.codex_toml {
-        let args = format!("[{}, {}]", toml_str("--agent"), toml_str(&agent));
-        let env = format!("{{ AW_ROOT = {} }}", toml_str(&root_s));
-        let keys = [
-            ("command", toml_str(&exe_s)),
-            ("args", args),
-            ("env", env),
-            ("required", "true".to_string()),
-            ("default_tools_approval_mode", toml_str("approve")),
-        ];
+        let keys = config::codex_keys(&exe, &root, &agent);
         if a.codex_toml {
             out.line("[mcp_servers.aw]")?;
             for (k, v) in keys {
@@ -89,17 +73,6 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         }
         return Ok(0);
     }
-    let cfg = json!({
-        "mcpServers": {
-            "aw": {
-                "type": "stdio",
-                "command": exe_s,
-                "args": ["--agent", agent],
-                "env": {"AW_ROOT": root_s},
-                "alwaysLoad": true
-            }
-        }
-    });
-    out.line(&serde_json::to_string_pretty(&cfg).expect("json"))?;
+    out.line(&config::claude_json(&exe, &root, &agent))?;
     Ok(0)
 }

@@ -1,0 +1,42 @@
+//! How a client starts `aw-mcp` for one agent: Claude Code's `mcpServers` JSON and Codex's
+//! `mcp_servers.aw` keys. `aw-ctl mcp-config` prints them; `aw-run` writes the JSON for its
+//! backends. One place, so that both always say the same.
+
+use std::path::Path;
+
+use serde_json::json;
+
+/// Claude Code's configuration (`--mcp-config FILE`): the server `aw`, started as
+/// `EXE --agent AGENT` with `AW_ROOT=ROOT`. `agent` is `NAME@INSTANCE`.
+pub fn claude_json(exe: &Path, root: &Path, agent: &str) -> String {
+    let cfg = json!({
+        "mcpServers": {
+            "aw": {
+                "type": "stdio",
+                "command": exe.to_string_lossy(),
+                "args": ["--agent", agent],
+                "env": {"AW_ROOT": root.to_string_lossy()},
+                "alwaysLoad": true
+            }
+        }
+    });
+    serde_json::to_string_pretty(&cfg).expect("a JSON value serializes")
+}
+
+/// Codex's `mcp_servers.aw` keys with their values written as TOML.
+pub fn codex_keys(exe: &Path, root: &Path, agent: &str) -> Vec<(&'static str, String)> {
+    let args = format!("[{}, {}]", toml_str("--agent"), toml_str(agent));
+    let env = format!("{{ AW_ROOT = {} }}", toml_str(&root.to_string_lossy()));
+    vec![
+        ("command", toml_str(&exe.to_string_lossy())),
+        ("args", args),
+        ("env", env),
+        ("required", "true".to_string()),
+        ("default_tools_approval_mode", toml_str("approve")),
+    ]
+}
+
+/// A TOML basic string (JSON's escaping is valid TOML for these values).
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
+}
