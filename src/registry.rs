@@ -59,6 +59,9 @@ pub struct Agent {
     pub tools: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, serde_json::Value>,
+    /// The argument vector of an `exec` agent (program first), for `aw-run --serve`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
     pub created: String,
 }
 

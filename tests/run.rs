@@ -213,8 +213,16 @@ fn kickoff_wakes_agents_and_chain_ends_with_inboxes_acked() {
     let err = stderr(&out);
     assert!(err.contains("alice: run 2 ok"), "{err}");
     assert!(
-        err.contains("summary: alice 2 run(s) 0 failure(s), bob 1 run(s)"),
+        err.contains("summary: alice 2 run(s) 0 failure(s) "),
         "{err}"
+    );
+    assert!(err.contains(", bob 1 run(s) 0 failure(s) "), "{err}");
+    // The channel's entries, as they arrived, on stdout.
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(printed.lines().count(), 4, "{printed}");
+    assert!(
+        printed.contains("@bob: @alice the answer is 42."),
+        "{printed}"
     );
     // Transcripts: one per run, with the inbox handled and the reply written.
     let t = s.transcript("bob", 1);
@@ -252,11 +260,16 @@ fn default_mock_reply_names_the_count_and_ends() {
         ("alice".into(), "alice: handled 1 message(s)".into())
     );
     let events = common::json_lines(&out.stdout);
-    assert_eq!(events.len(), 2, "{events:?}");
-    assert_eq!(events[0]["event"], "run");
-    assert_eq!(events[0]["status"], "ok");
-    assert_eq!(events[1]["event"], "summary");
-    assert_eq!(events[1]["agents"]["alice"]["runs"], 1);
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["entry", "entry", "run", "summary"], "{events:?}");
+    assert_eq!(events[0]["message"], "@alice hi");
+    assert_eq!(events[1]["from"], "alice");
+    assert_eq!(events[2]["status"], "ok");
+    assert_eq!(events[3]["agents"]["alice"]["runs"], 1);
+    assert!(events[3]["agents"]["alice"]["duration_ms"].is_u64());
 }
 
 #[test]

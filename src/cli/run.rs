@@ -1,50 +1,71 @@
-//! `aw-run`: run a workflow file.
+//! `aw-run`: run a workflow file, or serve registered agents.
 
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::io::{Read, Seek};
+use std::os::fd::{AsRawFd, FromRawFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::{self, Common, Out};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, exit};
+use crate::instance::{Instance, Root};
 use crate::run::controller::Retry;
-use crate::run::runner::{self, Options};
+use crate::run::runner::{self, Options, READY_FD};
+use crate::run::workflow::{Context, Workflow};
 use crate::run::{LoadError, Vars, parse_duration, workflow};
 
 pub const HELP: &str = "\
 aw-run - run a workflow file: its agents, setup and kickoff
 
 Usage: aw-run [OPTIONS] FILE
+       aw-run --serve [OPTIONS] [AGENT...]
        aw-run --check FILE
 
 Registers the workflow's agents, runs its setup, posts its kickoff, then runs each agent
-when it is mentioned, until every agent is idle with nothing unread.
+when it is mentioned, until every agent is idle with nothing unread (with --keep: until
+stopped). Prints the channel's new entries on stdout and one line per run on stderr.
 
 Options:
       --root DIR       root directory (default: $AW_ROOT or ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name)
       --check          check the file and exit (errors as FILE:LINE:COL: what)
       --var NAME=VALUE define a variable (repeatable)
+      --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
+      --detach         run in the background; print its pid; log to _state/aw-run.log
+      --serve          serve agents registered with aw-ctl new (all runnable ones, or
+                       the AGENTs named), without a workflow file
       --debounce DUR   quiet time before the work counts as done (default 0.05s)
       --poll SECS      poll the channel every SECS seconds instead of watching it
-      --max-runs N     most runs per agent (default 50; an agent's max_runs wins)
+      --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
+                       with --keep, counted since the workflow was last quiet
       --timeout DUR    bound on the whole workflow
       --retries N      attempts per run (default 3)
       --backoff DUR    wait before the second attempt, doubled after (default 1s)
-  -q, --quiet          print no run events and no summary
-      --json           print run events and the summary as JSON Lines on stdout
+      --cooldown DUR   after a run failed for good, wait before trying its messages
+                       again unless something new arrives (default 60s)
+  -q, --quiet          print no entries, run events or summary
+      --json           print entries, run events and the summary as JSON Lines
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 done, 1 an agent failed for good, the loop guard or the timeout stopped
-the run, or a setup task failed, 64 usage, 65 bad workflow file, 66 no such file,
-69 backend unavailable, 73 cannot create, 74 I/O error, 75 agent already served,
-77 permission denied, 130 interrupted.
+Exit status: 0 done or stopped by SIGTERM (aw-ctl stop), 1 an agent failed for good,
+the loop guard or the timeout stopped the run, or a setup task failed, 64 usage,
+65 bad workflow file, 66 no such file, instance or agent, 69 backend unavailable,
+73 cannot create, 74 I/O error, 75 agent already served, 77 permission denied,
+130 interrupted (SIGINT).
 ";
 
 #[derive(Debug)]
 struct Args {
     common: Common,
     check: bool,
-    file: Option<PathBuf>,
+    detach: bool,
+    serve: bool,
+    /// The workflow file, or with `--serve` the agents.
+    positional: Vec<OsString>,
     vars: Vec<String>,
     opts: Options,
 }
@@ -54,12 +75,14 @@ fn duration(p: &mut lexopt::Parser, name: &str) -> Result<Duration> {
     parse_duration(&v).map_err(|why| Error::Usage(format!("{name} '{v}': {why}")))
 }
 
-pub fn run(out: &mut Out) -> Result<u8> {
+fn parse() -> Result<Option<Args>> {
     use lexopt::prelude::*;
     let mut a = Args {
         common: Common::default(),
         check: false,
-        file: None,
+        detach: false,
+        serve: false,
+        positional: Vec::new(),
         vars: Vec::new(),
         opts: Options {
             debounce: Duration::from_millis(50),
@@ -70,8 +93,11 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 attempts: 3,
                 backoff: Duration::from_secs(1),
             },
+            cooldown: Duration::from_secs(60),
+            keep: false,
             quiet: false,
             json: false,
+            ready: None,
         },
     };
     let mut p = lexopt::Parser::from_env();
@@ -83,6 +109,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
         match arg {
             Long("check") => a.check = true,
             Long("var") => a.vars.push(cli::string(&mut p, "--var")?),
+            Long("keep") => a.opts.keep = true,
+            Long("detach") => a.detach = true,
+            Long("serve") => a.serve = true,
             Long("debounce") => a.opts.debounce = duration(&mut p, "--debounce")?,
             Long("poll") => {
                 let secs: f64 = cli::number(&mut p, "--poll")?;
@@ -105,18 +134,62 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 }
             }
             Long("backoff") => a.opts.retry.backoff = duration(&mut p, "--backoff")?,
+            Long("cooldown") => a.opts.cooldown = duration(&mut p, "--cooldown")?,
             Short('q') | Long("quiet") => a.opts.quiet = true,
             Long("json") => a.opts.json = true,
-            Short('h') | Long("help") => return cli::print_help(out, HELP),
-            Short('V') | Long("version") => return cli::print_version(out, "aw-run"),
-            Value(v) if a.file.is_none() => a.file = Some(PathBuf::from(v)),
+            Short('h') | Long("help") => return Ok(None),
+            Short('V') | Long("version") => {
+                a.positional = vec![OsString::from("--version")];
+                a.check = true;
+                a.serve = true;
+                return Ok(Some(a));
+            }
+            Value(v) if a.serve || a.positional.is_empty() => a.positional.push(v),
             _ => return Err(cli::unexpected(arg)),
         }
     }
-    let file = a
-        .file
-        .clone()
-        .ok_or_else(|| Error::Usage("no workflow FILE given".into()))?;
+    if a.serve && a.check {
+        return Err(Error::Usage(
+            "--serve and --check do not go together".into(),
+        ));
+    }
+    if !a.serve && a.positional.is_empty() {
+        return Err(Error::Usage("no workflow FILE given".into()));
+    }
+    if a.serve && !a.vars.is_empty() {
+        return Err(Error::Usage(
+            "--var needs a workflow file, not --serve".into(),
+        ));
+    }
+    Ok(Some(a))
+}
+
+pub fn run(out: &mut Out) -> Result<u8> {
+    let Some(mut a) = parse()? else {
+        return cli::print_help(out, HELP);
+    };
+    if a.serve && a.check {
+        return cli::print_version(out, "aw-run");
+    }
+    a.opts.ready = ready_pipe()?;
+    if a.serve {
+        let agents = a
+            .positional
+            .iter()
+            .map(|n| {
+                let n = n.to_string_lossy().into_owned();
+                crate::names::check_agent(&n).map(|()| n)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let root = a.common.root();
+        let inst = a.common.instance()?;
+        if a.detach {
+            return detach(out, &inst);
+        }
+        out.flush()?;
+        return runner::serve(&inst, root.path(), &agents, &a.opts);
+    }
+    let file = PathBuf::from(&a.positional[0]);
     let mut vars = Vars::from_process_env();
     for def in &a.vars {
         vars.define(def)?;
@@ -135,15 +208,167 @@ pub fn run(out: &mut Out) -> Result<u8> {
     if a.check {
         return Ok(0);
     }
-    let name = match &a.common.instance {
+    if matches!(wf.context, Context::Memory { .. }) {
+        if a.detach {
+            return Err(Error::Usage(
+                "--detach cannot keep a memory context (it is removed when aw-run exits)".into(),
+            ));
+        }
+        let tmp = TempRoot::new()?;
+        let inst = Root::new(tmp.0.clone()).instance(&instance_name(&a, &wf))?;
+        out.flush()?;
+        return runner::run(&wf, &inst, &tmp.0, vars, &a.opts);
+    }
+    let (root, inst) = place(&a, &wf, &vars)?;
+    if a.detach {
+        inst.create()?;
+        return detach(out, &inst);
+    }
+    out.flush()?;
+    runner::run(&wf, &inst, root.path(), vars, &a.opts)
+}
+
+/// The instance name: `-i`, else `AW_INSTANCE`, else the workflow's name.
+fn instance_name(a: &Args, wf: &Workflow) -> String {
+    match &a.common.instance {
         Some(i) => i.clone(),
         None => match std::env::var("AW_INSTANCE") {
             Ok(v) if !v.is_empty() => v,
             _ => wf.name.value.clone(),
         },
+    }
+}
+
+/// Where the workflow runs. `context.config.dir` names the instance directory itself (its
+/// parent is the root, its name the instance), unless `--root` or `-i` say otherwise.
+fn place(a: &Args, wf: &Workflow, vars: &Vars) -> Result<(Root, Instance)> {
+    let dir = match &wf.context {
+        Context::File { config, .. } if a.common.root.is_none() && a.common.instance.is_none() => {
+            config.dir.as_ref()
+        }
+        _ => None,
     };
-    let root = a.common.root();
-    let inst = root.instance(&name)?;
-    out.flush()?;
-    runner::run(&wf, &inst, root.path(), vars, &a.opts)
+    let Some(dir) = dir else {
+        let root = a.common.root();
+        let inst = root.instance(&instance_name(a, wf))?;
+        return Ok((root, inst));
+    };
+    let text = dir.value.render(vars)?;
+    let path = std::path::absolute(Path::new(&text)).map_err(|e| Error::io(&text, e))?;
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(Error::invalid(format!(
+            "context.config.dir '{text}': not a directory name"
+        )));
+    };
+    let root = Root::new(parent);
+    let inst = root.instance(&name.to_string_lossy())?;
+    Ok((root, inst))
+}
+
+/// A throw-away root for `provider: memory`, removed when dropped.
+struct TempRoot(PathBuf);
+
+impl TempRoot {
+    fn new() -> Result<TempRoot> {
+        use std::os::unix::fs::DirBuilderExt;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = std::env::temp_dir().join(format!("aw-run.{}.{nanos}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .map(|()| TempRoot(path.clone()))
+            .map_err(|e| Error::create(&path, e))
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The readiness pipe handed down by `--detach`, if this process is the detached one.
+fn ready_pipe() -> Result<Option<Arc<std::fs::File>>> {
+    let Some(v) = std::env::var_os(READY_FD) else {
+        return Ok(None);
+    };
+    let fd: i32 = v
+        .to_str()
+        .and_then(|s| s.parse().ok())
+        .filter(|fd| *fd > 2)
+        .ok_or_else(|| Error::Usage(format!("{READY_FD}: not a descriptor number")))?;
+    // Only a descriptor that is open and not close-on-exec was handed down on purpose.
+    let flags = nix::fcntl::fcntl(
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+        nix::fcntl::FcntlArg::F_GETFD,
+    );
+    match flags {
+        Ok(f) if f & nix::libc::FD_CLOEXEC == 0 => {
+            // SAFETY: the descriptor is open, and nothing else in this process owns it.
+            let file = unsafe { std::fs::File::from_raw_fd(fd) };
+            // Backends must not inherit it.
+            let _ = nix::fcntl::fcntl(
+                &file,
+                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+            );
+            Ok(Some(Arc::new(file)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Start this same command again in the background (its own session, output to
+/// `_state/aw-run.log`), wait until it serves its agents, and print its pid.
+fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
+    let log_path = inst.state_file("aw-run.log");
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| Error::create(&log_path, e))?;
+    let start = log.seek(std::io::SeekFrom::End(0)).unwrap_or(0);
+    let (mut reader, writer) = std::io::pipe().map_err(|e| Error::io("<pipe>", e))?;
+    let exe = std::env::current_exe().map_err(|e| Error::io("<aw-run>", e))?;
+    let args: Vec<OsString> = std::env::args_os()
+        .skip(1)
+        .filter(|a| a != "--detach")
+        .collect();
+    let wfd = writer.as_raw_fd();
+    const CHILD_FD: i32 = 3;
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .env(READY_FD, CHILD_FD.to_string())
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| Error::io(&log_path, e))?)
+        .stderr(log.try_clone().map_err(|e| Error::io(&log_path, e))?);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            if nix::libc::dup2(wfd, CHILD_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if wfd == CHILD_FD {
+                nix::libc::fcntl(CHILD_FD, nix::libc::F_SETFD, 0);
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| Error::io("<aw-run>", e))?;
+    drop(writer);
+    drop(cmd);
+    let mut byte = [0u8; 1];
+    if matches!(reader.read(&mut byte), Ok(1)) {
+        out.line(&child.id().to_string())?;
+        return Ok(0);
+    }
+    // It ended before serving: show what it said.
+    let status = child.wait().map_err(|e| Error::io("<aw-run>", e))?;
+    let mut said = String::new();
+    let _ = log.seek(std::io::SeekFrom::Start(start));
+    let _ = log.read_to_string(&mut said);
+    eprint!("{said}");
+    Ok(status.code().map_or(exit::NO, |c| c as u8))
 }

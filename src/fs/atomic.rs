@@ -29,29 +29,46 @@ use crate::error::{Error, IoContext, Result};
 /// Replace `path` with `data` so that a reader sees either the old or the new content, never a
 /// mix, and a crash leaves one of the two. The folder of `path` is opened by its path.
 pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    atomic_write_at(&dir, name, data)
+}
+
+/// The open folder of `path`, and its file name.
+fn folder_and_name(path: &Path) -> Result<(Dir, &OsStr)> {
     let dir = path
         .parent()
         .ok_or_else(|| Error::invalid(format!("{}: no parent directory", path.display())))?;
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{}: not a file name", path.display())))?;
-    let dir = Dir::open(dir).at(dir)?;
-    atomic_write_at(&dir, name, data)
+    Ok((Dir::open(dir).at(dir)?, name))
+}
+
+/// [`atomic_write`] without the flushes to stable storage: readers still see the old or the
+/// new content, never a mix, but a crash may lose the change. For state that means nothing
+/// after a crash (what a running process is doing) and changes too often to pay for fsync.
+pub fn atomic_write_unsynced(path: &Path, data: &[u8]) -> Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    sweep(&dir);
+    if !write_anonymous(&dir, name, data, false)? {
+        write_named(&dir, name, data, false)?;
+    }
+    Ok(())
 }
 
 /// [`atomic_write`] of the file `name` in the open folder `dir`: the temp file, the rename
 /// and the flush all go through the folder's descriptor.
 pub fn atomic_write_at(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
     sweep(dir);
-    if !write_anonymous(dir, name, data)? {
-        write_named(dir, name, data)?;
+    if !write_anonymous(dir, name, data, true)? {
+        write_named(dir, name, data, true)?;
     }
     dir.sync().at(dir.path())
 }
 
 /// Write `data` to an anonymous file in `dir`, then name it and rename it over `name`.
 /// `Ok(false)` when anonymous files cannot be used here.
-fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<bool> {
+fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<bool> {
     let target = dir.path().join(name);
     let flags = OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
     let fd = match openat(dir.fd(), ".", flags, Mode::from_bits_truncate(0o666)) {
@@ -63,7 +80,9 @@ fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<bool> {
     };
     let mut f = File::from(fd);
     f.write_all(data).at(&target)?;
-    f.sync_all().at(&target)?;
+    if sync {
+        f.sync_all().at(&target)?;
+    }
     let tmp = temp_name(name);
     let _hold = HoldSignals::new();
     // Giving an anonymous file a name needs its /proc link, or CAP_DAC_READ_SEARCH for
@@ -85,7 +104,7 @@ fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<bool> {
 }
 
 /// Write `data` to a named temp file in `dir` and rename it over `name`.
-fn write_named(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
+fn write_named(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<()> {
     let tmp = temp_name(name);
     let tmp_path = dir.path().join(&tmp);
     let _hold = HoldSignals::new();
@@ -100,7 +119,10 @@ fn write_named(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
         Ok(fd) => File::from(fd),
         Err(e) => return Err(Error::create(tmp_path, e.into())),
     };
-    let written = f.write_all(data).and_then(|()| f.sync_all()).at(&tmp_path);
+    let written = f
+        .write_all(data)
+        .and_then(|()| if sync { f.sync_all() } else { Ok(()) })
+        .at(&tmp_path);
     if let Err(e) = written {
         let _ = dir.unlink(&tmp);
         return Err(e);
@@ -228,8 +250,8 @@ mod tests {
     fn the_named_fallback_replaces_and_leaves_no_temp() {
         let d = tempfile::tempdir().unwrap();
         let dir = Dir::open(d.path()).unwrap();
-        write_named(&dir, OsStr::new("x"), b"one").unwrap();
-        write_named(&dir, OsStr::new("x"), b"two").unwrap();
+        write_named(&dir, OsStr::new("x"), b"one", true).unwrap();
+        write_named(&dir, OsStr::new("x"), b"two", false).unwrap();
         assert_eq!(fs::read(d.path().join("x")).unwrap(), b"two");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
     }

@@ -16,6 +16,7 @@ use serde_json::json;
 
 use super::backend::{Backend, RunContext, RunOutcome, Status, Stop};
 use super::prompt::{self, PromptParts};
+use super::serve::{self, ControllerState, Served};
 use crate::channel::Channel;
 use crate::error::Result;
 use crate::fs::atomic_write;
@@ -44,8 +45,14 @@ pub struct State {
 pub struct AgentState {
     /// The generation the controller has handled, while it waits for the next one.
     pub idle_at: Option<u64>,
+    /// Runs counted against the cap: all of them in run mode; since the workflow was last
+    /// quiet in keep mode.
     pub runs: u64,
+    /// Runs since the start.
+    pub total: u64,
     pub failures: u64,
+    /// Time spent in runs.
+    pub busy: Duration,
     /// The last attempt of its last run failed; its messages are left unread.
     pub failed: bool,
     /// It reached its run cap with messages still unread.
@@ -59,6 +66,14 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The state of `agent`, under the lock.
+    fn agent(&self, agent: &str) -> AgentGuard<'_> {
+        AgentGuard {
+            guard: self.lock(),
+            agent: agent.to_string(),
+        }
+    }
+
     /// Note a (possible) channel change and wake everyone.
     pub fn bump(&self) {
         self.lock().generation += 1;
@@ -70,6 +85,25 @@ impl Shared {
         self.stop.set();
         self.lock().stopping = true;
         self.cv.notify_all();
+    }
+}
+
+/// One agent's state, locked.
+struct AgentGuard<'a> {
+    guard: MutexGuard<'a, State>,
+    agent: String,
+}
+
+impl std::ops::Deref for AgentGuard<'_> {
+    type Target = AgentState;
+    fn deref(&self) -> &AgentState {
+        &self.guard.agents[&self.agent]
+    }
+}
+
+impl std::ops::DerefMut for AgentGuard<'_> {
+    fn deref_mut(&mut self) -> &mut AgentState {
+        self.guard.agents.entry(self.agent.clone()).or_default()
     }
 }
 
@@ -103,7 +137,9 @@ pub struct Controller {
     pub agent: String,
     pub backend: Box<dyn Backend>,
     pub system: Option<String>,
-    pub document: String,
+    /// The entry document; `None` when the workflow has no shared context (`context:
+    /// false`): the prompt then shows neither the recent channel nor a document.
+    pub document: Option<String>,
     pub root: PathBuf,
     pub mcp_config: PathBuf,
     pub timeout: Option<Duration>,
@@ -112,6 +148,13 @@ pub struct Controller {
     pub retry: Retry,
     /// First transcript number to use.
     pub next_transcript: u64,
+    /// After a run failed for good, how long before its messages are tried again (unless
+    /// something new arrives first).
+    pub cooldown: Duration,
+    /// What `aw-ctl ps` shows of this controller.
+    pub served: Served,
+    /// The state and run count last recorded.
+    pub published: Option<(ControllerState, u64)>,
 }
 
 impl Controller {
@@ -119,19 +162,26 @@ impl Controller {
     pub fn run(mut self, shared: &Shared, report: &Report) {
         let mut seen = 0;
         let mut recheck = true;
-        // A failed run's messages are not retried before a newer message arrives.
+        // A failed run's messages are not retried before a newer message arrives or the
+        // cooldown ends.
         let mut failed_upto = 0;
-        shared
-            .lock()
-            .agents
-            .entry(self.agent.clone())
-            .or_default()
-            .cap = self.max_runs;
+        let mut cooldown_end: Option<Instant> = None;
+        shared.agent(&self.agent).cap = self.max_runs;
         loop {
+            if !recheck {
+                let waiting = if failed_upto > 0 {
+                    ControllerState::Cooldown
+                } else {
+                    ControllerState::Idle
+                };
+                self.publish(waiting);
+            }
             {
                 let mut st = shared.lock();
                 loop {
                     if st.stopping {
+                        drop(st);
+                        self.publish(ControllerState::Stopped);
                         return;
                     }
                     if recheck || st.generation != seen {
@@ -139,7 +189,23 @@ impl Controller {
                     }
                     st.agents.entry(self.agent.clone()).or_default().idle_at = Some(seen);
                     shared.cv.notify_all();
-                    st = shared.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                    match cooldown_end {
+                        Some(end) => {
+                            let left = end.saturating_duration_since(Instant::now());
+                            if left.is_zero() {
+                                // The cooldown is over: try the failed messages again.
+                                failed_upto = 0;
+                                cooldown_end = None;
+                                break;
+                            }
+                            st = shared
+                                .cv
+                                .wait_timeout(st, left)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        None => st = shared.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                    }
                 }
                 seen = st.generation;
                 st.agents.entry(self.agent.clone()).or_default().idle_at = None;
@@ -149,12 +215,7 @@ impl Controller {
                 Ok((m, _, _)) => m,
                 Err(e) => {
                     // Counted as a failure, so that run mode does not wait for it.
-                    shared
-                        .lock()
-                        .agents
-                        .entry(self.agent.clone())
-                        .or_default()
-                        .failed = true;
+                    shared.agent(&self.agent).failed = true;
                     let mut ev =
                         self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
                     ev.gave_up = true;
@@ -168,28 +229,48 @@ impl Controller {
             if last <= failed_upto {
                 continue;
             }
-            {
+            let run = {
                 let mut st = shared.lock();
                 let a = st.agents.entry(self.agent.clone()).or_default();
                 if a.runs >= self.max_runs {
                     a.capped = true;
                     continue;
                 }
+                a.capped = false;
                 a.runs += 1;
-            }
-            let run = shared.lock().agents[&self.agent].runs;
+                a.total += 1;
+                a.total
+            };
+            self.served.runs = run;
+            self.publish(ControllerState::Running);
+            let t0 = Instant::now();
             let ok = self.one_run(shared, report, run, &msgs);
             let mut st = shared.lock();
             let a = st.agents.entry(self.agent.clone()).or_default();
             a.failed = !ok;
+            a.busy += t0.elapsed();
             if ok {
                 failed_upto = 0;
+                cooldown_end = None;
             } else {
                 failed_upto = last;
+                cooldown_end = Some(Instant::now() + self.cooldown);
             }
             drop(st);
             // Whatever arrived during the run is looked at now.
             recheck = true;
+        }
+    }
+
+    /// Record the controller's state for `aw-ctl ps`, when it changed.
+    fn publish(&mut self, state: ControllerState) {
+        if self.published == Some((state, self.served.runs)) {
+            return;
+        }
+        self.served.state = state;
+        self.published = Some((state, self.served.runs));
+        if let Err(e) = serve::write(&self.inst, &self.served) {
+            crate::cli::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
         }
     }
 
@@ -233,18 +314,20 @@ impl Controller {
             if shared.stop.is_set() {
                 return false;
             }
-            let recent = channel
-                .tail(prompt::RECENT)
-                .map(|b| b.entries)
-                .unwrap_or_default();
-            let doc = crate::document::read(&self.inst, &self.document).ok();
+            let shared_context = self.document.as_deref().map(|name| {
+                let recent = channel
+                    .tail(prompt::RECENT)
+                    .map(|b| b.entries)
+                    .unwrap_or_default();
+                (recent, name, crate::document::read(&self.inst, name).ok())
+            });
             let text = prompt::build(&PromptParts {
                 agent: &self.agent,
                 instance: self.inst.name(),
                 system: self.system.as_deref(),
                 inbox: msgs,
-                recent: &recent,
-                document: (&self.document, doc.as_deref()),
+                recent: shared_context.as_ref().map(|c| c.0.as_slice()),
+                document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
                 attempt,
             });
             let before = channel.last_id().unwrap_or(0);
@@ -301,12 +384,7 @@ impl Controller {
             );
             let ok = out.status == Status::Ok;
             if !ok {
-                shared
-                    .lock()
-                    .agents
-                    .entry(self.agent.clone())
-                    .or_default()
-                    .failures += 1;
+                shared.agent(&self.agent).failures += 1;
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
             ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || shared.stop.is_set());

@@ -10,6 +10,7 @@
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
 //! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
+//! | `serve`       | the serving locks and controller states under `_state/serve/`, read by `aw-ctl ps` and `stop` |
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
@@ -21,6 +22,7 @@ pub mod interpolate;
 pub mod prompt;
 mod reader;
 pub mod runner;
+pub mod serve;
 mod shell;
 pub mod workflow;
 mod yaml;

@@ -13,9 +13,11 @@ pub struct PromptParts<'a> {
     pub instance: &'a str,
     pub system: Option<&'a str>,
     pub inbox: &'a [InboxMessage],
-    pub recent: &'a [Entry],
-    /// The entry document's name and text (`None` when it does not exist).
-    pub document: (&'a str, Option<&'a str>),
+    /// Recent channel entries; `None` without shared context.
+    pub recent: Option<&'a [Entry]>,
+    /// The entry document's name and text (`None` when it does not exist); `None` without
+    /// shared context.
+    pub document: Option<(&'a str, Option<&'a str>)>,
     pub attempt: u32,
 }
 
@@ -42,23 +44,24 @@ pub fn build(p: &PromptParts) -> String {
             m.entry.from, m.entry.message
         ));
     }
-    s.push_str("\n## Recent Activity\n\n");
-    if p.recent.is_empty() {
-        s.push_str("(none)\n");
-    }
-    for e in p.recent {
-        s.push_str(&format!("- [{}] @{}: {}\n", e.id, e.from, e.message));
-    }
-    s.push_str(&format!(
-        "\n## Current Workspace\n\nDocument {}:\n\n",
-        p.document.0
-    ));
-    match p.document.1 {
-        Some(t) if !t.is_empty() => {
-            s.push_str(t.trim_end());
-            s.push('\n');
+    if let Some(recent) = p.recent {
+        s.push_str("\n## Recent Activity\n\n");
+        if recent.is_empty() {
+            s.push_str("(none)\n");
         }
-        _ => s.push_str("(empty)\n"),
+        for e in recent {
+            s.push_str(&format!("- [{}] @{}: {}\n", e.id, e.from, e.message));
+        }
+    }
+    if let Some((name, text)) = p.document {
+        s.push_str(&format!("\n## Current Workspace\n\nDocument {name}:\n\n"));
+        match text {
+            Some(t) if !t.is_empty() => {
+                s.push_str(t.trim_end());
+                s.push('\n');
+            }
+            _ => s.push_str("(empty)\n"),
+        }
     }
     s.push_str(
         "\n## Instructions\n\n\

@@ -1,13 +1,12 @@
 //! A workflow run: serving locks, agent registration, setup, kickoff, one controller thread
 //! per agent fed by one channel watcher, and in run mode the decision that the work is done.
 //!
-//! Serving locks: `_state/serve/<agent>.lock`, held (flock) for the life of the process, with
-//! its pid written inside; a second runner for the same agent of the same instance is refused.
+//! Who serves which agent is recorded under `_state/serve/` (see [`super::serve`]).
 
-use std::io::{Read, Seek, Write};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
@@ -18,12 +17,19 @@ use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
 use super::controller::{Controller, Event, Report, Retry, Shared, next_transcript};
 use super::interpolate::Vars;
-use super::workflow::{Backend, DocumentOwner, Workflow};
+use super::serve::{self, ControllerState, Served};
+use super::workflow::{Backend, Context, DocumentOwner, Workflow};
+use crate::channel::Channel;
 use crate::error::{Error, Result, exit};
-use crate::fs::{Lock, atomic_write, watch::FileWaiter};
+use crate::fs::atomic_write;
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::registry::{self, Agent};
+
+/// The environment variable that hands a detached server the pipe it reports readiness on
+/// (`aw-run --detach`); never passed on to setup commands or backends.
+pub const READY_FD: &str = "AW_RUN_READY_FD";
 
 /// Options of a run.
 #[derive(Debug, Clone)]
@@ -32,13 +38,19 @@ pub struct Options {
     pub debounce: Duration,
     /// Poll the channel at this interval instead of watching it.
     pub poll: Option<Duration>,
-    /// Default cap on runs per agent.
+    /// Default cap on runs per agent (in keep mode: since the workflow was last quiet).
     pub max_runs: u64,
     /// Bound on the whole workflow.
     pub timeout: Option<Duration>,
     pub retry: Retry,
+    /// After a run failed for good, how long before its messages are tried again.
+    pub cooldown: Duration,
+    /// Stay until stopped instead of ending when the work is done.
+    pub keep: bool,
     pub quiet: bool,
     pub json: bool,
+    /// Told (one byte) once the agents are served and the kickoff posted.
+    pub ready: Option<Arc<std::fs::File>>,
 }
 
 /// Run `sh -c` for each setup task, storing outputs in `vars`.
@@ -54,6 +66,7 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
         let mut c = Command::new("sh");
         c.arg("-c")
             .arg(&cmd.text)
+            .env_remove(READY_FD)
             .envs(cmd.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -75,40 +88,6 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Take `_state/serve/<agent>.lock` for each agent, or say who holds one (exit 75).
-pub fn serve_locks(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
-    let dir = inst.state_dir().join("serve");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::create(&dir, e))?;
-    let mut held = Vec::new();
-    for a in agents {
-        let path = dir.join(format!("{a}.lock"));
-        match Lock::try_exclusive(&path)? {
-            Some(lock) => {
-                let mut f = lock.file();
-                let pid = format!("{}\n", std::process::id());
-                f.set_len(0)
-                    .and_then(|()| f.rewind())
-                    .and_then(|()| f.write_all(pid.as_bytes()))
-                    .map_err(|e| Error::io(&path, e))?;
-                held.push(lock);
-            }
-            None => {
-                let mut pid = String::new();
-                if let Ok(mut f) = std::fs::File::open(&path) {
-                    let _ = f.read_to_string(&mut pid);
-                }
-                let pid = pid.trim();
-                let who = if pid.is_empty() { "?" } else { pid };
-                return Err(Error::Busy(format!(
-                    "{a}@{}: already served by aw-run pid {who}",
-                    inst.name()
-                )));
-            }
-        }
-    }
-    Ok(held)
 }
 
 /// Build the backend of one agent.
@@ -214,7 +193,70 @@ fn reporter(opts: &Options) -> Arc<Report> {
     })
 }
 
-/// Run the workflow on `inst` until the work is done; the exit code.
+/// What the controllers of one server have in common.
+struct Serving<'a> {
+    inst: &'a Instance,
+    root: PathBuf,
+    document: Option<String>,
+    workflow: Option<String>,
+    started: String,
+    opts: &'a Options,
+}
+
+impl Serving<'_> {
+    /// Write the agent's MCP configuration and build its controller.
+    fn controller(
+        &self,
+        name: &str,
+        backend: Box<dyn RunBackend>,
+        system: Option<String>,
+        timeout: Option<Duration>,
+        max_runs: Option<u64>,
+        reply_fallback: bool,
+    ) -> Result<Controller> {
+        let inst = self.inst;
+        let mcp_dir = inst.state_dir().join("mcp");
+        std::fs::create_dir_all(&mcp_dir).map_err(|e| Error::create(&mcp_dir, e))?;
+        let mcp_path = mcp_dir.join(format!("{name}.json"));
+        atomic_write(
+            &mcp_path,
+            crate::mcp::config::claude_json(
+                &sibling("aw-mcp"),
+                &self.root,
+                &format!("{name}@{}", inst.name()),
+            )
+            .as_bytes(),
+        )?;
+        Ok(Controller {
+            inst: inst.clone(),
+            agent: name.to_string(),
+            backend,
+            system,
+            document: self.document.clone(),
+            root: self.root.clone(),
+            mcp_config: mcp_path,
+            timeout,
+            max_runs: max_runs.unwrap_or(self.opts.max_runs),
+            reply_fallback,
+            retry: self.opts.retry,
+            next_transcript: next_transcript(inst, name),
+            cooldown: self.opts.cooldown,
+            served: Served {
+                instance: inst.name().to_string(),
+                agent: name.to_string(),
+                pid: std::process::id(),
+                state: ControllerState::Idle,
+                runs: 0,
+                workflow: self.workflow.clone(),
+                started: self.started.clone(),
+            },
+            published: None,
+        })
+    }
+}
+
+/// Run the workflow on `inst` until the work is done (or, with `keep`, until stopped); the
+/// exit code.
 pub fn run(
     wf: &Workflow,
     inst: &Instance,
@@ -232,11 +274,9 @@ pub fn run(
     }
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
-    let _locks = serve_locks(inst, &names)?;
+    let _locks = serve::take(inst, &names)?;
     let document = match &wf.context {
-        super::workflow::Context::File { config, .. } => {
-            config.document.as_ref().map(|d| d.value.clone())
-        }
+        Context::File { config, .. } => config.document.as_ref().map(|d| d.value.clone()),
         _ => None,
     }
     .unwrap_or_else(|| super::workflow::DEFAULT_DOCUMENT.to_string());
@@ -247,7 +287,19 @@ pub fn run(
         Some((&inst.channel_path(), &doc_path)),
     );
     setup(wf, &mut vars)?;
-    let root = std::path::absolute(root).map_err(|e| Error::io(root, e))?;
+    let serving = Serving {
+        inst,
+        root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
+        document: (wf.context != Context::Disabled).then_some(document),
+        workflow: Some(
+            std::path::absolute(&wf.file)
+                .unwrap_or_else(|_| wf.file.clone())
+                .to_string_lossy()
+                .into_owned(),
+        ),
+        started: crate::channel::now(),
+        opts,
+    };
     let mut controllers = Vec::new();
     for def in &wf.agents {
         let name = def.name.value.as_str();
@@ -256,18 +308,6 @@ pub fn run(
             .as_ref()
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
-        let mcp_dir = inst.state_dir().join("mcp");
-        std::fs::create_dir_all(&mcp_dir).map_err(|e| Error::create(&mcp_dir, e))?;
-        let mcp_path = mcp_dir.join(format!("{name}.json"));
-        atomic_write(
-            &mcp_path,
-            crate::mcp::config::claude_json(
-                &sibling("aw-mcp"),
-                &root,
-                &format!("{name}@{}", inst.name()),
-            )
-            .as_bytes(),
-        )?;
         let backend = backend(wf, name, &vars)?;
         registry::register(
             inst,
@@ -279,38 +319,137 @@ pub fn run(
                 tools: def.tools.iter().map(|t| t.value.clone()).collect(),
                 limits: limits(def),
                 created: crate::channel::now(),
+                ..Agent::default()
             },
             true,
         )?;
-        controllers.push(Controller {
-            inst: inst.clone(),
-            agent: name.to_string(),
+        controllers.push(serving.controller(
+            name,
             backend,
             system,
-            document: document.clone(),
-            root: root.clone(),
-            mcp_config: mcp_path,
-            timeout: def.timeout.as_ref().map(|t| t.value),
-            max_runs: def.max_runs.as_ref().map_or(opts.max_runs, |m| m.value),
-            reply_fallback: def.reply_fallback,
-            retry: opts.retry,
-            next_transcript: next_transcript(inst, name),
-        });
+            def.timeout.as_ref().map(|t| t.value),
+            def.max_runs.as_ref().map(|m| m.value),
+            def.reply_fallback,
+        )?);
     }
     if let Some(owner) = wf.context.document_owner()
         && let DocumentOwner::Agent(a) = &owner.value
     {
         registry::set_document_owner(inst, Some(a))?;
     }
+    let before = Channel::new(inst).last_id().unwrap_or(0);
     if let Some(k) = &wf.kickoff {
         let text = k.value.render(&vars)?;
         post::post(inst, "system", &text, &PostOptions::default())?;
     }
-    drive(inst, controllers, opts)
+    drive(inst, controllers, opts, before)
 }
 
-/// Start the watcher, the signal thread and the controllers; wait for the end.
-fn drive(inst: &Instance, controllers: Vec<Controller>, opts: &Options) -> Result<u8> {
+/// Serve agents registered with `aw-ctl new` (all the runnable ones when `agents` is
+/// empty): no workflow file, no setup, no kickoff.
+pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) -> Result<u8> {
+    if !inst.exists() {
+        return Err(Error::NotFound(format!(
+            "no instance '{}' (register agents with aw-ctl new first)",
+            inst.name()
+        )));
+    }
+    let reg = registry::Registry::load(inst)?;
+    let chosen: Vec<&Agent> = if agents.is_empty() {
+        let all: Vec<&Agent> = reg.agents.iter().filter(|a| runnable(a).is_ok()).collect();
+        if all.is_empty() {
+            return Err(Error::NotFound(format!(
+                "instance '{}' has no agent aw-run can serve (exec or mock)",
+                inst.name()
+            )));
+        }
+        all
+    } else {
+        let mut v = Vec::new();
+        for name in agents {
+            let a = reg.get(name).ok_or_else(|| {
+                Error::NotFound(format!(
+                    "no agent '{name}' in instance '{}' (register it with aw-ctl new)",
+                    inst.name()
+                ))
+            })?;
+            runnable(a)?;
+            v.push(a);
+        }
+        v
+    };
+    let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
+    let _locks = serve::take(inst, &names)?;
+    let serving = Serving {
+        inst,
+        root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
+        document: Some(super::workflow::DEFAULT_DOCUMENT.to_string()),
+        workflow: None,
+        started: crate::channel::now(),
+        opts,
+    };
+    let mut controllers = Vec::new();
+    for a in chosen {
+        let backend: Box<dyn RunBackend> = match a.backend.as_str() {
+            "mock" => Box::new(Mock::new(Default::default())),
+            _ => Box::new(Exec {
+                argv: a.command.clone(),
+                env: Vec::new(),
+                cwd: None,
+            }),
+        };
+        let timeout = a
+            .limits
+            .get("timeout_secs")
+            .and_then(|v| v.as_f64())
+            .map(Duration::from_secs_f64);
+        let max_runs = a.limits.get("max_runs").and_then(|v| v.as_u64());
+        controllers.push(serving.controller(
+            &a.name,
+            backend,
+            a.system_prompt.clone(),
+            timeout,
+            max_runs,
+            true,
+        )?);
+    }
+    let before = Channel::new(inst).last_id().unwrap_or(0);
+    drive(inst, controllers, opts, before)
+}
+
+/// Can `aw-run --serve` run this registered agent?
+fn runnable(a: &Agent) -> Result<()> {
+    match a.backend.as_str() {
+        "mock" => Ok(()),
+        "exec" if !a.command.is_empty() => Ok(()),
+        "exec" => Err(Error::invalid(format!(
+            "{}: an exec agent needs a command (aw-ctl new {} --backend exec -- PROGRAM [ARG...])",
+            a.name, a.name
+        ))),
+        "external" => Err(Error::Unavailable(format!(
+            "{}: an external agent is driven from outside, not by aw-run",
+            a.name
+        ))),
+        other => Err(Error::Unavailable(format!(
+            "{}: the {other} backend is not available in this version (use exec or mock)",
+            a.name
+        ))),
+    }
+}
+
+/// How the serving process was asked to stop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StopSignal {
+    None,
+    /// SIGTERM (`aw-ctl stop`, a service manager): finish cleanly, exit 0.
+    Term,
+    /// SIGINT: exit 130.
+    Int,
+}
+
+/// Start the watcher, the signal thread and the controllers; wait for the end. Channel
+/// entries after `before` are printed as they arrive.
+fn drive(inst: &Instance, controllers: Vec<Controller>, opts: &Options, before: u64) -> Result<u8> {
     // Block the stop signals in every thread; one thread waits for them.
     let mut sigs = SigSet::empty();
     sigs.add(Signal::SIGINT);
@@ -325,23 +464,35 @@ fn drive(inst: &Instance, controllers: Vec<Controller>, opts: &Options) -> Resul
             st.agents.entry(c.agent.clone()).or_default();
         }
     }
-    let signalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_signal = Arc::new(Mutex::new(StopSignal::None));
     {
-        let (shared, signalled) = (shared.clone(), signalled.clone());
+        let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
         std::thread::spawn(move || {
-            if sigs.wait().is_ok() {
-                signalled.store(true, std::sync::atomic::Ordering::SeqCst);
+            if let Ok(sig) = sigs.wait() {
+                *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) = match sig {
+                    Signal::SIGTERM => StopSignal::Term,
+                    _ => StopSignal::Int,
+                };
                 shared.stop_all();
             }
         });
     }
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
+    if let Some(why) = waiter.fallback() {
+        crate::cli::warn(
+            "aw-run",
+            format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
+        );
+    }
     {
         let shared = shared.clone();
+        let mut printer = Printer::new(inst, opts, before);
+        printer.print();
         std::thread::spawn(move || {
             loop {
                 waiter.wait(None);
                 shared.bump();
+                printer.print();
             }
         });
     }
@@ -351,19 +502,64 @@ fn drive(inst: &Instance, controllers: Vec<Controller>, opts: &Options) -> Resul
         let (shared, report) = (shared.clone(), report.clone());
         handles.push(std::thread::spawn(move || c.run(&shared, &*report)));
     }
+    if let Some(ready) = &opts.ready {
+        let _ = (&**ready).write_all(b"1");
+    }
     let (code, reason) = wait_done(inst, &shared, opts);
     shared.stop_all();
     for h in handles {
         let _ = h.join();
     }
     summary(&shared, opts);
-    if signalled.load(std::sync::atomic::Ordering::SeqCst) {
-        return Err(Error::Interrupted);
+    match *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) {
+        StopSignal::Term => return Ok(exit::OK),
+        StopSignal::Int => return Err(Error::Interrupted),
+        StopSignal::None => {}
     }
     if let Some(r) = reason {
         return Err(Error::No(r));
     }
     Ok(code)
+}
+
+/// Prints the channel's new entries: lines on stdout, or JSON Lines with `--json`.
+struct Printer {
+    channel: Option<Channel>,
+    json: bool,
+    after: u64,
+}
+
+impl Printer {
+    fn new(inst: &Instance, opts: &Options, after: u64) -> Printer {
+        Printer {
+            channel: (!opts.quiet).then(|| Channel::new(inst)),
+            json: opts.json,
+            after,
+        }
+    }
+
+    fn print(&mut self) {
+        let Some(ch) = &self.channel else { return };
+        let Ok(batch) = ch.read_since(self.after) else {
+            return;
+        };
+        let mut out = std::io::stdout().lock();
+        for e in &batch.entries {
+            let line = if self.json {
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&e.to_json()).unwrap_or_default();
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("event".into(), json!("entry"));
+                }
+                v.to_string()
+            } else {
+                crate::channel::human_entry(e, None)
+            };
+            let _ = writeln!(out, "{line}");
+            self.after = e.id;
+        }
+        let _ = out.flush();
+    }
 }
 
 /// Wait until the work is done (exit 0), or a reason to stop with 1.
@@ -401,7 +597,18 @@ fn wait_done(inst: &Instance, shared: &Shared, opts: &Options) -> (u8, Option<St
         if st.generation != generation || st.stopping {
             continue;
         }
-        match verdict(inst, &st) {
+        match verdict(inst, &st, opts.keep) {
+            Verdict::Done if opts.keep => {
+                // Quiet: the loop guard counts afresh, and nothing happens until the next
+                // change.
+                for a in st.agents.values_mut() {
+                    a.runs = 0;
+                }
+                st = shared
+                    .cv
+                    .wait_while(st, |s| s.generation == generation && !s.stopping)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
             Verdict::Done => return (exit::OK, None),
             Verdict::Stop(why) => return (exit::NO, Some(why)),
             Verdict::Missed => {
@@ -446,8 +653,9 @@ enum Verdict {
     Wait,
 }
 
-/// With every controller quiet: is the work done?
-fn verdict(inst: &Instance, st: &super::controller::State) -> Verdict {
+/// With every controller quiet: is the work done? In keep mode an agent that failed for
+/// good does not end the run (it cools down).
+fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdict {
     let mut failed = Vec::new();
     let mut capped = Vec::new();
     for (name, a) in &st.agents {
@@ -476,7 +684,7 @@ fn verdict(inst: &Instance, st: &super::controller::State) -> Verdict {
             all.join(", ")
         ));
     }
-    if !failed.is_empty() {
+    if !failed.is_empty() && !keep {
         return Verdict::Stop(format!(
             "{} failed; their messages were left unread",
             failed.join(", ")
@@ -495,7 +703,11 @@ fn summary(shared: &Shared, opts: &Options) {
         let agents: serde_json::Map<String, serde_json::Value> = st
             .agents
             .iter()
-            .map(|(n, a)| (n.clone(), json!({"runs": a.runs, "failures": a.failures})))
+            .map(|(n, a)| {
+                let ms = a.busy.as_millis() as u64;
+                let v = json!({"runs": a.total, "failures": a.failures, "duration_ms": ms});
+                (n.clone(), v)
+            })
             .collect();
         let _ = writeln!(
             std::io::stdout().lock(),
@@ -506,7 +718,14 @@ fn summary(shared: &Shared, opts: &Options) {
         let parts: Vec<String> = st
             .agents
             .iter()
-            .map(|(n, a)| format!("{n} {} run(s) {} failure(s)", a.runs, a.failures))
+            .map(|(n, a)| {
+                format!(
+                    "{n} {} run(s) {} failure(s) {:.2} s",
+                    a.total,
+                    a.failures,
+                    a.busy.as_secs_f64()
+                )
+            })
             .collect();
         let _ = writeln!(
             std::io::stderr().lock(),

@@ -1,0 +1,225 @@
+//! Who serves which agent: the files an `aw-run` keeps under `_state/serve/` while it runs.
+//!
+//! - `<agent>.lock`: held (flock, exclusive) for the life of the process that serves the
+//!   agent, with that process's pid inside. A second server is refused at once.
+//! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), replaced
+//!   atomically (without fsync: it means nothing after a crash) on every change of state.
+//!
+//! An agent is served while its lock is held; a `.json` left by a server that died is
+//! stale and ignored. `aw-ctl stop` asks a server to finish with SIGTERM ([`request_stop`]), the signal a service manager sends.
+
+use std::io::{Read, Seek, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::fs::{Lock, atomic_write_unsynced};
+use crate::instance::Instance;
+
+/// The state of one agent's controller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ControllerState {
+    /// Waiting for a mention.
+    Idle,
+    /// Its backend is running.
+    Running,
+    /// Its last run failed for good; it waits for new activity or the end of the cooldown.
+    Cooldown,
+    /// Its server is finishing.
+    Stopped,
+}
+
+impl ControllerState {
+    pub fn name(self) -> &'static str {
+        match self {
+            ControllerState::Idle => "idle",
+            ControllerState::Running => "running",
+            ControllerState::Cooldown => "cooldown",
+            ControllerState::Stopped => "stopped",
+        }
+    }
+}
+
+/// `_state/serve/<agent>.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Served {
+    pub instance: String,
+    pub agent: String,
+    pub pid: u32,
+    pub state: ControllerState,
+    /// Runs started since the server started (retries are attempts of the same run).
+    pub runs: u64,
+    /// The workflow file, absolute; `null` for `aw-run --serve`.
+    pub workflow: Option<String>,
+    /// When the server started.
+    pub started: String,
+}
+
+/// `_state/serve`.
+pub fn dir(inst: &Instance) -> PathBuf {
+    inst.state_dir().join("serve")
+}
+
+fn lock_path(inst: &Instance, agent: &str) -> PathBuf {
+    dir(inst).join(format!("{agent}.lock"))
+}
+
+fn state_path(inst: &Instance, agent: &str) -> PathBuf {
+    dir(inst).join(format!("{agent}.json"))
+}
+
+/// How long a refused lock is retried while its file names no live process: a reader
+/// ([`is_served`]) may hold it shared for an instant.
+const TAKE_RETRY: Duration = Duration::from_millis(100);
+
+/// Take the serving lock of each agent, or say which process serves one (exit 75).
+pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
+    let d = dir(inst);
+    std::fs::create_dir_all(&d).map_err(|e| Error::create(&d, e))?;
+    let mut held = Vec::new();
+    for a in agents {
+        let path = lock_path(inst, a);
+        let end = Instant::now() + TAKE_RETRY;
+        let lock = loop {
+            if let Some(lock) = Lock::try_exclusive(&path)? {
+                break lock;
+            }
+            let pid = holder(inst, a);
+            if pid.is_some_and(alive) || Instant::now() >= end {
+                let who = pid.map_or("?".to_string(), |p| p.to_string());
+                return Err(Error::Busy(format!(
+                    "{a}@{}: already served by aw-run pid {who}",
+                    inst.name()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let mut f = lock.file();
+        let pid = format!("{}\n", std::process::id());
+        f.set_len(0)
+            .and_then(|()| f.rewind())
+            .and_then(|()| f.write_all(pid.as_bytes()))
+            .map_err(|e| Error::io(&path, e))?;
+        held.push(lock);
+    }
+    Ok(held)
+}
+
+/// The pid written in an agent's serving lock.
+fn holder(inst: &Instance, agent: &str) -> Option<u32> {
+    let mut s = String::new();
+    std::fs::File::open(lock_path(inst, agent))
+        .and_then(|mut f| f.read_to_string(&mut s))
+        .ok()?;
+    s.trim().parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    kill(Pid::from_raw(pid as i32), None).is_ok()
+}
+
+/// Is `agent` served by a running process?
+pub fn is_served(inst: &Instance, agent: &str) -> bool {
+    let path = lock_path(inst, agent);
+    if !path.exists() {
+        return false;
+    }
+    // A shared lock is granted only while nobody holds the exclusive one.
+    !matches!(Lock::try_shared(&path), Ok(Some(_)))
+}
+
+/// Record the state of one controller.
+pub fn write(inst: &Instance, s: &Served) -> Result<()> {
+    let mut bytes = serde_json::to_vec(s).expect("state serializes");
+    bytes.push(b'\n');
+    atomic_write_unsynced(&state_path(inst, &s.agent), &bytes)
+}
+
+/// The served agents of `inst`, by name (stale records left out).
+pub fn list(inst: &Instance) -> Vec<Served> {
+    let Ok(rd) = std::fs::read_dir(dir(inst)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            Some(name.strip_suffix(".json")?.to_string())
+        })
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter(|n| is_served(inst, n))
+        .filter_map(|n| {
+            let bytes = std::fs::read(state_path(inst, &n)).ok()?;
+            serde_json::from_slice::<Served>(&bytes).ok()
+        })
+        .collect()
+}
+
+/// Ask the process serving `s` to finish cleanly (SIGTERM).
+pub fn request_stop(s: &Served) -> Result<()> {
+    kill(Pid::from_raw(s.pid as i32), Signal::SIGTERM)
+        .map_err(|e| Error::io(format!("<pid {}>", s.pid), e.into()))
+}
+
+/// Wait until nothing serves `agent` any more, at most `timeout`; `true` when so.
+pub fn wait_unserved(inst: &Instance, agent: &str, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if !is_served(inst, agent) {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_names_match_their_json() {
+        for s in [
+            ControllerState::Idle,
+            ControllerState::Running,
+            ControllerState::Cooldown,
+            ControllerState::Stopped,
+        ] {
+            assert_eq!(
+                serde_json::to_string(&s).unwrap(),
+                format!("\"{}\"", s.name())
+            );
+        }
+    }
+
+    #[test]
+    fn a_held_lock_is_served_and_refuses_a_second_server() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(tmp.path())
+            .instance("t")
+            .unwrap();
+        inst.create().unwrap();
+        assert!(!is_served(&inst, "alice"));
+        let held = take(&inst, &["alice"]).unwrap();
+        assert!(is_served(&inst, "alice"));
+        let e = take(&inst, &["alice"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
+        drop(held);
+        assert!(!is_served(&inst, "alice"));
+        assert!(list(&inst).is_empty());
+    }
+}
