@@ -326,6 +326,7 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .read(true)
         .open(&log_path)
         .map_err(|e| Error::create(&log_path, e))?;
     let start = log.seek(std::io::SeekFrom::End(0)).unwrap_or(0);

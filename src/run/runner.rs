@@ -227,6 +227,16 @@ impl Serving<'_> {
             )
             .as_bytes(),
         )?;
+        let served = Served {
+            instance: inst.name().to_string(),
+            agent: name.to_string(),
+            pid: std::process::id(),
+            state: ControllerState::Idle,
+            runs: 0,
+            workflow: self.workflow.clone(),
+            started: self.started.clone(),
+        };
+        serve::write(inst, &served)?;
         Ok(Controller {
             inst: inst.clone(),
             agent: name.to_string(),
@@ -241,16 +251,8 @@ impl Serving<'_> {
             retry: self.opts.retry,
             next_transcript: next_transcript(inst, name),
             cooldown: self.opts.cooldown,
-            served: Served {
-                instance: inst.name().to_string(),
-                agent: name.to_string(),
-                pid: std::process::id(),
-                state: ControllerState::Idle,
-                runs: 0,
-                workflow: self.workflow.clone(),
-                started: self.started.clone(),
-            },
-            published: None,
+            served,
+            published: Some((ControllerState::Idle, 0)),
         })
     }
 }

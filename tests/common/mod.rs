@@ -11,6 +11,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod runner;
+
 /// Path of one of the crate's binaries, as built by cargo for the tests.
 pub fn bin(name: &str) -> PathBuf {
     assert_cmd::cargo::cargo_bin(name)

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    AgentDef, Backend, Context, DocumentOwner, ELECTION, FileConfig, MockDef, SetupTask,
-    SystemPrompt, Workflow, names_prompt_file, read_capped,
+    AgentDef, Backend, Context, DEFAULT_CHANNEL, DocumentOwner, ELECTION, FileConfig, MockDef,
+    SetupTask, SystemPrompt, Workflow, names_prompt_file, read_capped,
 };
 use crate::error::Error;
 use crate::mention;
@@ -474,9 +474,18 @@ fn read_config(r: &mut Reader, node: &Node) -> FileConfig {
         dir: f
             .get("dir")
             .and_then(|n| r.template(n, "context.config.dir", before_setup)),
-        channel: f
-            .get("channel")
-            .and_then(|n| relative_name(r, n, "context.config.channel", false)),
+        channel: f.get("channel").and_then(|n| {
+            let path = "context.config.channel";
+            let name = relative_name(r, n, path, false)?;
+            if name.value != DEFAULT_CHANNEL {
+                let why = format!(
+                    "aw keeps the channel in {DEFAULT_CHANNEL}; no other name is supported"
+                );
+                r.error(name.pos, path, &why);
+                return None;
+            }
+            Some(name)
+        }),
         document: f
             .get("document")
             .and_then(|n| relative_name(r, n, "context.config.document", true)),

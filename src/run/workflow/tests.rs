@@ -641,12 +641,12 @@ fn context_variants() {
         DocumentOwner::Election
     );
     let Context::File { config, .. } = ctx(
-        "\n  provider: file\n  config:\n    dir: ./my-context/\n    channel: discussion.md\n    document: ws/workspace.md",
+        "\n  provider: file\n  config:\n    dir: ./my-context/\n    channel: channel.md\n    document: ws/workspace.md",
     ) else {
         panic!()
     };
     assert_eq!(config.dir.unwrap().text(), "./my-context/");
-    assert_eq!(config.channel.unwrap().value, "discussion.md");
+    assert_eq!(config.channel.unwrap().value, "channel.md");
     assert_eq!(config.document.unwrap().value, "ws/workspace.md");
 }
 
@@ -690,6 +690,12 @@ fn context_errors() {
     assert_eq!(
         err("{config: {channel: a/b.md}}"),
         ["w.yaml:2:29: context.config.channel: must be a file name, without '/'"]
+    );
+    assert_eq!(
+        err("{config: {channel: discussion.md}}"),
+        [
+            "w.yaml:2:29: context.config.channel: aw keeps the channel in channel.md; no other name is supported"
+        ]
     );
     assert_eq!(
         err("{config: {document: ../x.md}}"),

@@ -1,0 +1,190 @@
+//! Running aw-run in tests: a root with a working directory beside it for workflow files
+//! and scripts, and what a test needs to watch processes (alive, process groups).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{Root, tool};
+
+pub const INST: &str = "w";
+
+/// A root with a working directory beside it, where workflow files and scripts live and
+/// where aw-run runs.
+pub struct Setup {
+    pub root: Root,
+    pub dir: tempfile::TempDir,
+}
+
+impl Setup {
+    pub fn new() -> Setup {
+        Setup {
+            root: Root::new(),
+            dir: tempfile::tempdir().expect("temporary directory"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let p = self.dir().join(name);
+        std::fs::write(&p, text).expect("write a file");
+        p
+    }
+
+    /// An executable `#!/bin/sh` script.
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.write(name, &format!("#!/bin/sh\n{body}"));
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p
+    }
+
+    /// aw-run on `wf.yaml` with `args`, run in the working directory with the binaries'
+    /// directory first in PATH.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        self.cmd_file(args, Path::new("wf.yaml"))
+    }
+
+    /// aw-run on `file`, as [`Setup::cmd`].
+    pub fn cmd_file(&self, args: &[&str], file: &Path) -> Command {
+        let mut c = tool("aw-run");
+        let bin_dir = super::bin("aw-run")
+            .parent()
+            .expect("bin dir")
+            .to_path_buf();
+        let path = format!(
+            "{}:{}",
+            bin_dir.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        c.current_dir(self.dir())
+            .env("PATH", path)
+            .arg("--root")
+            .arg(self.root.path())
+            .args(["-i", INST, "--backoff", "0.01s"])
+            .args(args)
+            .arg(file);
+        c
+    }
+
+    pub fn run(&self, workflow: &str, args: &[&str]) -> Output {
+        self.write("wf.yaml", workflow);
+        run_hang_guarded(self.cmd(args))
+    }
+
+    pub fn entries(&self) -> Vec<(String, String)> {
+        self.root
+            .entries(INST)
+            .into_iter()
+            .map(|e| (e.from, e.message.trim_end().to_string()))
+            .collect()
+    }
+
+    pub fn unread(&self, agent: &str) -> usize {
+        let inst = aw::instance::Root::new(self.root.path())
+            .instance(INST)
+            .expect("instance");
+        aw::inbox::unread(&inst, agent).expect("inbox").0.len()
+    }
+
+    /// The statuses of `agent`'s first `n` transcripts.
+    pub fn statuses(&self, agent: &str, n: u64) -> Vec<String> {
+        (1..=n)
+            .map(|i| {
+                self.transcript(agent, i)["status"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string()
+            })
+            .collect()
+    }
+
+    pub fn transcript(&self, agent: &str, n: u64) -> serde_json::Value {
+        let p = self
+            .root
+            .inst_dir(INST)
+            .join(format!("_state/runs/{agent}/{n}.json"));
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        serde_json::from_str(&text).expect("transcript is JSON")
+    }
+}
+
+/// Run with a bound that only stops a hung test.
+pub fn run_hang_guarded(cmd: Command) -> Output {
+    let child = spawn(cmd);
+    let pid = child.id();
+    let guard = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(30));
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let out = child.wait_with_output().expect("wait for aw-run");
+    drop(guard);
+    out
+}
+
+pub fn spawn(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn aw-run")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn assert_code(out: &Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(out));
+}
+
+/// Wait (hang guard only) until `f` holds.
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while !f() {
+        assert!(Instant::now() < end, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Is there a live (not zombie) process with this pid?
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => stat_state(&s) != Some('Z'),
+        Err(_) => false,
+    }
+}
+
+/// State and process group of a `/proc/PID/stat` line.
+pub fn stat_state(s: &str) -> Option<char> {
+    s.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+pub fn stat_pgrp(s: &str) -> Option<u32> {
+    s.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+/// Live processes of process group `pgrp`.
+pub fn group_members(pgrp: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(s) = std::fs::read_to_string(e.path().join("stat"))
+            && stat_pgrp(&s) == Some(pgrp)
+            && stat_state(&s) != Some('Z')
+        {
+            out.push(pid);
+        }
+    }
+    out
+}

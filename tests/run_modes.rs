@@ -1,0 +1,294 @@
+//! aw-run's modes with real processes: `--keep` woken by a separate `aw-send` (inotify and
+//! polling), stopped by SIGTERM with exit 0; `--serve` of registered agents; `--detach`;
+//! the cooldown after a failure; and the context forms (`false`, `memory`, `config.dir`).
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output};
+
+use common::runner::*;
+use common::tool;
+
+/// A `--keep` server of `workflow`, started and serving.
+fn keep(s: &Setup, workflow: &str, args: &[&str]) -> Child {
+    s.write("wf.yaml", workflow);
+    let mut a = vec!["--keep"];
+    a.extend_from_slice(args);
+    let child = spawn(s.cmd(&a));
+    let state = s.root.inst_dir(INST).join("_state/serve/alice.json");
+    wait_for("the agents to be served", || {
+        served(s, "alice") && state.exists()
+    });
+    child
+}
+
+/// Is `agent` served? (read as `aw-ctl ps` does)
+fn served(s: &Setup, agent: &str) -> bool {
+    let inst = aw::instance::Root::new(s.root.path())
+        .instance(INST)
+        .expect("instance");
+    aw::run::serve::is_served(&inst, agent)
+}
+
+fn serve_state(s: &Setup, agent: &str) -> serde_json::Value {
+    let p = s
+        .root
+        .inst_dir(INST)
+        .join(format!("_state/serve/{agent}.json"));
+    serde_json::from_slice(&std::fs::read(&p).expect("serve state")).expect("JSON")
+}
+
+fn send(s: &Setup, text: &str) {
+    let out = tool("aw-send")
+        .args(["--root"])
+        .arg(s.root.path())
+        .args(["-i", INST, text])
+        .output()
+        .expect("aw-send");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn term(child: Child) -> Output {
+    let pid = child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    child.wait_with_output().expect("wait")
+}
+
+const ALICE: &str = "agents:\n  alice:\n    mock: {replies: ['@user got it']}\n";
+
+fn keep_is_woken_by_a_separate_aw_send(args: &[&str]) {
+    let s = Setup::new();
+    let child = keep(&s, ALICE, args);
+    let st = serve_state(&s, "alice");
+    assert_eq!(st["state"], "idle");
+    assert_eq!(st["runs"], 0);
+    assert_eq!(st["pid"], child.id());
+    assert_eq!(st["instance"], INST);
+    assert!(
+        st["workflow"].as_str().unwrap().ends_with("wf.yaml"),
+        "{st}"
+    );
+    for i in 1..=3 {
+        send(&s, &format!("@alice job {i}"));
+        wait_for("alice's reply", || s.entries().len() == 2 * i);
+    }
+    wait_for("the state to settle", || {
+        serve_state(&s, "alice")["runs"] == 3
+    });
+    assert_eq!(s.unread("alice"), 0);
+    let out = term(child);
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("summary: alice 3 run(s) 0 failure(s)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!served(&s, "alice"), "the serving lock is released");
+    assert_eq!(serve_state(&s, "alice")["state"], "stopped");
+    let froms: Vec<String> = s.entries().into_iter().map(|e| e.0).collect();
+    assert_eq!(froms, ["user", "alice", "user", "alice", "user", "alice"]);
+}
+
+#[test]
+fn keep_is_woken_by_aw_send_and_sigterm_ends_it_with_0() {
+    keep_is_woken_by_a_separate_aw_send(&[]);
+}
+
+#[test]
+fn keep_with_polling_is_woken_by_aw_send() {
+    keep_is_woken_by_a_separate_aw_send(&["--poll", "0.02"]);
+}
+
+#[test]
+fn sigterm_during_a_run_kills_the_backend_and_leaves_the_message_unread() {
+    let s = Setup::new();
+    s.script("slow.sh", "echo $$ > \"$AW_AGENT.pid\"\nexec sleep 30\n");
+    let wf = "agents:\n  alice:\n    command: [./slow.sh]\n";
+    let child = keep(&s, wf, &[]);
+    send(&s, "@alice work");
+    let pid_file = s.dir().join("alice.pid");
+    wait_for("the backend to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let backend: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(serve_state(&s, "alice")["state"], "running");
+    let out = term(child);
+    assert_code(&out, 0);
+    assert!(!alive(backend), "the backend was stopped with aw-run");
+    assert!(group_members(backend).is_empty());
+    assert_eq!(
+        s.unread("alice"),
+        1,
+        "the message stays for the next server"
+    );
+    assert_eq!(s.transcript("alice", 1)["status"], "killed");
+}
+
+#[test]
+fn serve_runs_registered_agents_until_done() {
+    let s = Setup::new();
+    let ctl = |args: &[&str]| {
+        let mut c = tool("aw-ctl");
+        c.current_dir(s.dir())
+            .arg("--root")
+            .arg(s.root.path())
+            .args(["-i", INST])
+            .args(args);
+        c.output().expect("aw-ctl")
+    };
+    assert!(ctl(&["new", "bob", "--backend", "mock"]).status.success());
+    assert!(ctl(&["new", "carol"]).status.success());
+    send(&s, "@bob one");
+    send(&s, "@bob two");
+    let serve = |args: &[&str]| {
+        let mut c = tool("aw-run");
+        c.arg("--root")
+            .arg(s.root.path())
+            .args(["-i", INST, "--serve"])
+            .args(args);
+        run_hang_guarded(c)
+    };
+    let out = serve(&["bob"]);
+    assert_code(&out, 0);
+    assert_eq!(s.unread("bob"), 0);
+    let last = s.entries().pop().unwrap();
+    assert_eq!(last, ("bob".into(), "bob: handled 2 message(s)".into()));
+    // Without names: every runnable agent (carol is claude: not runnable here).
+    send(&s, "@bob three");
+    assert_code(&serve(&[]), 0);
+    assert_eq!(s.unread("bob"), 0);
+    // A named agent that cannot run, or does not exist.
+    let out = serve(&["carol"]);
+    assert_code(&out, 69);
+    assert!(stderr(&out).contains("carol"), "{}", stderr(&out));
+    let out = serve(&["dave"]);
+    assert_code(&out, 66);
+    assert!(stderr(&out).contains("no agent 'dave'"), "{}", stderr(&out));
+    assert_eq!(
+        s.entries().len(),
+        5,
+        "nothing was posted by the refused runs"
+    );
+}
+
+#[test]
+fn detach_prints_the_pid_and_serves_in_the_background() {
+    let s = Setup::new();
+    s.write("wf.yaml", ALICE);
+    let out = run_hang_guarded(s.cmd(&["--keep", "--detach"]));
+    assert_code(&out, 0);
+    let pid: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(alive(pid));
+    assert!(served(&s, "alice"));
+    assert_eq!(serve_state(&s, "alice")["pid"], pid);
+    // A second one is refused, and says so on the caller's stderr.
+    let again = run_hang_guarded(s.cmd(&["--keep", "--detach"]));
+    assert_code(&again, 75);
+    assert!(
+        stderr(&again).contains(&format!("already served by aw-run pid {pid}")),
+        "{}",
+        stderr(&again)
+    );
+    send(&s, "@alice background");
+    wait_for("alice's reply", || s.entries().len() == 2);
+    Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    wait_for("the server to end", || !alive(pid));
+    let log = std::fs::read_to_string(s.root.inst_dir(INST).join("_state/aw-run.log")).unwrap();
+    assert!(log.contains("@alice: @user got it"), "{log}");
+    assert!(log.contains("summary: alice 1 run(s)"), "{log}");
+}
+
+#[test]
+fn a_failed_run_is_tried_again_after_the_cooldown() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice:\n    mock: {fail: 2, replies: ['@user finally']}\n";
+    let child = keep(&s, wf, &["--retries", "1", "--cooldown", "0.05s"]);
+    send(&s, "@alice try");
+    wait_for("the reply after two cooldowns", || s.entries().len() == 2);
+    let out = term(child);
+    assert_code(&out, 0);
+    assert_eq!(s.unread("alice"), 0);
+    assert_eq!(s.statuses("alice", 3), ["failed", "failed", "ok"]);
+    assert!(
+        stderr(&out).contains("summary: alice 3 run(s) 2 failure(s)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A script that saves its prompt and environment, then answers.
+const RECORD: &str = "cat > \"prompt.$AW_RUN\"\necho \"$AW_ROOT\" > root.txt\necho done\n";
+
+#[test]
+fn context_false_shows_no_channel_or_document() {
+    let s = Setup::new();
+    s.script("rec.sh", RECORD);
+    let wf = "agents:\n  alice:\n    command: [./rec.sh]\ncontext: false\nkickoff: '@alice go'\n";
+    assert_code(&s.run(wf, &[]), 0);
+    let prompt = std::fs::read_to_string(s.dir().join("prompt.1")).unwrap();
+    assert!(prompt.contains("From @system: @alice go"), "{prompt}");
+    assert!(!prompt.contains("Recent Activity"), "{prompt}");
+    assert!(!prompt.contains("Current Workspace"), "{prompt}");
+    // The default shows both.
+    let wf = "agents:\n  alice:\n    command: [./rec.sh]\nkickoff: '@alice go'\n";
+    let s2 = Setup::new();
+    s2.script("rec.sh", RECORD);
+    assert_code(&s2.run(wf, &[]), 0);
+    let prompt = std::fs::read_to_string(s2.dir().join("prompt.1")).unwrap();
+    assert!(prompt.contains("## Recent Activity"), "{prompt}");
+    assert!(prompt.contains("## Current Workspace"), "{prompt}");
+}
+
+#[test]
+fn memory_context_runs_in_a_root_that_is_gone_afterwards() {
+    let s = Setup::new();
+    s.script("rec.sh", RECORD);
+    let wf = "agents:\n  alice:\n    command: [./rec.sh]\ncontext: {provider: memory}\nkickoff: '@alice go'\n";
+    let out = s.run(wf, &[]);
+    assert_code(&out, 0);
+    let root = std::fs::read_to_string(s.dir().join("root.txt")).unwrap();
+    let root = Path::new(root.trim());
+    assert_ne!(root, s.root.path());
+    assert!(!root.exists(), "{} should be removed", root.display());
+    assert!(
+        !s.root.inst_dir(INST).exists(),
+        "nothing written under --root"
+    );
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(printed.contains("@alice: done"), "{printed}");
+}
+
+#[test]
+fn config_dir_names_the_instance_directory() {
+    let s = Setup::new();
+    s.script("rec.sh", RECORD);
+    let wf = "agents:\n  alice:\n    command: [./rec.sh]\ncontext:\n  config: {dir: ./ctx/team}\nkickoff: '@alice go'\n";
+    s.write("wf.yaml", wf);
+    let mut c = tool("aw-run");
+    c.current_dir(s.dir()).arg("wf.yaml");
+    assert_code(&run_hang_guarded(c), 0);
+    assert!(s.dir().join("ctx/team/channel.md").is_file());
+    let root = std::fs::read_to_string(s.dir().join("root.txt")).unwrap();
+    assert_eq!(
+        Path::new(root.trim()),
+        std::fs::canonicalize(s.dir().join("ctx")).unwrap()
+    );
+}
