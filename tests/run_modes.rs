@@ -292,3 +292,40 @@ fn config_dir_names_the_instance_directory() {
         std::fs::canonicalize(s.dir().join("ctx")).unwrap()
     );
 }
+
+/// Context switches of every thread of `pid` so far.
+fn context_switches(pid: u32) -> u64 {
+    let mut n = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .flatten()
+    {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                n += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn idle_controllers_do_not_wake_each_other() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice: {mock: {}}\n  bob: {mock: {}}\n  carol: {mock: {}}\n";
+    let child = keep(&s, wf, &[]);
+    for a in ["bob", "carol"] {
+        wait_for("every agent served", || served(&s, a));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let before = context_switches(child.id());
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let idle = context_switches(child.id()) - before;
+    // Counted, not timed: an idle server sleeps; it does not spin on its condition variable.
+    assert!(idle < 20, "{idle} context switches while idle");
+    assert_code(&term(child), 0);
+}

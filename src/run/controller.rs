@@ -187,8 +187,13 @@ impl Controller {
                     if recheck || st.generation != seen {
                         break;
                     }
-                    st.agents.entry(self.agent.clone()).or_default().idle_at = Some(seen);
-                    shared.cv.notify_all();
+                    // Tell the runner only when this controller became idle: waking the
+                    // others on every wake-up would keep idle controllers waking each other.
+                    let a = st.agents.entry(self.agent.clone()).or_default();
+                    if a.idle_at != Some(seen) {
+                        a.idle_at = Some(seen);
+                        shared.cv.notify_all();
+                    }
                     match cooldown_end {
                         Some(end) => {
                             let left = end.saturating_duration_since(Instant::now());
