@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
 use crate::post::{self, PostOptions};
-use crate::proposal::{self, Choice, NewProposal, Resolution};
+use crate::proposal::{self, Choice, NewProposal};
 use crate::registry::{Config, Registry};
 use crate::{resource, status};
 
@@ -416,8 +416,8 @@ fn proposal_create(s: &Server, a: &Args) -> Result<Reply> {
             .collect::<Result<Vec<_>>>()?,
         Some(_) => return Err(Error::invalid("'options' must be an array of {id, label}")),
     };
-    let resolution = match a.get("resolution") {
-        None | Some(Value::Null) => Resolution::default(),
+    let (rule, quorum, tie_breaker) = match a.get("resolution") {
+        None | Some(Value::Null) => (None, None, None),
         Some(Value::Object(r)) => {
             let get = |k: &str| -> Result<Option<String>> {
                 match r.get(k) {
@@ -441,12 +441,7 @@ fn proposal_create(s: &Server, a: &Args) -> Result<Reply> {
                     ));
                 }
             };
-            let d = Resolution::default();
-            Resolution {
-                rule: get("type")?.unwrap_or(d.rule),
-                quorum,
-                tie_breaker: get("tieBreaker")?.unwrap_or(d.tie_breaker),
-            }
+            (get("type")?, quorum, get("tieBreaker")?)
         }
         Some(_) => {
             return Err(Error::invalid(
@@ -460,7 +455,9 @@ fn proposal_create(s: &Server, a: &Args) -> Result<Reply> {
         title,
         description: str_arg(a, "description")?.map(str::to_string),
         options,
-        resolution,
+        rule,
+        quorum,
+        tie_breaker,
         binding: bool_arg(a, "binding")?.unwrap_or(false),
         timeout_seconds: uint_arg(a, "timeoutSeconds")?,
     };
