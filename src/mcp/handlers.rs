@@ -12,6 +12,7 @@ use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
+use crate::mention::Priority;
 use crate::post::{self, PostOptions};
 use crate::proposal::{self, Choice, NewProposal};
 use crate::registry::{Config, Registry};
@@ -184,7 +185,7 @@ fn inbox_text(msgs: &[InboxMessage]) -> String {
         if msgs.len() == 1 { "" } else { "s" }
     );
     for m in msgs {
-        let tag = (m.priority == "high").then_some("HIGH");
+        let tag = (m.priority == Priority::High).then_some("HIGH");
         t.push_str("- ");
         t.push_str(&crate::channel::human_entry(&m.entry, tag));
         t.push('\n');
