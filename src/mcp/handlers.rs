@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::tools::MAX_WAIT_SECONDS;
+use super::tools::{MAX_WAIT_SECONDS, Tool};
 use super::{Reply, Server};
 use crate::channel::{Channel, Entry};
 use crate::document::{self, DEFAULT_DOCUMENT};
@@ -22,35 +22,28 @@ type Args = Map<String, Value>;
 
 /// Dispatch one tool call.
 pub fn call(s: &Server, name: &str, a: &Args) -> Result<Reply> {
-    if !super::tools::NAMES.contains(&name) {
-        return Err(Error::not_found(format!(
-            "unknown tool '{}' (tools: {})",
-            crate::names::sanitize(name),
-            super::tools::NAMES.join(", ")
-        )));
-    }
+    let tool: Tool = name.parse()?;
     // Apply proposal expiry on every call: whoever looks next resolves what timed out.
     proposal::refresh(&s.inst)?;
-    match name {
-        "channel_send" => channel_send(s, a),
-        "channel_read" => channel_read(s, a),
-        "my_inbox" => my_inbox(s, a),
-        "my_inbox_ack" => my_inbox_ack(s, a),
-        "my_status_set" => my_status_set(s, a),
-        "team_members" => team_members(s, a),
-        "team_doc_read" => doc_read(s, a),
-        "team_doc_write" => doc_write(s, a, false),
-        "team_doc_append" => doc_write(s, a, true),
-        "team_doc_list" => doc_list(s),
-        "team_doc_create" => doc_create(s, a),
-        "document_suggest" => document_suggest(s, a),
-        "team_proposal_create" => proposal_create(s, a),
-        "team_vote" => vote(s, a),
-        "team_proposal_status" => proposal_status(s, a),
-        "team_proposal_cancel" => proposal_cancel(s, a),
-        "resource_create" => resource_create(s, a),
-        "resource_read" => resource_read(s, a),
-        _ => unreachable!("checked above"),
+    match tool {
+        Tool::ChannelSend => channel_send(s, a),
+        Tool::ChannelRead => channel_read(s, a),
+        Tool::MyInbox => my_inbox(s, a),
+        Tool::MyInboxAck => my_inbox_ack(s, a),
+        Tool::MyStatusSet => my_status_set(s, a),
+        Tool::TeamMembers => team_members(s, a),
+        Tool::TeamDocRead => doc_read(s, a),
+        Tool::TeamDocWrite => doc_write(s, a, false),
+        Tool::TeamDocAppend => doc_write(s, a, true),
+        Tool::TeamDocList => doc_list(s),
+        Tool::TeamDocCreate => doc_create(s, a),
+        Tool::DocumentSuggest => document_suggest(s, a),
+        Tool::TeamProposalCreate => proposal_create(s, a),
+        Tool::TeamVote => vote(s, a),
+        Tool::TeamProposalStatus => proposal_status(s, a),
+        Tool::TeamProposalCancel => proposal_cancel(s, a),
+        Tool::ResourceCreate => resource_create(s, a),
+        Tool::ResourceRead => resource_read(s, a),
     }
 }
 
