@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::channel::{Channel, Damage, Entry};
 use crate::error::Result;
 use crate::instance::Instance;
-use crate::mention;
+use crate::mention::{self, Priority};
 use crate::names;
 use crate::state;
 
@@ -22,7 +22,7 @@ const CURSORS: &str = "cursors.json";
 pub struct InboxMessage {
     pub entry: Entry,
     pub unread: bool,
-    pub priority: &'static str,
+    pub priority: Priority,
 }
 
 /// The agent's ack cursor (0 when it never acked).

@@ -8,6 +8,7 @@ pub mod error;
 pub mod fs;
 pub mod inbox;
 pub mod instance;
+pub mod keyword;
 pub mod mcp;
 pub mod mention;
 pub mod names;

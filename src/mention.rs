@@ -1,5 +1,20 @@
 //! `@name` mentions and message priority.
 
+crate::keyword_enum! {
+    /// How urgent an inbox message is.
+    pub enum Priority {
+        Normal = "normal",
+        High = "high",
+    }
+}
+
+/// A priority equals its spelled name.
+impl PartialEq<&str> for Priority {
+    fn eq(&self, other: &&str) -> bool {
+        self.name() == *other
+    }
+}
+
 /// Every `@name` token in `text`: `@` at the start or after a character that is not a word
 /// character (so `bob@example.com` is not a mention), followed by `[A-Za-z][A-Za-z0-9_-]*`.
 /// In order of first appearance, without duplicates.
@@ -55,9 +70,9 @@ pub fn resolve(text: &str, is_agent: impl Fn(&str) -> bool) -> (Vec<String>, Vec
 
 /// `high` when more than one agent is mentioned or the text says urgent, asap, blocked or
 /// critical (as whole words, any case); `normal` otherwise.
-pub fn priority(message: &str, mentions: usize) -> &'static str {
+pub fn priority(message: &str, mentions: usize) -> Priority {
     if mentions > 1 {
-        return "high";
+        return Priority::High;
     }
     let lower = message.to_ascii_lowercase();
     let word = |c: char| c.is_alphanumeric() || c == '_';
@@ -66,11 +81,11 @@ pub fn priority(message: &str, mentions: usize) -> &'static str {
             let before = lower[..i].chars().next_back();
             let after = lower[i + kw.len()..].chars().next();
             if !before.is_some_and(word) && !after.is_some_and(word) {
-                return "high";
+                return Priority::High;
             }
         }
     }
-    "normal"
+    Priority::Normal
 }
 
 #[cfg(test)]
@@ -94,10 +109,17 @@ mod tests {
 
     #[test]
     fn priorities() {
-        assert_eq!(priority("hi", 1), "normal");
-        assert_eq!(priority("hi", 2), "high");
-        assert_eq!(priority("this is URGENT!", 1), "high");
-        assert_eq!(priority("unblocked", 1), "normal");
-        assert_eq!(priority("blocked_on", 1), "normal");
+        assert_eq!(priority("hi", 1), Priority::Normal);
+        assert_eq!(priority("hi", 2), Priority::High);
+        assert_eq!(priority("this is URGENT!", 1), Priority::High);
+        assert_eq!(priority("unblocked", 1), Priority::Normal);
+        assert_eq!(priority("blocked_on", 1), Priority::Normal);
+        assert!(priority("asap", 1) == "high" && priority("", 0) == "normal");
+    }
+
+    #[test]
+    fn priorities_round_trip_through_json() {
+        crate::keyword::assert_round_trips(Priority::ALL, |p| p.name(), Priority::from_name);
+        assert_eq!(Priority::NAMES, ["normal", "high"]);
     }
 }

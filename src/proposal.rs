@@ -10,6 +10,7 @@
 //! only when one option leads once the quorum has voted: a tie or a timeout changes nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,12 +23,83 @@ use crate::state;
 
 const FILE: &str = "proposals.json";
 
-/// Proposal types.
-pub const KINDS: [&str; 4] = ["election", "decision", "approval", "assignment"];
-/// Resolution rules.
-pub const RULES: [&str; 3] = ["plurality", "majority", "unanimous"];
-/// Tie-breakers.
-pub const TIE_BREAKERS: [&str; 3] = ["first", "random", "creator-decides"];
+crate::keyword_enum! {
+    /// A proposal's type (stored as `type`).
+    pub enum Kind {
+        Election = "election",
+        Decision = "decision",
+        Approval = "approval",
+        Assignment = "assignment",
+    }
+}
+
+crate::keyword_enum! {
+    /// Where a proposal stands.
+    pub enum Status {
+        Active = "active",
+        Resolved = "resolved",
+        Expired = "expired",
+        Cancelled = "cancelled",
+    }
+}
+
+crate::keyword_enum! {
+    /// How the votes decide (stored as `resolution.type`).
+    #[derive(Default)]
+    pub enum Rule {
+        /// The option with the most votes wins.
+        #[default]
+        Plurality = "plurality",
+        /// An option needs more than half of the votes.
+        Majority = "majority",
+        /// Every vote for one option.
+        Unanimous = "unanimous",
+    }
+}
+
+crate::keyword_enum! {
+    /// How a plurality tie is broken (stored as `resolution.tieBreaker`).
+    #[derive(Default)]
+    pub enum TieBreaker {
+        /// The first tied option, in option order.
+        #[default]
+        First = "first",
+        /// A tied option picked by a hash of the proposal, the same in every process.
+        Random = "random",
+        /// The tied option the creator voted for, else the first.
+        CreatorDecides = "creator-decides",
+    }
+}
+
+/// The error for a name that is none of `valid`, calling it `what`.
+fn unknown(what: &str, name: &str, valid: String) -> Error {
+    Error::invalid(format!(
+        "unknown {what} '{}' (valid: {valid})",
+        sanitize(name)
+    ))
+}
+
+impl FromStr for Kind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Kind> {
+        Kind::from_name(s).ok_or_else(|| unknown("proposal type", s, Kind::names()))
+    }
+}
+
+impl FromStr for Rule {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Rule> {
+        Rule::from_name(s).ok_or_else(|| unknown("resolution type", s, Rule::names()))
+    }
+}
+
+impl FromStr for TieBreaker {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<TieBreaker> {
+        TieBreaker::from_name(s).ok_or_else(|| unknown("tieBreaker", s, TieBreaker::names()))
+    }
+}
+
 /// Longest timeout accepted, in seconds (one week).
 pub const MAX_TIMEOUT: u64 = 7 * 24 * 3600;
 /// Most options a proposal offers.
@@ -49,8 +121,8 @@ pub const OWNER_PREFIX: &str = "doc-owner";
 const OWNER_STAYS: &str = "Document ownership stays as it was.";
 
 /// Does a proposal of `kind` with this `id` choose the document owner when it is binding?
-fn chooses_owner(kind: &str, binding: bool, id: &str) -> bool {
-    binding && kind == "election" && id.starts_with(OWNER_PREFIX)
+fn chooses_owner(kind: Kind, binding: bool, id: &str) -> bool {
+    binding && kind == Kind::Election && id.starts_with(OWNER_PREFIX)
 }
 
 /// The smallest quorum of a document-owner election among `agents` registered agents: a
@@ -65,31 +137,14 @@ pub struct Choice {
     pub label: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Resolution {
-    #[serde(rename = "type", default = "plurality")]
-    pub rule: String,
+    #[serde(rename = "type", default)]
+    pub rule: Rule,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quorum: Option<u32>,
-    #[serde(rename = "tieBreaker", default = "first")]
-    pub tie_breaker: String,
-}
-
-fn plurality() -> String {
-    "plurality".into()
-}
-fn first() -> String {
-    "first".into()
-}
-
-impl Default for Resolution {
-    fn default() -> Self {
-        Resolution {
-            rule: plurality(),
-            quorum: None,
-            tie_breaker: first(),
-        }
-    }
+    #[serde(rename = "tieBreaker", default)]
+    pub tie_breaker: TieBreaker,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,7 +161,7 @@ pub struct Vote {
 pub struct Proposal {
     pub id: String,
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Kind,
     pub title: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -120,8 +175,7 @@ pub struct Proposal {
     /// Milliseconds since the epoch after which the proposal expires.
     #[serde(rename = "expiresAt", default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<i64>,
-    /// `active`, `resolved`, `expired` or `cancelled`.
-    pub status: String,
+    pub status: Status,
     pub votes: Vec<Vote>,
     #[serde(default)]
     pub winner: Option<String>,
@@ -134,13 +188,13 @@ pub struct Proposal {
 
 impl Proposal {
     pub fn is_active(&self) -> bool {
-        self.status == "active"
+        self.status == Status::Active
     }
 
     /// A binding election whose id starts with `doc-owner`: its winner becomes the document
     /// owner, and document writes wait while it is active.
     pub fn chooses_owner(&self) -> bool {
-        chooses_owner(&self.kind, self.binding, &self.id)
+        chooses_owner(self.kind, self.binding, &self.id)
     }
 
     /// Votes per option id, every option present.
@@ -224,16 +278,23 @@ impl Proposals {
     }
 }
 
-/// What to create.
+/// What to create, as the user gave it: [`create`] checks every field, the names of the type,
+/// rule and tie-breaker included.
 #[derive(Debug, Clone, Default)]
 pub struct NewProposal {
     /// Wanted id (letters, digits, `-`, `_`); generated as `prop-N` when absent.
     pub id: Option<String>,
+    /// A [`Kind`] name.
     pub kind: String,
     pub title: String,
     pub description: Option<String>,
     pub options: Vec<Choice>,
-    pub resolution: Resolution,
+    /// A [`Rule`] name (default plurality).
+    pub rule: Option<String>,
+    /// Votes needed (default: the number of registered agents).
+    pub quorum: Option<u32>,
+    /// A [`TieBreaker`] name (default first).
+    pub tie_breaker: Option<String>,
     pub binding: bool,
     pub timeout_seconds: Option<u64>,
 }
@@ -264,8 +325,8 @@ fn check_len(what: &str, text: &str, max: usize) -> Result<()> {
 }
 
 /// `kind` with its indefinite article.
-fn a_kind(kind: &str) -> String {
-    let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+fn a_kind(kind: Kind) -> String {
+    let article = if kind.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
         "an"
     } else {
         "a"
@@ -274,18 +335,18 @@ fn a_kind(kind: &str) -> String {
 }
 
 /// The options of `new`, or the defaults of its kind, checked and with clean labels.
-fn options_of(new: &NewProposal, reg: &Registry) -> Result<Vec<Choice>> {
+fn options_of(new: &NewProposal, kind: Kind, reg: &Registry) -> Result<Vec<Choice>> {
     let agents_by_default =
-        new.options.is_empty() && (new.kind == "election" || new.kind == "assignment");
+        new.options.is_empty() && matches!(kind, Kind::Election | Kind::Assignment);
     let count = match new.options.len() {
         0 if agents_by_default => reg.agents.len(),
-        0 if new.kind == "approval" => 2,
+        0 if kind == Kind::Approval => 2,
         n => n,
     };
     if count < 2 {
         return Err(Error::invalid(format!(
             "{} needs at least two options{}",
-            a_kind(&new.kind),
+            a_kind(kind),
             if agents_by_default {
                 " (it defaults to the registered agents, and fewer than two are registered)"
             } else {
@@ -297,12 +358,12 @@ fn options_of(new: &NewProposal, reg: &Registry) -> Result<Vec<Choice>> {
         return Err(Error::invalid(if agents_by_default {
             format!(
                 "{} offers at most {MAX_OPTIONS} options, and it defaults to the {count} registered agents: name at most {MAX_OPTIONS} of them in options",
-                a_kind(&new.kind)
+                a_kind(kind)
             )
         } else {
             format!(
                 "{} offers at most {MAX_OPTIONS} options ({count} given)",
-                a_kind(&new.kind)
+                a_kind(kind)
             )
         }));
     }
@@ -390,13 +451,7 @@ fn check_owner_election(reg: &Registry, options: &[Choice], quorum: u32) -> Resu
 pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Proposal> {
     names::check_agent(creator)?;
     refresh(inst)?;
-    if !KINDS.contains(&new.kind.as_str()) {
-        return Err(Error::invalid(format!(
-            "unknown proposal type '{}' (valid: {})",
-            sanitize(&new.kind),
-            KINDS.join(", ")
-        )));
-    }
+    let kind: Kind = new.kind.parse()?;
     let title = new.title.trim();
     if title.is_empty() || title.contains('\n') {
         return Err(Error::invalid("a proposal needs a one-line title"));
@@ -412,20 +467,17 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         ))
         .hint("put longer text in a document or a resource and name it"));
     }
-    if !RULES.contains(&new.resolution.rule.as_str()) {
-        return Err(Error::invalid(format!(
-            "unknown resolution type '{}' (valid: {})",
-            sanitize(&new.resolution.rule),
-            RULES.join(", ")
-        )));
-    }
-    if !TIE_BREAKERS.contains(&new.resolution.tie_breaker.as_str()) {
-        return Err(Error::invalid(format!(
-            "unknown tieBreaker '{}' (valid: {})",
-            sanitize(&new.resolution.tie_breaker),
-            TIE_BREAKERS.join(", ")
-        )));
-    }
+    let resolution = Resolution {
+        rule: new
+            .rule
+            .as_deref()
+            .map_or(Ok(Rule::default()), str::parse)?,
+        quorum: new.quorum,
+        tie_breaker: new
+            .tie_breaker
+            .as_deref()
+            .map_or(Ok(TieBreaker::default()), str::parse)?,
+    };
     if let Some(t) = new.timeout_seconds
         && (t == 0 || t > MAX_TIMEOUT)
     {
@@ -442,15 +494,15 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         )));
     }
     let reg = Registry::load(inst)?;
-    let options = options_of(&new, &reg)?;
+    let options = options_of(&new, kind, &reg)?;
     let voters = reg.names();
-    let quorum = match new.resolution.quorum {
+    let quorum = match resolution.quorum {
         Some(0) => return Err(Error::invalid("quorum must be at least 1")),
         Some(q) => q,
         None => (voters.len() as u32).max(1),
     };
     if let Some(id) = &new.id
-        && chooses_owner(&new.kind, new.binding, id)
+        && chooses_owner(kind, new.binding, id)
     {
         check_owner_election(&reg, &options, quorum)?;
     }
@@ -478,17 +530,17 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
         };
         let p = Proposal {
             id: id.clone(),
-            kind: new.kind.clone(),
+            kind,
             title: title.to_string(),
             description: description.map(str::to_string),
             options: options.clone(),
-            resolution: new.resolution.clone(),
+            resolution: resolution.clone(),
             quorum,
             binding: new.binding,
             creator: creator.to_string(),
             created: crate::channel::now(),
             expires_at: new.timeout_seconds.map(|t| now_ms() + t as i64 * 1000),
-            status: "active".into(),
+            status: Status::Active,
             votes: Vec::new(),
             winner: None,
             resolved_by: None,
@@ -647,7 +699,7 @@ pub fn cancel(inst: &Instance, who: &str, proposal: &str) -> Result<Proposal> {
                 p.id, p.status
             )));
         }
-        p.status = "cancelled".into();
+        p.status = Status::Cancelled;
         p.resolved_by = Some("cancelled".into());
         post_as(inst, who, &format!("[CANCELLED:{}] {}", p.id, p.title))?;
         Ok(p.clone())
@@ -670,7 +722,7 @@ pub fn refresh(inst: &Instance) -> Result<()> {
             if p.votes.is_empty() || p.chooses_owner() {
                 // A document-owner election that times out is short of its quorum (reaching
                 // it resolves at once): a lone vote never installs an owner.
-                p.status = "expired".into();
+                p.status = Status::Expired;
                 let why = if p.votes.is_empty() {
                     p.resolved_by = Some("no-votes".into());
                     "no votes received".to_string()
@@ -704,7 +756,7 @@ pub fn refresh(inst: &Instance) -> Result<()> {
 /// announce it. Called under the state lock.
 fn close(inst: &Instance, p: &mut Proposal, trigger: &str) -> Result<()> {
     let (winner, how) = decide(p);
-    p.status = "resolved".into();
+    p.status = Status::Resolved;
     p.winner = winner.clone();
     p.resolved_by = Some(match how {
         Some(h) => h,
@@ -756,22 +808,22 @@ fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
         .filter(|o| counts.get(&o.id) == Some(&top))
         .map(|o| o.id.as_str())
         .collect();
-    match p.resolution.rule.as_str() {
-        "majority" => {
+    match p.resolution.rule {
+        Rule::Majority => {
             if top * 2 > total {
                 (tied.first().map(|s| s.to_string()), None)
             } else {
                 (None, Some("no-majority".into()))
             }
         }
-        "unanimous" => {
+        Rule::Unanimous => {
             if top == total && tied.len() == 1 {
                 (Some(tied[0].to_string()), None)
             } else {
                 (None, Some("not-unanimous".into()))
             }
         }
-        _ => {
+        Rule::Plurality => {
             if tied.len() == 1 {
                 return (Some(tied[0].to_string()), None);
             }
@@ -779,21 +831,21 @@ fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
                 // Breaking the tie would let one agent's rule pick the owner.
                 return (None, Some("tie".into()));
             }
-            let rule = p.resolution.tie_breaker.as_str();
+            let rule = p.resolution.tie_breaker;
             let pick = match rule {
-                "random" => {
+                TieBreaker::Random => {
                     // Seeded by the proposal and its votes: any process deciding the same
                     // tie picks the same option.
                     let h = crate::channel::fnv1a(format!("{}{}", p.id, p.created).as_bytes());
                     tied[(h % tied.len() as u64) as usize]
                 }
-                "creator-decides" => p
+                TieBreaker::CreatorDecides => p
                     .votes
                     .iter()
                     .find(|v| v.voter == p.creator && tied.contains(&v.choice.as_str()))
                     .map(|v| v.choice.as_str())
                     .unwrap_or(tied[0]),
-                _ => tied[0],
+                TieBreaker::First => tied[0],
             };
             (Some(pick.to_string()), Some(format!("tie-breaker:{rule}")))
         }
@@ -827,4 +879,85 @@ pub fn list(inst: &Instance, active_only: bool) -> Result<Vec<Proposal>> {
         .into_iter()
         .filter(|p| !active_only || p.is_active())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyword::assert_round_trips;
+
+    #[test]
+    fn keywords_round_trip_through_json() {
+        assert_round_trips(Kind::ALL, |k| k.name(), Kind::from_name);
+        assert_round_trips(Status::ALL, |s| s.name(), Status::from_name);
+        assert_round_trips(Rule::ALL, |r| r.name(), Rule::from_name);
+        assert_round_trips(TieBreaker::ALL, |t| t.name(), TieBreaker::from_name);
+        assert_eq!(
+            Kind::NAMES,
+            ["election", "decision", "approval", "assignment"]
+        );
+        assert_eq!(
+            Status::NAMES,
+            ["active", "resolved", "expired", "cancelled"]
+        );
+        assert_eq!(Rule::NAMES, ["plurality", "majority", "unanimous"]);
+        assert_eq!(TieBreaker::NAMES, ["first", "random", "creator-decides"]);
+        assert_eq!(Rule::default(), Rule::Plurality);
+        assert_eq!(TieBreaker::default(), TieBreaker::First);
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_the_valid_ones() {
+        let cases = [
+            (
+                "Election".parse::<Kind>().unwrap_err(),
+                "unknown proposal type 'Election' (valid: election, decision, approval, assignment)",
+            ),
+            (
+                "most\u{7}".parse::<Rule>().unwrap_err(),
+                "unknown resolution type 'most?' (valid: plurality, majority, unanimous)",
+            ),
+            (
+                "".parse::<TieBreaker>().unwrap_err(),
+                "unknown tieBreaker '' (valid: first, random, creator-decides)",
+            ),
+        ];
+        for (e, want) in cases {
+            assert!(matches!(e, Error::Invalid(_)), "{e:?}");
+            assert_eq!(e.to_string(), want);
+        }
+        assert_eq!(
+            "creator-decides".parse::<TieBreaker>().unwrap(),
+            TieBreaker::CreatorDecides
+        );
+    }
+
+    #[test]
+    fn a_stored_proposal_loads_and_saves_the_same() {
+        let text = r#"{"next":1,"proposals":[{"id":"prop-1","type":"election","title":"t","options":[{"id":"a","label":"A"},{"id":"b","label":"B"}],"resolution":{"type":"majority","quorum":2,"tieBreaker":"creator-decides"},"quorum":2,"binding":true,"creator":"alice","created":"c","expiresAt":5,"status":"resolved","votes":[{"voter":"alice","choice":"a","at":"c"}],"winner":"a","resolvedBy":"quorum"}]}"#;
+        let all: Proposals = serde_json::from_str(text).unwrap();
+        let p = &all.proposals[0];
+        assert_eq!(
+            (
+                p.kind,
+                p.status,
+                p.resolution.rule,
+                p.resolution.tie_breaker
+            ),
+            (
+                Kind::Election,
+                Status::Resolved,
+                Rule::Majority,
+                TieBreaker::CreatorDecides
+            )
+        );
+        assert_eq!(serde_json::to_string(&all).unwrap(), text);
+        // A resolution without a rule or a tie-breaker gets the defaults.
+        let r: Resolution = serde_json::from_str("{}").unwrap();
+        assert_eq!(r, Resolution::default());
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"type":"plurality","tieBreaker":"first"}"#
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! free-form metadata, set by the agent itself.
 
 use std::collections::BTreeMap;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
@@ -14,12 +15,33 @@ use crate::state;
 
 const FILE: &str = "status.json";
 
-/// Valid states.
-pub const STATES: [&str; 2] = ["idle", "running"];
+crate::keyword_enum! {
+    /// What an agent says it is doing.
+    #[derive(Default)]
+    pub enum State {
+        /// Waiting for work (also the state of an agent that never set one).
+        #[default]
+        Idle = "idle",
+        Running = "running",
+    }
+}
+
+impl FromStr for State {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<State> {
+        State::from_name(s).ok_or_else(|| {
+            Error::invalid(format!(
+                "invalid state '{}' (valid: {})",
+                names::sanitize(s),
+                State::names()
+            ))
+        })
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct AgentStatus {
-    pub state: String,
+    pub state: State,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -34,7 +56,7 @@ pub type Statuses = BTreeMap<String, AgentStatus>;
 #[derive(Debug, Clone)]
 pub struct Member {
     pub agent: Agent,
-    pub state: String,
+    pub state: State,
     pub task: Option<String>,
     pub metadata: Option<serde_json::Value>,
     pub updated: Option<String>,
@@ -58,7 +80,7 @@ pub fn members(inst: &Instance, reg: &Registry, only: Option<&str>) -> Result<Ve
         let (unread, _) = inbox::unread(inst, &ag.name)?;
         list.push(Member {
             agent: ag.clone(),
-            state: st.map_or("idle", |s| s.state.as_str()).to_string(),
+            state: st.map_or(State::Idle, |s| s.state),
             task: st.and_then(|s| s.task.clone()),
             metadata: st.and_then(|s| s.metadata.clone()),
             updated: st.map(|s| s.updated.clone()),
@@ -83,15 +105,7 @@ pub fn set(
     metadata: Option<serde_json::Value>,
 ) -> Result<AgentStatus> {
     names::check_agent(agent)?;
-    if let Some(s) = new_state
-        && !STATES.contains(&s)
-    {
-        return Err(Error::invalid(format!(
-            "invalid state '{}' (valid: {})",
-            names::sanitize(s),
-            STATES.join(", ")
-        )));
-    }
+    let new_state: Option<State> = new_state.map(str::parse).transpose()?;
     if let Some(m) = &metadata
         && !m.is_object()
     {
@@ -101,12 +115,9 @@ pub fn set(
         return Err(Error::invalid("task is over 4096 bytes"));
     }
     state::update(inst, FILE, |all: &mut Statuses| {
-        let st = all.entry(agent.to_string()).or_insert_with(|| AgentStatus {
-            state: "idle".into(),
-            ..AgentStatus::default()
-        });
+        let st = all.entry(agent.to_string()).or_default();
         if let Some(s) = new_state {
-            st.state = s.to_string();
+            st.state = s;
         }
         if let Some(t) = task {
             st.task = (!t.is_empty()).then(|| t.to_string());
@@ -117,4 +128,35 @@ pub fn set(
         st.updated = crate::channel::now();
         Ok(st.clone())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_through_json() {
+        crate::keyword::assert_round_trips(State::ALL, |s| s.name(), State::from_name);
+        assert_eq!(State::NAMES, ["idle", "running"]);
+        assert_eq!(AgentStatus::default().state, State::Idle);
+    }
+
+    #[test]
+    fn a_bad_state_is_named_with_the_valid_ones() {
+        let e = "sleeping\n".parse::<State>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid state 'sleeping?' (valid: idle, running)"
+        );
+        assert_eq!("running".parse::<State>().unwrap(), State::Running);
+    }
+
+    #[test]
+    fn a_stored_status_loads_and_saves_the_same() {
+        let text = r#"{"alice":{"state":"running","task":"t","updated":"2026-01-01T00:00:00Z"},"bob":{"state":"idle","updated":"x"}}"#;
+        let all: Statuses = serde_json::from_str(text).unwrap();
+        assert_eq!(all["alice"].state, State::Running);
+        assert_eq!(all["bob"].state, State::Idle);
+        assert_eq!(serde_json::to_string(&all).unwrap(), text);
+    }
 }

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
 use crate::instance::Instance;
-use crate::mention;
+use crate::mention::{self, Priority};
 use crate::names::Target;
 
 pub const HELP: &str = "\
@@ -239,7 +239,7 @@ fn print_inbox(out: &mut Out, m: &InboxMessage, json: bool) -> Result<()> {
     if json {
         out.line(&serde_json::to_string(m).expect("serializes"))
     } else {
-        let tag = (m.priority == "high").then_some("HIGH");
+        let tag = (m.priority == Priority::High).then_some("HIGH");
         out.line(&crate::channel::human_entry(&m.entry, tag))
     }
 }

@@ -5,15 +5,16 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::tools::MAX_WAIT_SECONDS;
+use super::tools::{MAX_WAIT_SECONDS, Tool};
 use super::{Reply, Server};
 use crate::channel::{Channel, Entry};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::inbox::{self, InboxMessage};
+use crate::mention::Priority;
 use crate::post::{self, PostOptions};
-use crate::proposal::{self, Choice, NewProposal, Resolution};
+use crate::proposal::{self, Choice, NewProposal};
 use crate::registry::{Config, Registry};
 use crate::{resource, status};
 
@@ -21,35 +22,28 @@ type Args = Map<String, Value>;
 
 /// Dispatch one tool call.
 pub fn call(s: &Server, name: &str, a: &Args) -> Result<Reply> {
-    if !super::tools::NAMES.contains(&name) {
-        return Err(Error::not_found(format!(
-            "unknown tool '{}' (tools: {})",
-            crate::names::sanitize(name),
-            super::tools::NAMES.join(", ")
-        )));
-    }
+    let tool: Tool = name.parse()?;
     // Apply proposal expiry on every call: whoever looks next resolves what timed out.
     proposal::refresh(&s.inst)?;
-    match name {
-        "channel_send" => channel_send(s, a),
-        "channel_read" => channel_read(s, a),
-        "my_inbox" => my_inbox(s, a),
-        "my_inbox_ack" => my_inbox_ack(s, a),
-        "my_status_set" => my_status_set(s, a),
-        "team_members" => team_members(s, a),
-        "team_doc_read" => doc_read(s, a),
-        "team_doc_write" => doc_write(s, a, false),
-        "team_doc_append" => doc_write(s, a, true),
-        "team_doc_list" => doc_list(s),
-        "team_doc_create" => doc_create(s, a),
-        "document_suggest" => document_suggest(s, a),
-        "team_proposal_create" => proposal_create(s, a),
-        "team_vote" => vote(s, a),
-        "team_proposal_status" => proposal_status(s, a),
-        "team_proposal_cancel" => proposal_cancel(s, a),
-        "resource_create" => resource_create(s, a),
-        "resource_read" => resource_read(s, a),
-        _ => unreachable!("checked above"),
+    match tool {
+        Tool::ChannelSend => channel_send(s, a),
+        Tool::ChannelRead => channel_read(s, a),
+        Tool::MyInbox => my_inbox(s, a),
+        Tool::MyInboxAck => my_inbox_ack(s, a),
+        Tool::MyStatusSet => my_status_set(s, a),
+        Tool::TeamMembers => team_members(s, a),
+        Tool::TeamDocRead => doc_read(s, a),
+        Tool::TeamDocWrite => doc_write(s, a, false),
+        Tool::TeamDocAppend => doc_write(s, a, true),
+        Tool::TeamDocList => doc_list(s),
+        Tool::TeamDocCreate => doc_create(s, a),
+        Tool::DocumentSuggest => document_suggest(s, a),
+        Tool::TeamProposalCreate => proposal_create(s, a),
+        Tool::TeamVote => vote(s, a),
+        Tool::TeamProposalStatus => proposal_status(s, a),
+        Tool::TeamProposalCancel => proposal_cancel(s, a),
+        Tool::ResourceCreate => resource_create(s, a),
+        Tool::ResourceRead => resource_read(s, a),
     }
 }
 
@@ -184,7 +178,7 @@ fn inbox_text(msgs: &[InboxMessage]) -> String {
         if msgs.len() == 1 { "" } else { "s" }
     );
     for m in msgs {
-        let tag = (m.priority == "high").then_some("HIGH");
+        let tag = (m.priority == Priority::High).then_some("HIGH");
         t.push_str("- ");
         t.push_str(&crate::channel::human_entry(&m.entry, tag));
         t.push('\n');
@@ -416,8 +410,8 @@ fn proposal_create(s: &Server, a: &Args) -> Result<Reply> {
             .collect::<Result<Vec<_>>>()?,
         Some(_) => return Err(Error::invalid("'options' must be an array of {id, label}")),
     };
-    let resolution = match a.get("resolution") {
-        None | Some(Value::Null) => Resolution::default(),
+    let (rule, quorum, tie_breaker) = match a.get("resolution") {
+        None | Some(Value::Null) => (None, None, None),
         Some(Value::Object(r)) => {
             let get = |k: &str| -> Result<Option<String>> {
                 match r.get(k) {
@@ -441,12 +435,7 @@ fn proposal_create(s: &Server, a: &Args) -> Result<Reply> {
                     ));
                 }
             };
-            let d = Resolution::default();
-            Resolution {
-                rule: get("type")?.unwrap_or(d.rule),
-                quorum,
-                tie_breaker: get("tieBreaker")?.unwrap_or(d.tie_breaker),
-            }
+            (get("type")?, quorum, get("tieBreaker")?)
         }
         Some(_) => {
             return Err(Error::invalid(
@@ -460,7 +449,9 @@ fn proposal_create(s: &Server, a: &Args) -> Result<Reply> {
         title,
         description: str_arg(a, "description")?.map(str::to_string),
         options,
-        resolution,
+        rule,
+        quorum,
+        tie_breaker,
         binding: bool_arg(a, "binding")?.unwrap_or(false),
         timeout_seconds: uint_arg(a, "timeoutSeconds")?,
     };

@@ -1,40 +1,61 @@
 //! The tool list of `aw-mcp`: names, descriptions and input schemas.
 
+use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
-use rmcp::model::Tool;
 use serde_json::{Value, json};
 
+use crate::error::{Error, Result};
 use crate::proposal::{
-    MAX_DESCRIPTION, MAX_LABEL, MAX_OPTION_ID, MAX_OPTIONS, MAX_REASON, MAX_TITLE,
+    Kind, MAX_DESCRIPTION, MAX_LABEL, MAX_OPTION_ID, MAX_OPTIONS, MAX_REASON, MAX_TITLE, Rule,
+    TieBreaker,
 };
+use crate::status::State;
 
 /// Longest `my_inbox` wait, in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 120;
 
-/// Every tool name, in listing order.
-pub const NAMES: [&str; 18] = [
-    "channel_send",
-    "channel_read",
-    "my_inbox",
-    "my_inbox_ack",
-    "my_status_set",
-    "team_members",
-    "team_doc_read",
-    "team_doc_write",
-    "team_doc_append",
-    "team_doc_list",
-    "team_doc_create",
-    "document_suggest",
-    "team_proposal_create",
-    "team_vote",
-    "team_proposal_status",
-    "team_proposal_cancel",
-    "resource_create",
-    "resource_read",
-];
+crate::keyword_enum! {
+    /// Every tool, in listing order. A new tool is a line here, its definition in
+    /// [`definition`] and its handler in `handlers::call`; the compiler asks for both.
+    pub enum Tool {
+        ChannelSend = "channel_send",
+        ChannelRead = "channel_read",
+        MyInbox = "my_inbox",
+        MyInboxAck = "my_inbox_ack",
+        MyStatusSet = "my_status_set",
+        TeamMembers = "team_members",
+        TeamDocRead = "team_doc_read",
+        TeamDocWrite = "team_doc_write",
+        TeamDocAppend = "team_doc_append",
+        TeamDocList = "team_doc_list",
+        TeamDocCreate = "team_doc_create",
+        DocumentSuggest = "document_suggest",
+        TeamProposalCreate = "team_proposal_create",
+        TeamVote = "team_vote",
+        TeamProposalStatus = "team_proposal_status",
+        TeamProposalCancel = "team_proposal_cancel",
+        ResourceCreate = "resource_create",
+        ResourceRead = "resource_read",
+    }
+}
 
-fn tool(name: &'static str, description: &'static str, props: Value, required: &[&str]) -> Tool {
+impl FromStr for Tool {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Tool> {
+        Tool::from_name(s).ok_or_else(|| {
+            Error::not_found(format!(
+                "unknown tool '{}' (tools: {})",
+                crate::names::sanitize(s),
+                Tool::names()
+            ))
+        })
+    }
+}
+
+/// The definition `tools/list` gives for `t`.
+fn listed(t: Tool) -> rmcp::model::Tool {
+    let (description, props, required) = definition(t);
     let mut schema = json!({
         "type": "object",
         "properties": props,
@@ -46,7 +67,7 @@ fn tool(name: &'static str, description: &'static str, props: Value, required: &
     let Value::Object(map) = schema else {
         unreachable!()
     };
-    Tool::new(name, description, Arc::new(map))
+    rmcp::model::Tool::new(t.name(), description, Arc::new(map))
 }
 
 fn file_prop() -> Value {
@@ -57,22 +78,21 @@ fn id_prop(what: &str) -> Value {
     json!({"type": ["integer", "string"], "description": what})
 }
 
-/// The tools, built once.
-pub fn all() -> &'static [Tool] {
-    static TOOLS: OnceLock<Vec<Tool>> = OnceLock::new();
-    TOOLS.get_or_init(build)
+/// The tools' definitions in listing order, built once.
+pub fn all() -> &'static [rmcp::model::Tool] {
+    static TOOLS: OnceLock<Vec<rmcp::model::Tool>> = OnceLock::new();
+    TOOLS.get_or_init(|| Tool::ALL.iter().map(|&t| listed(t)).collect())
 }
 
-fn build() -> Vec<Tool> {
-    vec![
-        tool(
-            "channel_send",
+/// A tool's description, input properties and required inputs.
+fn definition(t: Tool) -> (&'static str, Value, &'static [&'static str]) {
+    match t {
+        Tool::ChannelSend => (
             "Post a message to the team channel as yourself. @name mentions wake those agents and land in their inbox.",
             json!({"message": {"type": "string", "description": "Message text (Markdown); mention agents with @name"}}),
             &["message"],
         ),
-        tool(
-            "channel_read",
+        Tool::ChannelRead => (
             "Read channel entries: the latest ones, or those after an entry id (or ISO timestamp).",
             json!({
                 "since": id_prop("Only entries after this entry id (or after this ISO 8601 timestamp)"),
@@ -80,66 +100,52 @@ fn build() -> Vec<Tool> {
             }),
             &[],
         ),
-        tool(
-            "my_inbox",
+        Tool::MyInbox => (
             "Your unread @mentions, oldest first, with priority. Reading does not acknowledge: call my_inbox_ack after handling them. With wait_seconds, waits for a mention when the inbox is empty.",
             json!({"wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "description": "When the inbox is empty, wait up to this many seconds for a new mention (default 0, at most 120)"}}),
             &[],
         ),
-        tool(
-            "my_inbox_ack",
+        Tool::MyInboxAck => (
             "Acknowledge your inbox up to and including an entry id, after you handled those messages.",
             json!({"until": id_prop("Entry id of the newest message you handled")}),
             &["until"],
         ),
-        tool(
-            "my_status_set",
+        Tool::MyStatusSet => (
             "Set your status for the team: state idle|running, current task, metadata.",
             json!({
                 "task": {"type": "string", "description": "What you are working on (empty clears it)"},
-                "state": {"type": "string", "enum": ["idle", "running"]},
+                "state": {"type": "string", "enum": State::NAMES},
                 "metadata": {"type": "object", "description": "Free-form JSON object"}
             }),
             &[],
         ),
-        tool(
-            "team_members",
+        Tool::TeamMembers => (
             "List the agents of this team (instance), optionally with their status and unread counts.",
             json!({"includeStatus": {"type": "boolean", "description": "Include state, task and unread count"}}),
             &[],
         ),
-        tool(
-            "team_doc_read",
+        Tool::TeamDocRead => (
             "Read a shared document (default notes.md).",
             json!({"file": file_prop()}),
             &[],
         ),
-        tool(
-            "team_doc_write",
+        Tool::TeamDocWrite => (
             "Replace a shared document's content (creates it). Only the document owner may write when one is set.",
             json!({"content": {"type": "string"}, "file": file_prop()}),
             &["content"],
         ),
-        tool(
-            "team_doc_append",
+        Tool::TeamDocAppend => (
             "Append to a shared document (creates it). Only the document owner may write when one is set.",
             json!({"content": {"type": "string"}, "file": file_prop()}),
             &["content"],
         ),
-        tool(
-            "team_doc_list",
-            "List the shared documents.",
-            json!({}),
-            &[],
-        ),
-        tool(
-            "team_doc_create",
+        Tool::TeamDocList => ("List the shared documents.", json!({}), &[]),
+        Tool::TeamDocCreate => (
             "Create a new shared document; fails if it exists.",
             json!({"file": {"type": "string", "description": "Path relative to the documents folder, e.g. findings/auth.md"}, "content": {"type": "string"}}),
             &["file", "content"],
         ),
-        tool(
-            "document_suggest",
+        Tool::DocumentSuggest => (
             "Suggest a document change to the document owner (posts @owner [DOC_SUGGEST] to the channel). Use this when you are not the owner.",
             json!({
                 "suggestion": {"type": "string", "description": "The change to make"},
@@ -148,18 +154,17 @@ fn build() -> Vec<Tool> {
             }),
             &["suggestion"],
         ),
-        tool(
-            "team_proposal_create",
+        Tool::TeamProposalCreate => (
             "Create a proposal for the team to vote on: election (options default to the agents), decision, approval (options default to yes/no) or assignment. Limits: 2 to 20 options, option ids of at most 64 bytes, labels and title of at most 200 bytes, description of at most 4096 bytes; at most 50 active proposals per team. A binding election whose id starts with doc-owner chooses the document owner: its options must be registered agents and its quorum at least a majority of them (at most all); a tie or a timeout leaves the owner unchanged.",
             json!({
-                "type": {"type": "string", "enum": ["election", "decision", "approval", "assignment"]},
+                "type": {"type": "string", "enum": Kind::NAMES},
                 "title": {"type": "string", "maxLength": MAX_TITLE, "description": "One line, at most 200 bytes"},
                 "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "description": "Context for voters, at most 4096 bytes"},
                 "options": {"type": "array", "maxItems": MAX_OPTIONS, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": MAX_OPTION_ID}, "label": {"type": "string", "maxLength": MAX_LABEL}}, "required": ["id"]}, "description": "Choices as {id, label}: 2 to 20; ids of letters, digits, - _ . @ (at most 64 bytes), labels of at most 200 bytes"},
                 "resolution": {"type": "object", "properties": {
-                    "type": {"type": "string", "enum": ["plurality", "majority", "unanimous"]},
+                    "type": {"type": "string", "enum": Rule::NAMES},
                     "quorum": {"type": "integer", "minimum": 1, "description": "Votes needed to resolve (default: number of agents; a doc-owner election needs at least a majority of the agents)"},
-                    "tieBreaker": {"type": "string", "enum": ["first", "random", "creator-decides"]}
+                    "tieBreaker": {"type": "string", "enum": TieBreaker::NAMES}
                 }},
                 "binding": {"type": "boolean", "description": "Enforced by the system (an election with an id starting doc-owner sets the document owner)"},
                 "timeoutSeconds": {"type": "integer", "minimum": 1, "description": "Resolve with the votes so far (or expire without votes) after this many seconds"},
@@ -167,8 +172,7 @@ fn build() -> Vec<Tool> {
             }),
             &["type", "title"],
         ),
-        tool(
-            "team_vote",
+        Tool::TeamVote => (
             "Vote on an active proposal. Votes are final. Only registered agents vote in a doc-owner election.",
             json!({
                 "proposal": {"type": "string", "description": "Proposal id"},
@@ -177,20 +181,17 @@ fn build() -> Vec<Tool> {
             }),
             &["proposal", "choice"],
         ),
-        tool(
-            "team_proposal_status",
+        Tool::TeamProposalStatus => (
             "Show one proposal with votes and counts, or all active proposals.",
             json!({"proposal": {"type": "string", "description": "Proposal id (default: all active)"}}),
             &[],
         ),
-        tool(
-            "team_proposal_cancel",
+        Tool::TeamProposalCancel => (
             "Cancel a proposal you created.",
             json!({"proposal": {"type": "string"}}),
             &["proposal"],
         ),
-        tool(
-            "resource_create",
+        Tool::ResourceCreate => (
             "Store long content (a diff, a log, a report) once and get an id to reference in messages instead of pasting it.",
             json!({
                 "content": {"type": "string"},
@@ -198,13 +199,12 @@ fn build() -> Vec<Tool> {
             }),
             &["content"],
         ),
-        tool(
-            "resource_read",
+        Tool::ResourceRead => (
             "Read a resource by id, verbatim.",
             json!({"id": {"type": "string", "description": "Resource id, e.g. res-0123456789abcdef"}}),
             &["id"],
         ),
-    ]
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +238,54 @@ mod tests {
         assert_eq!(
             reason,
             Some(format!("Why, at most {MAX_REASON} bytes").as_str())
+        );
+    }
+
+    #[test]
+    fn tools_are_listed_once_each_in_table_order() {
+        crate::keyword::assert_round_trips(Tool::ALL, |t| t.name(), Tool::from_name);
+        let listed: Vec<&str> = all().iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(listed, Tool::NAMES);
+        assert_eq!(listed.len(), 18);
+        assert_eq!(listed[0], "channel_send");
+        assert_eq!(listed[17], "resource_read");
+    }
+
+    #[test]
+    fn an_unknown_tool_is_not_found_with_the_list() {
+        let e = "team_nope".parse::<Tool>().unwrap_err();
+        assert!(matches!(e, Error::NotFound(_)), "{e:?}");
+        let msg = e.to_string();
+        assert!(
+            msg.starts_with("unknown tool 'team_nope' (tools: channel_send, channel_read, "),
+            "{msg}"
+        );
+        assert!(msg.ends_with(", resource_create, resource_read)"), "{msg}");
+    }
+
+    #[test]
+    fn schemas_list_the_keywords_of_the_library() {
+        let schema = |name: &str| {
+            let t = all().iter().find(|t| t.name == name).unwrap();
+            serde_json::Value::Object((*t.input_schema).clone())
+        };
+        let create = schema("team_proposal_create");
+        assert_eq!(
+            create["properties"]["type"]["enum"],
+            json!(["election", "decision", "approval", "assignment"])
+        );
+        let resolution = &create["properties"]["resolution"]["properties"];
+        assert_eq!(
+            resolution["type"]["enum"],
+            json!(["plurality", "majority", "unanimous"])
+        );
+        assert_eq!(
+            resolution["tieBreaker"]["enum"],
+            json!(["first", "random", "creator-decides"])
+        );
+        assert_eq!(
+            schema("my_status_set")["properties"]["state"]["enum"],
+            json!(["idle", "running"])
         );
     }
 }

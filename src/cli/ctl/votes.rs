@@ -3,7 +3,7 @@
 use super::{Args, who};
 use crate::cli::Out;
 use crate::error::Result;
-use crate::proposal::{self, Choice, NewProposal, Resolution};
+use crate::proposal::{self, Choice, NewProposal};
 
 /// `aw-ctl proposals [--all] [--json]`.
 pub(super) fn proposals(out: &mut Out, a: &Args) -> Result<u8> {
@@ -63,18 +63,15 @@ pub(super) fn propose(out: &mut Out, a: &Args, kind: &str, title: &str) -> Resul
             },
         })
         .collect();
-    let d = Resolution::default();
     let new = NewProposal {
         id: a.id.clone(),
         kind: kind.to_string(),
         title: title.to_string(),
         description: a.description.clone(),
         options,
-        resolution: Resolution {
-            rule: a.rule.clone().unwrap_or(d.rule),
-            quorum: a.quorum,
-            tie_breaker: a.tie_breaker.clone().unwrap_or(d.tie_breaker),
-        },
+        rule: a.rule.clone(),
+        quorum: a.quorum,
+        tie_breaker: a.tie_breaker.clone(),
         binding: a.binding,
         timeout_seconds: a.timeout,
     };
