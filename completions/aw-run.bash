@@ -105,17 +105,22 @@ _aw_paths() {
 }
 
 _aw_run() {
-    local words cword cur prev root inst
+    local words cword cur prev root inst i serve=
     _aw_words
     _aw_where
     case $prev in
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
-    --var | --debounce | --poll | --max-runs | --timeout | --retries | --backoff) return ;;
+    --var | --debounce | --poll | --max-runs | --timeout | --retries | --backoff | --cooldown) return ;;
     esac
+    for ((i = 1; i < cword; i++)); do
+        [[ ${words[i]} == --serve ]] && serve=1
+    done
     if [[ $cur == -* ]]; then
-        local opts='--root -i --instance --check --var --debounce --poll --max-runs --timeout --retries --backoff -q --quiet --json -h --help -V --version'
+        local opts='--root -i --instance --check --var --keep --detach --serve --debounce --poll --max-runs --timeout --retries --backoff --cooldown -q --quiet --json -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
+    elif [[ -n $serve ]]; then
+        _aw_reply < <(_aw_agents "$root" "$inst")
     else
         _aw_paths -f
     fi

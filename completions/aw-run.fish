@@ -90,18 +90,28 @@ function __aw_documents
     find $dir -type f ! -path '*/.*' 2>/dev/null | string replace -- $dir/ ''
 end
 
-complete -c aw-run -F
+# Is --serve on the command line?
+function __aw_run_serving
+    contains -- --serve (__aw_tokens)
+end
+
+complete -c aw-run -n 'not __aw_run_serving' -F
+complete -c aw-run -n __aw_run_serving -f -a '(__aw_agents)' -d Agent
 complete -c aw-run -l root -x -a '(__fish_complete_directories)' -d 'Root directory'
 complete -c aw-run -s i -l instance -x -a '(__aw_instances)' -d Instance
 complete -c aw-run -l check -d 'Check the file and exit'
 complete -c aw-run -l var -x -d 'Define a variable NAME=VALUE'
+complete -c aw-run -l keep -d 'Stay until stopped'
+complete -c aw-run -l detach -d 'Run in the background and print its pid'
+complete -c aw-run -l serve -d 'Serve registered agents, without a workflow file'
 complete -c aw-run -l debounce -x -d 'Quiet time before the work counts as done'
 complete -c aw-run -l poll -x -d 'Poll the channel every SECS seconds'
 complete -c aw-run -l max-runs -x -d 'Most runs per agent'
 complete -c aw-run -l timeout -x -d 'Bound on the whole workflow'
 complete -c aw-run -l retries -x -d 'Attempts per run'
 complete -c aw-run -l backoff -x -d 'Wait before the second attempt'
-complete -c aw-run -s q -l quiet -d 'Print no run events and no summary'
-complete -c aw-run -l json -d 'Print events as JSON Lines'
+complete -c aw-run -l cooldown -x -d 'Wait before retrying the messages of a failed run'
+complete -c aw-run -s q -l quiet -d 'Print no entries, run events or summary'
+complete -c aw-run -l json -d 'Print entries and events as JSON Lines'
 complete -c aw-run -s h -l help -d 'Print help'
 complete -c aw-run -s V -l version -d 'Print the version'
