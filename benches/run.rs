@@ -133,7 +133,7 @@ fn end_to_end(dir: &Path, opts: &Opts) {
             Some(&["--debounce", "0.01s"]),
         ),
     ];
-    let n = opts.reps(60);
+    let n = opts.reps(40);
     let mut samples = vec![Vec::with_capacity(n); variants.len()];
     for r in 0..n + 2 {
         for k in 0..variants.len() {
@@ -314,7 +314,7 @@ fn wake(dir: &Path, opts: &Opts) {
         yaml(&exe),
         yaml(&sp)
     );
-    let n = opts.reps(300);
+    let n = opts.reps(200);
     let mut rng = Rng::new();
     let mut stale = 0;
 
