@@ -1,13 +1,14 @@
 #!/bin/sh
 # Run aw's benchmarks: aw-send per call, reads at 10k/100k/1M entries, follow wake latency,
-# aw-mcp start-up and tool round trips.
+# aw-mcp start-up and tool round trips, aw-run end to end, wake latency, idle cost and
+# throughput.
 # Usage: sh bench/run.sh [--quick]    (make bench runs it after make build)
 # Prints Markdown tables; a copy goes to target/bench-data/last-run.md. Nothing here asserts
 # on time: figures are measured and printed, and BENCHMARKS.md is updated by hand.
 set -eu
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-BENCHES="send read follow mcp"
+BENCHES="send read follow mcp run"
 
 QUICK=
 for a in "$@"; do

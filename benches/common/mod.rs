@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 const BUILT_SEND: &str = env!("CARGO_BIN_EXE_aw-send");
 const BUILT_PEEK: &str = env!("CARGO_BIN_EXE_aw-peek");
 const BUILT_MCP: &str = env!("CARGO_BIN_EXE_aw-mcp");
+const BUILT_RUN: &str = env!("CARGO_BIN_EXE_aw-run");
 
 /// `aw-send` under test: from `$AW_BENCH_BIN_DIR` when set (to compare another build of the
 /// same source), else the one cargo built.
@@ -25,6 +26,11 @@ pub fn aw_peek() -> PathBuf {
 /// `aw-mcp` under test (see [`aw_send`]).
 pub fn aw_mcp() -> PathBuf {
     bin("aw-mcp", BUILT_MCP)
+}
+
+/// `aw-run` under test (see [`aw_send`]).
+pub fn aw_run() -> PathBuf {
+    bin("aw-run", BUILT_RUN)
 }
 
 fn bin(name: &str, built: &str) -> PathBuf {
