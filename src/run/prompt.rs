@@ -38,7 +38,11 @@ pub fn build(p: &PromptParts) -> String {
         if p.inbox.len() == 1 { "" } else { "s" }
     ));
     for m in p.inbox {
-        let tag = if m.priority == "high" { " [HIGH]" } else { "" };
+        let tag = if m.priority == crate::mention::Priority::High {
+            " [HIGH]"
+        } else {
+            ""
+        };
         s.push_str(&format!(
             "- From @{}{tag}: {}\n",
             m.entry.from, m.entry.message

@@ -20,28 +20,17 @@ use crate::error::{Error, Result};
 use crate::fs::{Lock, atomic_write_unsynced};
 use crate::instance::Instance;
 
-/// The state of one agent's controller.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ControllerState {
-    /// Waiting for a mention.
-    Idle,
-    /// Its backend is running.
-    Running,
-    /// Its last run failed for good; it waits for new activity or the end of the cooldown.
-    Cooldown,
-    /// Its server is finishing.
-    Stopped,
-}
-
-impl ControllerState {
-    pub fn name(self) -> &'static str {
-        match self {
-            ControllerState::Idle => "idle",
-            ControllerState::Running => "running",
-            ControllerState::Cooldown => "cooldown",
-            ControllerState::Stopped => "stopped",
-        }
+crate::keyword_enum! {
+    /// The state of one agent's controller.
+    pub enum ControllerState {
+        /// Waiting for a mention.
+        Idle = "idle",
+        /// Its backend is running.
+        Running = "running",
+        /// Its last run failed for good; it waits for new activity or the end of the cooldown.
+        Cooldown = "cooldown",
+        /// Its server is finishing.
+        Stopped = "stopped",
     }
 }
 
@@ -189,16 +178,10 @@ mod tests {
 
     #[test]
     fn state_names_match_their_json() {
-        for s in [
-            ControllerState::Idle,
-            ControllerState::Running,
-            ControllerState::Cooldown,
-            ControllerState::Stopped,
-        ] {
-            assert_eq!(
-                serde_json::to_string(&s).unwrap(),
-                format!("\"{}\"", s.name())
-            );
+        for s in ControllerState::ALL {
+            let json = serde_json::to_string(s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.name()));
+            assert_eq!(serde_json::from_str::<ControllerState>(&json).unwrap(), *s);
         }
     }
 

@@ -68,23 +68,13 @@ pub struct RunContext<'a> {
     pub stop: &'a Stop,
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Ok,
-    Failed,
-    Timeout,
-    Killed,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::Failed => "failed",
-            Status::Timeout => "timeout",
-            Status::Killed => "killed",
-        }
+crate::keyword_enum! {
+    /// How a run ended.
+    pub enum Status {
+        Ok = "ok",
+        Failed = "failed",
+        Timeout = "timeout",
+        Killed = "killed",
     }
 }
 
