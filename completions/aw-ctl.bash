@@ -119,6 +119,17 @@ _aw_ctl() {
     --tie-breaker) _aw_reply < <(printf '%s\n' first random creator-decides); return ;;
     -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason) return ;;
     esac
+    # After `new NAME ... --` comes the agent's command: programs, then files.
+    for ((i = 1; i < cword; i++)); do
+        if [[ ${words[i]} == -- && " ${words[*]:1:i} " == *" new "* ]]; then
+            if ((i + 1 == cword)); then
+                mapfile -t COMPREPLY < <(compgen -c -- "$cur" | sort -u)
+            else
+                _aw_paths -f
+            fi
+            return
+        fi
+    done
     # The command words before the cursor (options may come anywhere).
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
@@ -144,13 +155,16 @@ _aw_ctl() {
         vote/*) opts+=' --reason --as --json' ;;
         cancel/*) opts+=' --as --json' ;;
         mcp-config/*) opts+=' --codex --codex-toml' ;;
+        ps/* | runs/*) opts+=' --json' ;;
+        stop/*) opts+=' --all' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config) ;;
-    1/rm/ | 1/ack/ | 1/status/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps stop runs) ;;
+    1/rm/ | 1/ack/ | 1/status/ | 1/runs/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
+    1/stop/) _aw_reply < <(_aw_targets "$root" "$inst") ;;
     1/propose/) _aw_reply < <(printf '%s\n' election decision approval assignment) ;;
     1/mcp-config/) _aw_reply < <(_aw_agents "$root" "$inst" | sed "s/\$/@$inst/") ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;

@@ -184,3 +184,11 @@ complete -c aw-ctl -n '__aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in 
 complete -c aw-ctl -n '__aw_ctl_at mcp-config' -a '(for a in (__aw_agents); echo $a@(__aw_instance); end)'
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex -d 'Print Codex command-line overrides'
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex-toml -d 'Print a Codex config.toml fragment'
+
+complete -c aw-ctl -n '__aw_ctl_at' -a ps -d 'List the agents aw-run serves'
+complete -c aw-ctl -n '__aw_ctl_at' -a stop -d 'Stop the aw-run serving an agent or instance'
+complete -c aw-ctl -n '__aw_ctl_at' -a runs -d 'List or show the transcripts of runs'
+complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in runs' -l json -d 'JSON Lines output'
+complete -c aw-ctl -n '__aw_ctl_at stop' -a '(__aw_targets)'
+complete -c aw-ctl -n '__aw_ctl_in stop' -l all -d 'Stop every served agent'
+complete -c aw-ctl -n '__aw_ctl_at runs' -a '(__aw_agents)'

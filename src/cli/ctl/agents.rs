@@ -1,5 +1,7 @@
 //! `aw-ctl` commands about agents: register, unregister, list, acknowledge, status.
 
+use std::collections::BTreeMap;
+
 use serde_json::json;
 
 use super::{Args, agent_instance};
@@ -9,6 +11,7 @@ use crate::inbox;
 use crate::names;
 use crate::proposal;
 use crate::registry::{self, Agent, BACKENDS, Config, Registry};
+use crate::run::serve::{self, Served};
 use crate::status;
 
 pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
@@ -22,8 +25,10 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
                 BACKENDS.join(", ")
             )));
         }
+        None if a.command.is_some() => "exec".to_string(),
         None => registry::backend_for_model(a.model.as_deref()).to_string(),
     };
+    let command = exec_command(&backend, a.command.as_deref())?;
     let system_prompt = match (&a.prompt, &a.prompt_file) {
         (Some(_), Some(_)) => {
             return Err(Error::Usage(
@@ -47,6 +52,7 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         backend,
         model: a.model.clone(),
         system_prompt,
+        command,
         created: crate::channel::now(),
         ..Agent::default()
     };
@@ -60,6 +66,37 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     }
     out.line(&format!("{name}@{}", inst.name()))?;
     Ok(0)
+}
+
+/// The argument vector of an exec agent, from the words after `--`: the program is made
+/// absolute (against the current directory) when it is a path, that is when it holds a `/`.
+/// Only an exec agent has one, and it must.
+fn exec_command(backend: &str, command: Option<&[String]>) -> Result<Vec<String>> {
+    let usage = "aw-ctl new NAME --backend exec -- PROGRAM [ARG...]";
+    match (backend, command) {
+        ("exec", Some([program, args @ ..])) if !program.is_empty() => {
+            let program = if program.contains('/') {
+                let abs = std::path::absolute(program).map_err(|e| Error::io(program, e))?;
+                abs.into_os_string()
+                    .into_string()
+                    .map_err(|_| Error::invalid("the current directory is not valid UTF-8"))?
+            } else {
+                program.clone()
+            };
+            Ok(std::iter::once(program)
+                .chain(args.iter().cloned())
+                .collect())
+        }
+        ("exec", Some([_, ..])) => Err(Error::Usage("the program after -- is empty".into())),
+        ("exec", _) => {
+            Err(Error::Usage("an exec agent needs a command after --".into()).hint(usage))
+        }
+        (_, None) => Ok(Vec::new()),
+        (other, Some(_)) => Err(Error::Usage(format!(
+            "a command after -- is for the exec backend, not {other}"
+        ))
+        .hint(usage)),
+    }
 }
 
 pub(super) fn rm(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
@@ -147,6 +184,10 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
     }
     let owner = Config::load(&inst)?.document_owner;
     let active = proposal::list(&inst, true)?;
+    let served: BTreeMap<String, Served> = serve::list(&inst)
+        .into_iter()
+        .map(|s| (s.agent.clone(), s))
+        .collect();
     let agents: Vec<_> = status::members(&inst, &reg, only)?
         .into_iter()
         .map(|m| {
@@ -160,6 +201,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
                 "updated": m.updated,
                 "unread": m.unread,
                 "cursor": m.cursor,
+                "controller": served.get(&m.agent.name).map(controller),
             })
         })
         .collect();
@@ -185,6 +227,14 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
             ag["state"].as_str().unwrap_or(""),
             ag["unread"]
         );
+        if let Some(c) = ag["controller"].as_object() {
+            line.push_str(&format!(
+                "  [aw-run pid {}: {}, {} run(s)]",
+                c["pid"],
+                c["state"].as_str().unwrap_or(""),
+                c["runs"]
+            ));
+        }
         if let Some(t) = ag["task"].as_str() {
             line.push_str("  ");
             line.push_str(t);
@@ -197,4 +247,9 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
         }
     }
     Ok(0)
+}
+
+/// The controller of an agent that an aw-run serves, as `status --json` shows it.
+fn controller(s: &Served) -> serde_json::Value {
+    json!({"state": s.state.name(), "pid": s.pid, "runs": s.runs})
 }

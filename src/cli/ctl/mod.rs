@@ -1,9 +1,11 @@
 //! `aw-ctl`: register agents, list instances, acknowledge inboxes, manage documents, run
-//! votes and print MCP configurations. This module parses the command line and dispatches.
+//! votes, print MCP configurations, and watch and stop the agents aw-run serves. This module
+//! parses the command line and dispatches.
 
 mod agents;
 mod docs;
 mod mcp_config;
+mod runs;
 mod votes;
 
 use crate::cli::{self, Common, Out};
@@ -18,7 +20,9 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 Commands:
   new NAME [-m MODEL] [--backend B] [--prompt TEXT | --prompt-file F] [--replace]
-                         register an agent (NAME or NAME@INSTANCE); starts nothing
+      [-- PROGRAM [ARG...]]
+                         register an agent (NAME or NAME@INSTANCE); starts nothing;
+                         an exec agent needs its command after --
   rm NAME                unregister an agent
   ls [--json]            instances, their agents, entry counts and unread counts
   ack AGENT [--until ID] acknowledge AGENT's inbox up to ID (default: the newest entry)
@@ -42,6 +46,11 @@ Commands:
   mcp-config NAME@INSTANCE [--codex | --codex-toml]
                          print the MCP configuration for Claude Code (JSON) or
                          Codex (command-line overrides, or config.toml)
+  ps [--json]            agents served by aw-run: instance, agent, pid, state, runs
+  stop AGENT[@INSTANCE] | @INSTANCE | --all
+                         ask the aw-run serving them to finish (SIGTERM); wait up to 10 s
+  runs [AGENT] [--json]  the transcripts of the agents' runs
+  runs AGENT N [--json]  show transcript N of AGENT
   (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
 
 Options:
@@ -55,7 +64,7 @@ Options:
       --until ID       (ack) acknowledge up to entry ID
       --as AGENT       (doc, propose, vote, cancel) act as AGENT
       --clear          (doc owner) remove the document owner
-      --all            (proposals) list closed proposals too
+      --all            (proposals) list closed proposals too; (stop) every served agent
       --option ID[=LABEL]
                        (propose) an option; repeat for each
       --rule R         (propose) plurality (default), majority or unanimous
@@ -73,10 +82,10 @@ Options:
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 ok, 1 no document owner set (doc owner), 64 usage, 65 bad name or
-data, 66 no such instance, agent or document, 73 cannot create (exists), 74 I/O
-error, 75 lock timeout, 77 not the document owner or permission denied,
-130 interrupted.
+Exit status: 0 ok, 1 no document owner set (doc owner) or not served (stop), 64 usage,
+65 bad name or data, 66 no such instance, agent, document or run, 73 cannot create
+(exists), 74 I/O error, 75 lock timeout or still served after the wait (stop), 77 not
+the document owner or permission denied, 130 interrupted.
 ";
 
 #[derive(Debug, Default)]
@@ -104,13 +113,35 @@ pub(super) struct Args {
     pub(super) reason: Option<String>,
     pub(super) codex: bool,
     pub(super) codex_toml: bool,
+    /// The words after `new NAME ... --`: an exec agent's command.
+    command: Option<Vec<String>>,
 }
 
 pub fn run(out: &mut Out) -> Result<u8> {
     use lexopt::prelude::*;
     let mut a = Args::default();
     let mut p = lexopt::Parser::from_env();
-    while let Some(arg) = p.next().map_err(cli::lex_err)? {
+    loop {
+        // `new NAME ... -- PROGRAM [ARG...]`: everything after `--` is the command, taken
+        // as it is (options included).
+        if a.words.len() == 2
+            && a.words[0] == "new"
+            && let Some(mut raw) = p.try_raw_args()
+            && raw.peek() == Some(std::ffi::OsStr::new("--"))
+        {
+            raw.next();
+            let argv = raw
+                .map(|v| {
+                    v.into_string()
+                        .map_err(|_| Error::invalid("command argument is not valid UTF-8"))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            a.command = Some(argv);
+            break;
+        }
+        let Some(arg) = p.next().map_err(cli::lex_err)? else {
+            break;
+        };
         if let Some(k) = Common::key(&arg) {
             a.common.set(k, &mut p)?;
             continue;
@@ -162,6 +193,12 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["vote", id, choice] => votes::vote(out, &a, id, choice),
         ["cancel", id] => votes::cancel(out, &a, id),
         ["mcp-config", addr] => mcp_config::mcp_config(out, &a, addr),
+        ["ps"] => runs::ps(out, &a),
+        ["stop"] => runs::stop(out, &a, None),
+        ["stop", target] => runs::stop(out, &a, Some(target)),
+        ["runs"] => runs::runs(out, &a, None, None),
+        ["runs", agent] => runs::runs(out, &a, Some(agent), None),
+        ["runs", agent, n] => runs::runs(out, &a, Some(agent), Some(n)),
         [] => Err(Error::Usage("no command".into()).hint("see aw-ctl --help")),
         [cmd, ..]
             if [
@@ -175,6 +212,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 "vote",
                 "cancel",
                 "mcp-config",
+                "ps",
+                "stop",
+                "runs",
             ]
             .contains(cmd) =>
         {

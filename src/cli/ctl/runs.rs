@@ -1,0 +1,485 @@
+//! `aw-ctl` commands about the agents aw-run serves and their runs: ps, stop, runs.
+//!
+//! They only read what aw-run keeps under `_state/serve/` (who serves which agent) and
+//! `_state/runs/<agent>/<n>.json` (one transcript per attempt); `stop` also signals the
+//! serving process.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::{Args, agent_instance};
+use crate::cli::{self, Out};
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::names::{self, Target};
+use crate::registry::Registry;
+use crate::run::controller::transcript_dir;
+use crate::run::serve::{self, Served};
+
+/// How long `stop` waits for the servers to finish.
+const STOP_WAIT: Duration = Duration::from_secs(10);
+
+/// The instances `ps` and `stop --all` look at: every instance of the root, or only the one
+/// named with `-i` (not `AW_INSTANCE`, as for `ls`).
+fn instances(a: &Args) -> Result<Vec<Instance>> {
+    let root = a.common.root();
+    if let Some(only) = &a.common.instance {
+        let inst = root.instance(only)?;
+        return Ok(if inst.exists() {
+            vec![inst]
+        } else {
+            Vec::new()
+        });
+    }
+    root.instances()?
+        .iter()
+        .map(|name| root.instance(name))
+        .collect()
+}
+
+/// Every served agent of `instances`, with its instance.
+fn served(instances: Vec<Instance>) -> Vec<(Instance, Served)> {
+    instances
+        .into_iter()
+        .flat_map(|inst| {
+            serve::list(&inst)
+                .into_iter()
+                .map(move |s| (inst.clone(), s))
+        })
+        .collect()
+}
+
+/// Print rows as aligned columns, two spaces apart; the last column is not padded.
+fn table(out: &mut Out, rows: &[Vec<String>]) -> Result<()> {
+    let cols = rows.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..cols)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            if i + 1 == cols {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.line(line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// `aw-ctl ps [--json]`.
+pub(super) fn ps(out: &mut Out, a: &Args) -> Result<u8> {
+    let all = served(instances(a)?);
+    if a.json {
+        for (_, s) in &all {
+            out.line(
+                &json!({
+                    "instance": s.instance,
+                    "agent": s.agent,
+                    "pid": s.pid,
+                    "state": s.state.name(),
+                    "runs": s.runs,
+                    "workflow": s.workflow,
+                })
+                .to_string(),
+            )?;
+        }
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|(_, s)| {
+            vec![
+                s.instance.clone(),
+                s.agent.clone(),
+                s.pid.to_string(),
+                s.state.name().to_string(),
+                s.runs.to_string(),
+                s.workflow.clone().unwrap_or_else(|| "-".to_string()),
+            ]
+        })
+        .collect();
+    table(out, &rows)?;
+    Ok(0)
+}
+
+/// `aw-ctl stop AGENT[@INSTANCE] | @INSTANCE | --all`: SIGTERM to each process that serves
+/// them, then wait until nothing serves the agents those processes served.
+pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> {
+    let chosen: Vec<(Instance, Served)> = match (target, a.all) {
+        (Some(_), true) => {
+            return Err(Error::Usage(
+                "stop takes a target or --all, not both".into(),
+            ));
+        }
+        (None, false) => {
+            return Err(Error::Usage(
+                "stop needs AGENT, AGENT@INSTANCE, @INSTANCE or --all".into(),
+            )
+            .hint("see aw-ctl --help"));
+        }
+        (None, true) => served(instances(a)?),
+        (Some(t), false) => match Target::parse(t)? {
+            Target::Instance(name) => {
+                let inst = a.common.root().instance(&name)?;
+                inst.require()?;
+                let list = served(vec![inst]);
+                if list.is_empty() {
+                    return Err(Error::No(format!(
+                        "@{name}: not served (no aw-run serves an agent of instance '{name}')"
+                    )));
+                }
+                list
+            }
+            Target::Agent { name, instance } => {
+                let inst = match instance {
+                    Some(i) => a.common.root().instance(&i)?,
+                    None => a.common.instance()?,
+                };
+                inst.require()?;
+                let list = served(vec![inst.clone()]);
+                let Some(pid) = list.iter().find(|(_, s)| s.agent == name).map(|s| s.1.pid) else {
+                    return Err(Error::No(format!(
+                        "{name}@{}: not served (no aw-run serves it)",
+                        inst.name()
+                    )));
+                };
+                // The process stops every agent it serves, so all of them are waited for.
+                list.into_iter().filter(|(_, s)| s.pid == pid).collect()
+            }
+        },
+    };
+    let mut pids: Vec<u32> = chosen.iter().map(|(_, s)| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids {
+        let s = &chosen.iter().find(|(_, s)| s.pid == pid).expect("a pid").1;
+        if let Err(e) = serve::request_stop(s) {
+            // A process that is already gone has nothing left to stop.
+            let gone = matches!(&e, Error::Io { source, .. }
+                if source.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32));
+            if !gone {
+                return Err(e);
+            }
+        }
+    }
+    let end = Instant::now() + STOP_WAIT;
+    let mut still = Vec::new();
+    for (inst, s) in &chosen {
+        let left = end.saturating_duration_since(Instant::now());
+        if serve::wait_unserved(inst, &s.agent, left) {
+            out.line(&format!(
+                "stopped {}@{} (aw-run pid {})",
+                s.agent, s.instance, s.pid
+            ))?;
+        } else {
+            still.push(format!("{}@{} (aw-run pid {})", s.agent, s.instance, s.pid));
+        }
+    }
+    if !still.is_empty() {
+        return Err(Error::Busy(format!(
+            "still served after {} s: {}",
+            STOP_WAIT.as_secs(),
+            still.join(", ")
+        )));
+    }
+    Ok(0)
+}
+
+/// The keys of a transcript that `runs` reads; others are kept as they are.
+#[derive(Debug, Deserialize)]
+struct Transcript {
+    agent: String,
+    run: u64,
+    attempt: u64,
+    status: String,
+    reason: Option<String>,
+    exit_code: Option<i64>,
+    started: String,
+    duration_ms: u64,
+    inbox: Vec<u64>,
+    reply: Vec<u64>,
+    command: Vec<String>,
+    stdout: String,
+    stdout_cut: u64,
+    stderr: String,
+    stderr_cut: u64,
+    prompt: String,
+}
+
+/// One transcript file: its number, its JSON object, and the keys read from it.
+struct Loaded {
+    n: u64,
+    doc: Map<String, Value>,
+    t: Transcript,
+}
+
+/// Read transcript `n` at `path`; a file that is no transcript is damaged (exit 65).
+fn load(path: &Path, n: u64) -> Result<Loaded> {
+    let damaged = |why: String| Error::Corrupt {
+        path: path.to_path_buf(),
+        why: format!("damaged transcript: {why}"),
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(damaged("not a regular file".into()));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let doc: Map<String, Value> =
+        serde_json::from_slice(&bytes).map_err(|e| damaged(e.to_string()))?;
+    let t: Transcript =
+        serde_json::from_value(Value::Object(doc.clone())).map_err(|e| damaged(e.to_string()))?;
+    Ok(Loaded { n, doc, t })
+}
+
+/// The agents that have a transcript folder, by name.
+fn agents_with_runs(inst: &Instance) -> Result<Vec<String>> {
+    let dir = inst.state_dir().join("runs");
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&dir, e)),
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            let dir = e.file_type().ok()?.is_dir();
+            (dir && names::is_agent_name(&name)).then_some(name)
+        })
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The transcript numbers of `agent`, in order, with their files.
+fn transcripts(inst: &Instance, agent: &str) -> Result<Vec<(u64, PathBuf)>> {
+    let dir = transcript_dir(inst, agent);
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&dir, e)),
+    };
+    let mut found: Vec<(u64, PathBuf)> = rd
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let n: u64 = name.strip_suffix(".json")?.parse().ok()?;
+            (n > 0 && name == format!("{n}.json")).then(|| (n, dir.join(&name)))
+        })
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Refuse an agent that has no transcripts and is not registered either (exit 66).
+fn require_agent(inst: &Instance, agent: &str) -> Result<()> {
+    if transcript_dir(inst, agent).is_dir() || Registry::load(inst)?.contains(agent) {
+        return Ok(());
+    }
+    Err(Error::not_found(format!(
+        "no agent '{agent}' in instance '{}'",
+        inst.name()
+    )))
+}
+
+/// `aw-ctl runs [AGENT [N]] [--json]`.
+pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>) -> Result<u8> {
+    let (inst, agents) = match agent {
+        Some(addr) => {
+            let (name, inst) = agent_instance(a, addr)?;
+            inst.require()?;
+            require_agent(&inst, &name)?;
+            (inst, vec![name])
+        }
+        None => {
+            let inst = a.common.instance()?;
+            inst.require()?;
+            let names = agents_with_runs(&inst)?;
+            (inst, names)
+        }
+    };
+    if let Some(n) = n {
+        return show(out, a, &inst, &agents[0], n);
+    }
+    let mut rows = Vec::new();
+    for agent in &agents {
+        for (n, path) in transcripts(&inst, agent)? {
+            match load(&path, n) {
+                Ok(l) => rows.push(l),
+                Err(e) => cli::warn("aw-ctl", e),
+            }
+        }
+    }
+    if a.json {
+        for mut l in rows {
+            for k in ["stdout", "stderr", "prompt"] {
+                l.doc.remove(k);
+            }
+            l.doc.insert("n".into(), l.n.into());
+            out.line(&Value::Object(l.doc).to_string())?;
+        }
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|l| {
+            let t = &l.t;
+            vec![
+                names::sanitize(&t.agent),
+                l.n.to_string(),
+                t.run.to_string(),
+                t.attempt.to_string(),
+                names::sanitize(&t.status),
+                t.exit_code.map_or("-".into(), |c| c.to_string()),
+                duration(t.duration_ms),
+                names::sanitize(&t.started),
+                ids(&t.inbox),
+                ids(&t.reply),
+            ]
+        })
+        .collect();
+    table(out, &rows)?;
+    Ok(0)
+}
+
+/// `aw-ctl runs AGENT N`: one transcript, whole.
+fn show(out: &mut Out, a: &Args, inst: &Instance, agent: &str, n: &str) -> Result<u8> {
+    let n: u64 = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+        Error::Usage(format!(
+            "runs: '{}' is not a run number (1, 2, ...)",
+            names::sanitize(n)
+        ))
+    })?;
+    let path = transcript_dir(inst, agent).join(format!("{n}.json"));
+    if std::fs::symlink_metadata(&path).is_err() {
+        let have = transcripts(inst, agent)?;
+        let known = match (have.first(), have.last()) {
+            (Some(f), Some(l)) => format!("it has {} to {}", f.0, l.0),
+            _ => "it has none".to_string(),
+        };
+        return Err(Error::not_found(format!(
+            "no transcript {n} of {agent}@{} ({known})",
+            inst.name()
+        )));
+    }
+    let l = load(&path, n)?;
+    if a.json {
+        out.line(&Value::Object(l.doc).to_string())?;
+        return Ok(0);
+    }
+    let t = &l.t;
+    let fields = [
+        ("agent", names::sanitize(&t.agent)),
+        ("n", n.to_string()),
+        ("run", t.run.to_string()),
+        ("attempt", t.attempt.to_string()),
+        ("status", names::sanitize(&t.status)),
+        ("reason", t.reason.as_deref().map_or("-".into(), one_line)),
+        ("exit", t.exit_code.map_or("-".into(), |c| c.to_string())),
+        ("started", names::sanitize(&t.started)),
+        ("duration", duration(t.duration_ms)),
+        ("inbox", ids(&t.inbox)),
+        ("reply", ids(&t.reply)),
+        (
+            "command",
+            if t.command.is_empty() {
+                "-".into()
+            } else {
+                one_line(
+                    &t.command
+                        .iter()
+                        .map(|w| quote(w))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                )
+            },
+        ),
+    ];
+    for (k, v) in fields {
+        out.line(&format!("{:<9} {v}", format!("{k}:")))?;
+    }
+    section(out, "stdout", &t.stdout, t.stdout_cut)?;
+    section(out, "stderr", &t.stderr, t.stderr_cut)?;
+    section(out, "prompt", &t.prompt, 0)?;
+    Ok(0)
+}
+
+/// A text of a transcript under a `--- name ---` line, with how much was cut after it.
+fn section(out: &mut Out, name: &str, text: &str, cut: u64) -> Result<()> {
+    out.line(&format!("--- {name} ---"))?;
+    if !text.is_empty() {
+        out.raw(text.as_bytes())?;
+        if !text.ends_with('\n') {
+            out.line("")?;
+        }
+    }
+    if cut > 0 {
+        out.line(&format!("--- {name}: {cut} more bytes were cut ---"))?;
+    }
+    Ok(())
+}
+
+/// A text on one line: control characters (newlines included) become `?`.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// A word as a POSIX shell would need it: as it is when it holds only safe characters,
+/// else in single quotes.
+fn quote(w: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !w.is_empty() && w.chars().all(safe) {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// Entry ids as `1,2,3`, or `-` for none.
+fn ids(v: &[u64]) -> String {
+    if v.is_empty() {
+        return "-".into();
+    }
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// A duration for people: `850ms`, `1.2s`, `95s`.
+fn duration(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}s", ms / 1000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_ids_read_well() {
+        assert_eq!(duration(0), "0ms");
+        assert_eq!(duration(999), "999ms");
+        assert_eq!(duration(1234), "1.2s");
+        assert_eq!(duration(95_000), "95s");
+        assert_eq!(ids(&[]), "-");
+        assert_eq!(ids(&[3, 4]), "3,4");
+    }
+
+    #[test]
+    fn words_are_quoted_only_when_needed() {
+        assert_eq!(quote("/usr/bin/agent.sh"), "/usr/bin/agent.sh");
+        assert_eq!(quote("--model=x"), "--model=x");
+        assert_eq!(quote("two words"), "'two words'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("$HOME"), "'$HOME'");
+    }
+}
