@@ -4,68 +4,31 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{Root, assert_error, json_lines, run_with, tool};
+use common::runner::*;
+use common::{assert_error, json_lines, run_with};
 use serde_json::{Value, json};
 
-const INST: &str = "w";
-
-/// A root with a working directory beside it, where scripts and workflow files live and
-/// where the tools run.
-struct Setup {
-    root: Root,
-    dir: tempfile::TempDir,
+/// What these tests do with a [`Setup`].
+trait Ctl {
+    fn tool_with(&self, name: &str, args: &[&str]) -> Command;
+    fn ctl(&self, args: &[&str]) -> Output;
+    fn ctl_ok(&self, args: &[&str]) -> String;
+    fn serve(&self, inst: &str, agents: &[&str]) -> Server;
+    fn ps(&self, args: &[&str]) -> Vec<Value>;
 }
 
-impl Setup {
-    fn new() -> Setup {
-        Setup {
-            root: Root::new(),
-            dir: tempfile::tempdir().expect("temporary directory"),
-        }
-    }
-
-    fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let p = self.dir().join(name);
-        std::fs::write(&p, text).expect("write a file");
-        p
-    }
-
-    /// An executable `#!/bin/sh` script.
-    fn script(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
-        let p = self.write(name, &format!("#!/bin/sh\n{body}"));
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-        p
-    }
-
-    /// Tool `name` with `--root`, run in the working directory with the binaries'
-    /// directory first in PATH.
-    fn cmd(&self, name: &str, args: &[&str]) -> Command {
-        let mut c = tool(name);
-        let bin_dir = common::bin(name).parent().expect("bin dir").to_path_buf();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        c.current_dir(self.dir())
-            .env("PATH", path)
-            .arg("--root")
-            .arg(self.root.path())
-            .args(args);
+impl Ctl for Setup {
+    fn tool_with(&self, name: &str, args: &[&str]) -> Command {
+        let mut c = self.tool_cmd(name);
+        c.args(args);
         c
     }
 
     fn ctl(&self, args: &[&str]) -> Output {
-        run_with(self.cmd("aw-ctl", args), None)
+        run_with(self.tool_with("aw-ctl", args), None)
     }
 
     /// aw-ctl with `args`, which must succeed; its stdout.
@@ -79,7 +42,7 @@ impl Setup {
     fn serve(&self, inst: &str, agents: &[&str]) -> Server {
         let mut args = vec!["-i", inst, "--serve", "--keep", "-q", "--backoff", "0.01s"];
         args.extend_from_slice(agents);
-        let mut c = self.cmd("aw-run", &args);
+        let mut c = self.tool_with("aw-run", &args);
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -99,19 +62,6 @@ impl Setup {
         let mut all = vec!["ps", "--json"];
         all.extend_from_slice(args);
         json_lines(self.ctl_ok(&all).as_bytes())
-    }
-
-    fn unread(&self, agent: &str) -> usize {
-        let inst = aw::instance::Root::new(self.root.path())
-            .instance(INST)
-            .expect("instance");
-        aw::inbox::unread(&inst, agent).expect("inbox").0.len()
-    }
-
-    fn transcript_path(&self, agent: &str, n: u64) -> PathBuf {
-        self.root
-            .inst_dir(INST)
-            .join(format!("_state/runs/{agent}/{n}.json"))
     }
 }
 
@@ -144,44 +94,6 @@ impl Drop for Server {
             let _ = c.wait();
         }
     }
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn assert_code(out: &Output, code: i32) {
-    assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(out));
-}
-
-/// Wait (hang guard only) until `f` holds.
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(10);
-    while !f() {
-        assert!(Instant::now() < end, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Live (not zombie) processes of process group `pgrp`.
-fn group_members(pgrp: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        // After the command name: state, ppid, pgrp.
-        let fields: Vec<&str> = stat
-            .rsplit_once(')')
-            .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
-        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgrp.to_string() {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 fn keys(v: &Value) -> BTreeSet<String> {
@@ -373,7 +285,7 @@ kickoff: '@alice @bob go'
 ",
     );
     let out = run_with(
-        s.cmd("aw-run", &["-i", INST, "-q", "--retries", "1", "wf.yaml"]),
+        s.tool_with("aw-run", &["-i", INST, "-q", "--retries", "1", "wf.yaml"]),
         None,
     );
     assert_code(&out, 1);

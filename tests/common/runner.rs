@@ -50,11 +50,18 @@ impl Setup {
 
     /// aw-run on `file`, as [`Setup::cmd`].
     pub fn cmd_file(&self, args: &[&str], file: &Path) -> Command {
-        let mut c = tool("aw-run");
-        let bin_dir = super::bin("aw-run")
-            .parent()
-            .expect("bin dir")
-            .to_path_buf();
+        let mut c = self.tool_cmd("aw-run");
+        c.args(["-i", INST, "--backoff", "0.01s"])
+            .args(args)
+            .arg(file);
+        c
+    }
+
+    /// Tool `name` with `--root`, run in the working directory with the binaries' directory
+    /// first in PATH.
+    pub fn tool_cmd(&self, name: &str) -> Command {
+        let mut c = tool(name);
+        let bin_dir = super::bin(name).parent().expect("bin dir").to_path_buf();
         let path = format!(
             "{}:{}",
             bin_dir.display(),
@@ -63,10 +70,7 @@ impl Setup {
         c.current_dir(self.dir())
             .env("PATH", path)
             .arg("--root")
-            .arg(self.root.path())
-            .args(["-i", INST, "--backoff", "0.01s"])
-            .args(args)
-            .arg(file);
+            .arg(self.root.path());
         c
     }
 
@@ -100,6 +104,12 @@ impl Setup {
                     .to_string()
             })
             .collect()
+    }
+
+    pub fn transcript_path(&self, agent: &str, n: u64) -> PathBuf {
+        self.root
+            .inst_dir(INST)
+            .join(format!("_state/runs/{agent}/{n}.json"))
     }
 
     pub fn transcript(&self, agent: &str, n: u64) -> serde_json::Value {
