@@ -329,3 +329,53 @@ fn idle_controllers_do_not_wake_each_other() {
     assert!(idle < 20, "{idle} context switches while idle");
     assert_code(&term(child), 0);
 }
+
+#[test]
+fn timeout_ends_an_idle_keep_server_and_quiet_json_prints_nothing() {
+    let s = Setup::new();
+    s.write("wf.yaml", ALICE);
+    let out = run_hang_guarded(s.cmd(&["--keep", "--timeout", "0.3s", "-q", "--json"]));
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains("timeout"), "{}", stderr(&out));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn mcp_config_path_is_absolute_with_a_relative_root() {
+    let s = Setup::new();
+    s.script("env.sh", "echo \"$AW_MCP_CONFIG\" > mcp.txt\necho ok\n");
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    command: [./env.sh]\nkickoff: '@alice go'\n",
+    );
+    let mut c = tool("aw-run");
+    c.current_dir(s.dir())
+        .args(["--root", "rel", "-q", "wf.yaml"]);
+    assert_code(&run_hang_guarded(c), 0);
+    let p = std::fs::read_to_string(s.dir().join("mcp.txt")).unwrap();
+    let p = Path::new(p.trim());
+    assert!(p.is_absolute(), "{}", p.display());
+    let cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    assert!(cfg["mcpServers"]["aw"].is_object(), "{cfg}");
+}
+
+#[test]
+fn serve_detach_of_a_missing_instance_is_66_and_creates_nothing() {
+    let s = Setup::new();
+    let mut c = tool("aw-run");
+    c.arg("--root")
+        .arg(s.root.path())
+        .args(["-i", "nope", "--serve", "--detach"]);
+    let out = run_hang_guarded(c);
+    assert_code(&out, 66);
+    assert!(
+        stderr(&out).contains("no instance 'nope'"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!s.root.inst_dir("nope").exists());
+}

@@ -184,6 +184,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         let root = a.common.root();
         let inst = a.common.instance()?;
         if a.detach {
+            runner::check_serve_instance(&inst)?;
             return detach(out, &inst);
         }
         out.flush()?;
@@ -253,7 +254,9 @@ fn place(a: &Args, wf: &Workflow, vars: &Vars) -> Result<(Root, Instance)> {
         let inst = root.instance(&instance_name(a, wf))?;
         return Ok((root, inst));
     };
-    let text = dir.value.render(vars)?;
+    let mut vars = vars.clone();
+    vars.set("workflow.name", wf.name.value.as_str());
+    let text = dir.value.render(&vars)?;
     let path = std::path::absolute(Path::new(&text)).map_err(|e| Error::io(&text, e))?;
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(Error::invalid(format!(

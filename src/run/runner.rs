@@ -159,6 +159,9 @@ fn limits(
 fn reporter(opts: &Options) -> Arc<Report> {
     let (quiet, json) = (opts.quiet, opts.json);
     Arc::new(move |ev: &Event| {
+        if quiet {
+            return;
+        }
         if json {
             let v = json!({
                 "event": "run",
@@ -171,7 +174,7 @@ fn reporter(opts: &Options) -> Arc<Report> {
                 "gave_up": ev.gave_up,
             });
             let _ = writeln!(std::io::stdout().lock(), "{v}");
-        } else if !quiet {
+        } else {
             let mut line = format!(
                 "aw-run: {}: run {} {} {:.2} s",
                 ev.agent,
@@ -215,7 +218,9 @@ impl Serving<'_> {
         reply_fallback: bool,
     ) -> Result<Controller> {
         let inst = self.inst;
-        let mcp_dir = inst.state_dir().join("mcp");
+        // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
+        let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
+            .map_err(|e| Error::io(inst.state_dir(), e))?;
         std::fs::create_dir_all(&mcp_dir).map_err(|e| Error::create(&mcp_dir, e))?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
         atomic_write(
@@ -350,12 +355,7 @@ pub fn run(
 /// Serve agents registered with `aw-ctl new` (all the runnable ones when `agents` is
 /// empty): no workflow file, no setup, no kickoff.
 pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) -> Result<u8> {
-    if !inst.exists() {
-        return Err(Error::NotFound(format!(
-            "no instance '{}' (register agents with aw-ctl new first)",
-            inst.name()
-        )));
-    }
+    check_serve_instance(inst)?;
     let reg = registry::Registry::load(inst)?;
     let chosen: Vec<&Agent> = if agents.is_empty() {
         let all: Vec<&Agent> = reg.agents.iter().filter(|a| runnable(a).is_ok()).collect();
@@ -417,6 +417,17 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
     drive(inst, controllers, opts, before)
+}
+
+/// `aw-run --serve` needs an instance with registered agents.
+pub fn check_serve_instance(inst: &Instance) -> Result<()> {
+    if inst.exists() {
+        return Ok(());
+    }
+    Err(Error::NotFound(format!(
+        "no instance '{}' (register agents with aw-ctl new first)",
+        inst.name()
+    )))
 }
 
 /// Can `aw-run --serve` run this registered agent?
@@ -606,10 +617,22 @@ fn wait_done(inst: &Instance, shared: &Shared, opts: &Options) -> (u8, Option<St
                 for a in st.agents.values_mut() {
                     a.runs = 0;
                 }
-                st = shared
-                    .cv
-                    .wait_while(st, |s| s.generation == generation && !s.stopping)
-                    .unwrap_or_else(|e| e.into_inner());
+                // Until the next change, or the end of --timeout.
+                let idle =
+                    |s: &mut super::controller::State| s.generation == generation && !s.stopping;
+                st = match left {
+                    Some(l) => {
+                        shared
+                            .cv
+                            .wait_timeout_while(st, l, idle)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    }
+                    None => shared
+                        .cv
+                        .wait_while(st, idle)
+                        .unwrap_or_else(|e| e.into_inner()),
+                };
             }
             Verdict::Done => return (exit::OK, None),
             Verdict::Stop(why) => return (exit::NO, Some(why)),
@@ -701,6 +724,9 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
 /// Print runs and failures per agent.
 fn summary(shared: &Shared, opts: &Options) {
     let st = shared.lock();
+    if opts.quiet {
+        return;
+    }
     if opts.json {
         let agents: serde_json::Map<String, serde_json::Value> = st
             .agents
@@ -716,7 +742,7 @@ fn summary(shared: &Shared, opts: &Options) {
             "{}",
             json!({"event": "summary", "agents": agents})
         );
-    } else if !opts.quiet {
+    } else {
         let parts: Vec<String> = st
             .agents
             .iter()
