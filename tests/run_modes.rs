@@ -379,3 +379,31 @@ fn serve_detach_of_a_missing_instance_is_66_and_creates_nothing() {
     );
     assert!(!s.root.inst_dir("nope").exists());
 }
+
+#[test]
+fn election_chooses_the_document_owner_before_the_kickoff() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice:\n    mock: {vote: bob, replies: ['noted']}\n  bob:\n    mock: {vote: bob, replies: ['noted']}\ncontext:\n  documentOwner: election\nkickoff: '@alice start'\n";
+    assert_code(&s.run(wf, &[]), 0);
+    let entries = s.entries();
+    let resolved = entries
+        .iter()
+        .position(|(f, m)| f == "system" && m.starts_with("[RESOLVED:doc-owner-"))
+        .expect("the election resolved");
+    let kickoff = entries
+        .iter()
+        .position(|(f, m)| f == "system" && m == "@alice start")
+        .expect("the kickoff");
+    assert!(resolved < kickoff, "{entries:?}");
+    assert!(entries[resolved].1.contains("bob wins"), "{entries:?}");
+    let config = std::fs::read_to_string(s.root.inst_dir(INST).join("_state/config.json"));
+    assert!(config.unwrap().contains("\"bob\""));
+    // One agent needs no election.
+    let s1 = Setup::new();
+    let wf =
+        "agents:\n  alice: {mock: {}}\ncontext: {documentOwner: election}\nkickoff: '@alice go'\n";
+    assert_code(&s1.run(wf, &[]), 0);
+    assert!(!s1.entries().iter().any(|(_, m)| m.contains("[PROPOSAL:")));
+    let config = std::fs::read_to_string(s1.root.inst_dir(INST).join("_state/config.json"));
+    assert!(config.unwrap().contains("\"alice\""));
+}

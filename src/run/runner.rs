@@ -339,17 +339,101 @@ pub fn run(
             def.reply_fallback,
         )?);
     }
-    if let Some(owner) = wf.context.document_owner()
-        && let DocumentOwner::Agent(a) = &owner.value
-    {
-        registry::set_document_owner(inst, Some(a))?;
-    }
     let before = Channel::new(inst).last_id().unwrap_or(0);
-    if let Some(k) = &wf.kickoff {
-        let text = k.value.render(&vars)?;
-        post::post(inst, "system", &text, &PostOptions::default())?;
+    let election = match wf.context.document_owner().map(|o| &o.value) {
+        Some(DocumentOwner::Agent(a)) => {
+            registry::set_document_owner(inst, Some(a))?;
+            None
+        }
+        Some(DocumentOwner::Election) if names.len() == 1 => {
+            registry::set_document_owner(inst, Some(names[0]))?;
+            None
+        }
+        Some(DocumentOwner::Election) => Some(start_election(inst, &names)?),
+        None => None,
+    };
+    let kickoff = wf
+        .kickoff
+        .as_ref()
+        .map(|k| k.value.render(&vars))
+        .transpose()?;
+    let start = Start { election, kickoff };
+    drive(inst, controllers, opts, before, start)
+}
+
+/// How long the agents have to elect a document owner.
+pub const ELECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Start the binding document-owner election among `agents` (announced with a mention of
+/// each); its id.
+fn start_election(inst: &Instance, agents: &[&str]) -> Result<String> {
+    let id = format!(
+        "{}-{}",
+        crate::proposal::OWNER_PREFIX,
+        chrono::Utc::now().timestamp_millis()
+    );
+    let new = crate::proposal::NewProposal {
+        id: Some(id.clone()),
+        kind: "election".to_string(),
+        title: "Document owner election".to_string(),
+        description: Some(
+            "Elect the agent that maintains the workflow's documents: the winner alone may \
+             write them. Vote with the vote tool."
+                .to_string(),
+        ),
+        options: agents
+            .iter()
+            .map(|a| crate::proposal::Choice {
+                id: a.to_string(),
+                label: format!("@{a}"),
+            })
+            .collect(),
+        rule: None,
+        quorum: None,
+        tie_breaker: None,
+        binding: true,
+        timeout_seconds: Some(ELECTION_TIMEOUT.as_secs()),
+    };
+    crate::proposal::create(inst, "system", new)?;
+    Ok(id)
+}
+
+/// What happens once the controllers run: the document-owner election is waited for, then
+/// the kickoff is posted.
+#[derive(Default)]
+struct Start {
+    election: Option<String>,
+    kickoff: Option<String>,
+}
+
+impl Start {
+    fn begin(self, inst: &Instance, shared: &Shared) -> Result<()> {
+        if let Some(id) = &self.election {
+            wait_election(inst, shared, id);
+        }
+        if let Some(text) = &self.kickoff {
+            post::post(inst, "system", text, &PostOptions::default())?;
+        }
+        Ok(())
     }
-    drive(inst, controllers, opts, before)
+}
+
+/// Wait until the election `id` is over (or the run stops).
+fn wait_election(inst: &Instance, shared: &Shared, id: &str) {
+    loop {
+        let active = crate::proposal::status(inst, id).is_ok_and(|p| p.is_active());
+        let st = shared.lock();
+        if !active || st.stopping {
+            return;
+        }
+        let generation = st.generation;
+        // A vote changes the channel; the expiry is checked at least once a second.
+        let _ = shared
+            .cv
+            .wait_timeout_while(st, Duration::from_secs(1), |s| {
+                s.generation == generation && !s.stopping
+            });
+    }
 }
 
 /// Serve agents registered with `aw-ctl new` (all the runnable ones when `agents` is
@@ -416,7 +500,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         )?);
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
-    drive(inst, controllers, opts, before)
+    drive(inst, controllers, opts, before, Start::default())
 }
 
 /// `aw-run --serve` needs an instance with registered agents.
@@ -462,7 +546,13 @@ enum StopSignal {
 
 /// Start the watcher, the signal thread and the controllers; wait for the end. Channel
 /// entries after `before` are printed as they arrive.
-fn drive(inst: &Instance, controllers: Vec<Controller>, opts: &Options, before: u64) -> Result<u8> {
+fn drive(
+    inst: &Instance,
+    controllers: Vec<Controller>,
+    opts: &Options,
+    before: u64,
+    start: Start,
+) -> Result<u8> {
     // Block the stop signals in every thread; one thread waits for them.
     let mut sigs = SigSet::empty();
     sigs.add(Signal::SIGINT);
@@ -515,10 +605,15 @@ fn drive(inst: &Instance, controllers: Vec<Controller>, opts: &Options, before: 
         let (shared, report) = (shared.clone(), report.clone());
         handles.push(std::thread::spawn(move || c.run(&shared, &*report)));
     }
-    if let Some(ready) = &opts.ready {
-        let _ = (&**ready).write_all(b"1");
-    }
-    let (code, reason) = wait_done(inst, &shared, opts);
+    let (code, reason) = match start.begin(inst, &shared) {
+        Ok(()) => {
+            if let Some(ready) = &opts.ready {
+                let _ = (&**ready).write_all(b"1");
+            }
+            wait_done(inst, &shared, opts)
+        }
+        Err(e) => (e.exit_code(), Some(e.to_string())),
+    };
     shared.stop_all();
     for h in handles {
         let _ = h.join();

@@ -240,6 +240,9 @@ pub struct MockDef {
     pub fail: u64,
     /// How long each run takes.
     pub delay: Option<Duration>,
+    /// Vote in every active proposal not voted in yet: for this option, or the first one
+    /// when it is not an option.
+    pub vote: Option<Spanned<String>>,
 }
 
 /// Shared context of a workflow.

@@ -1,7 +1,8 @@
-//! The `mock` backend: scripted replies posted in-process.
+//! The `mock` backend: scripted replies posted in-process, and optionally votes.
 
 use super::{Backend, RunContext, RunOutcome, Status};
 use crate::post::{self, PostOptions};
+use crate::proposal;
 use crate::run::workflow::MockDef;
 
 pub struct Mock {
@@ -27,6 +28,11 @@ impl Backend for Mock {
         if self.runs <= self.def.fail {
             return RunOutcome::failed(format!("mock failure {} of {}", self.runs, self.def.fail));
         }
+        if let Some(choice) = &self.def.vote
+            && let Err(e) = vote(ctx, &choice.value)
+        {
+            return RunOutcome::failed(format!("cannot vote: {e}"));
+        }
         let k = (self.runs - self.def.fail) as usize;
         let text = match self.def.replies.len() {
             0 => {
@@ -40,4 +46,24 @@ impl Backend for Mock {
             Err(e) => RunOutcome::failed(format!("cannot post: {e}")),
         }
     }
+}
+
+/// Vote as the agent in every active proposal it has not voted in: for `choice` when it is an
+/// option, else for the first option.
+fn vote(ctx: &RunContext, choice: &str) -> crate::error::Result<()> {
+    for p in proposal::list(ctx.inst, true)? {
+        if p.votes.iter().any(|v| v.voter == ctx.agent) {
+            continue;
+        }
+        let pick = p
+            .options
+            .iter()
+            .find(|o| o.id == choice)
+            .or(p.options.first())
+            .map(|o| o.id.clone());
+        if let Some(pick) = pick {
+            proposal::vote(ctx.inst, ctx.agent, &p.id, &pick, None)?;
+        }
+    }
+    Ok(())
 }

@@ -31,7 +31,7 @@ const AGENT_KEYS: [&str; 13] = [
     "mock",
     "reply_fallback",
 ];
-const MOCK_KEYS: [&str; 3] = ["replies", "fail", "delay"];
+const MOCK_KEYS: [&str; 4] = ["replies", "fail", "delay", "vote"];
 const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
 const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];
 const SETUP_KEYS: [&str; 2] = ["shell", "as"];
@@ -382,6 +382,7 @@ fn read_mock(r: &mut Reader, node: &Node, path: &str) -> Option<MockDef> {
         .get("delay")
         .and_then(|n| r.duration(n, &join(path, "delay")))
         .map(|d| d.value);
+    mock.vote = f.get("vote").and_then(|n| r.string(n, &join(path, "vote")));
     Some(mock)
 }
 
