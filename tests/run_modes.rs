@@ -407,3 +407,89 @@ fn election_chooses_the_document_owner_before_the_kickoff() {
     let config = std::fs::read_to_string(s1.root.inst_dir(INST).join("_state/config.json"));
     assert!(config.unwrap().contains("\"alice\""));
 }
+
+#[test]
+fn keep_example_is_driven_by_aw_send_and_stopped_by_aw_ctl() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = Setup::new();
+    let child = spawn(s.cmd_file(&["--keep", "-q"], &repo.join("examples/keep.yaml")));
+    let state = s.root.inst_dir(INST).join("_state/serve/fixer.json");
+    wait_for("the agents to be served", || {
+        served(&s, "triage") && state.exists()
+    });
+    send(&s, "@triage the build broke");
+    wait_for("fixer's answer", || s.entries().len() == 3);
+    let entries = s.entries();
+    assert_eq!(entries[1].0, "triage");
+    assert!(
+        entries[1].1.starts_with("@fixer please look"),
+        "{entries:?}"
+    );
+    assert_eq!(entries[2].0, "fixer");
+    let stop = s
+        .tool_cmd("aw-ctl")
+        .args(["stop", &format!("@{INST}")])
+        .output()
+        .expect("aw-ctl stop");
+    assert!(
+        stop.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stop.stderr)
+    );
+    let out = child.wait_with_output().expect("wait");
+    assert_code(&out, 0);
+}
+
+#[test]
+fn post_commit_hook_example_mentions_the_reviewer() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = Setup::new();
+    let git = |args: &[&str]| {
+        let st = Command::new("git")
+            .current_dir(s.dir())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .expect("git");
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    s.write("a.txt", "a\n");
+    git(&["add", "a.txt"]);
+    git(&["commit", "-q", "-m", "Add a"]);
+    let ctl = s
+        .tool_cmd("aw-ctl")
+        .args(["-i", "review", "new", "reviewer", "--backend", "mock"])
+        .output()
+        .expect("aw-ctl");
+    assert!(ctl.status.success());
+    let mut hook = Command::new("sh");
+    hook.current_dir(s.dir())
+        .arg(repo.join("examples/hooks/post-commit"))
+        .env("PATH", path_with_bins())
+        .env("AW_ROOT", s.root.path())
+        .env_remove("AW_INSTANCE");
+    let out = hook.output().expect("hook");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries = s.root.entries("review");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].from, "git");
+    assert!(
+        entries[0].message.starts_with("@reviewer please review "),
+        "{}",
+        entries[0].message
+    );
+    assert!(
+        entries[0].message.ends_with(": Add a"),
+        "{}",
+        entries[0].message
+    );
+}

@@ -61,14 +61,8 @@ impl Setup {
     /// first in PATH.
     pub fn tool_cmd(&self, name: &str) -> Command {
         let mut c = tool(name);
-        let bin_dir = super::bin(name).parent().expect("bin dir").to_path_buf();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
         c.current_dir(self.dir())
-            .env("PATH", path)
+            .env("PATH", path_with_bins())
             .arg("--root")
             .arg(self.root.path());
         c
@@ -197,4 +191,17 @@ pub fn group_members(pgrp: u32) -> Vec<u32> {
         }
     }
     out
+}
+
+/// `PATH` with the directory of the crate's binaries first.
+pub fn path_with_bins() -> String {
+    let bin_dir = super::bin("aw-send")
+        .parent()
+        .expect("bin dir")
+        .to_path_buf();
+    format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
 }
