@@ -493,3 +493,27 @@ fn post_commit_hook_example_mentions_the_reviewer() {
         entries[0].message
     );
 }
+
+#[test]
+fn keep_mode_loop_guard_counts_runs_since_the_workflow_was_quiet() {
+    let s = Setup::new();
+    let wf = "agents:\n  alice:\n    mock: {replies: ['@bob ping']}\n  bob:\n    mock: {replies: ['@alice pong']}\n  carol:\n    mock: {}\n";
+    let child = keep(&s, wf, &["--max-runs", "3", "-q", "--debounce", "0.01s"]);
+    // Bursts that stay under the cap, each followed by quiet, do not add up.
+    for i in 1..=5 {
+        send(&s, &format!("@carol note {i}"));
+        wait_for("carol's reply", || s.entries().len() == 2 * i);
+        // Far longer than the debounce: the workflow counts as quiet again.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    send(&s, "@alice start");
+    let out = child.wait_with_output().expect("wait");
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("aw-run: loop guard: alice, bob reached the run limit"),
+        "{err}"
+    );
+    // 10 from the carol bursts, the start, then 3 runs each of alice and bob.
+    assert_eq!(s.entries().len(), 17);
+}
