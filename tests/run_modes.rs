@@ -517,3 +517,26 @@ fn keep_mode_loop_guard_counts_runs_since_the_workflow_was_quiet() {
     // 10 from the carol bursts, the start, then 3 runs each of alice and bob.
     assert_eq!(s.entries().len(), 17);
 }
+
+#[test]
+fn transcripts_never_show_secret_values() {
+    let s = Setup::new();
+    s.script(
+        "leak.sh",
+        "echo \"stdout has $API_TOKEN and $1\"\necho \"stderr has $API_TOKEN\" >&2\necho \"own $SERVICE_PASSWORD\" >&2\n",
+    );
+    let wf = "agents:\n  alice:\n    command: [./leak.sh, 'arg-${{ env.MY_TOKEN }}']\n    env:\n      API_TOKEN: '${{ env.MY_TOKEN }}'\n    reply_fallback: false\nkickoff: '@alice go'\n";
+    s.write("wf.yaml", wf);
+    let mut c = s.cmd(&["-q"]);
+    c.env("MY_TOKEN", "tok-5f3a9c")
+        .env("SERVICE_PASSWORD", "hunter2-pw");
+    assert_code(&run_hang_guarded(c), 0);
+    let path = s.transcript_path("alice", 1);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(!text.contains("tok-5f3a9c"), "{text}");
+    assert!(!text.contains("hunter2-pw"), "{text}");
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["stdout"], "stdout has [redacted] and arg-[redacted]\n");
+    assert_eq!(t["stderr"], "stderr has [redacted]\nown [redacted]\n");
+    assert_eq!(t["command"][1], "arg-[redacted]");
+}

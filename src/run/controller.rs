@@ -155,6 +155,45 @@ pub struct Controller {
     pub served: Served,
     /// The state and run count last recorded.
     pub published: Option<(ControllerState, u64)>,
+    /// Values that transcripts never show (see [`secrets`]).
+    pub secrets: Vec<String>,
+}
+
+/// Shortest value taken for a secret: shorter ones would blank out ordinary words.
+const MIN_SECRET: usize = 4;
+
+/// What transcripts must never show: the values of the agent's own environment (`env`), and
+/// those of aw-run's environment whose names say they are secret (`KEY`, `TOKEN`, `SECRET`,
+/// `PASSWORD`, `CREDENTIAL`, any case). Longest first.
+pub fn secrets(agent_env: &[(String, String)]) -> Vec<String> {
+    const MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
+    let own = std::env::vars_os().filter_map(|(k, v)| {
+        let k = k.to_string_lossy().to_ascii_uppercase();
+        MARKS
+            .iter()
+            .any(|m| k.contains(m))
+            .then(|| v.to_string_lossy().into_owned())
+    });
+    let mut v: Vec<String> = agent_env
+        .iter()
+        .map(|(_, v)| v.clone())
+        .chain(own)
+        .filter(|v| v.len() >= MIN_SECRET)
+        .collect();
+    v.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    v.dedup();
+    v
+}
+
+/// `text` with every secret replaced by `[redacted]`.
+fn redact(text: &str, secrets: &[String]) -> String {
+    let mut t = text.to_string();
+    for s in secrets {
+        if t.contains(s.as_str()) {
+            t = t.replace(s.as_str(), "[redacted]");
+        }
+    }
+    t
 }
 
 impl Controller {
@@ -404,7 +443,7 @@ impl Controller {
         false
     }
 
-    /// Write `_state/runs/<agent>/<n>.json` for one attempt. Never environment values.
+    /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.
     #[allow(clippy::too_many_arguments)]
     fn transcript(
         &mut self,
@@ -431,12 +470,12 @@ impl Controller {
             "inbox": msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
             "reply": replies,
             "usage": null,
-            "command": out.command,
-            "stdout": out.stdout.text,
+            "command": out.command.iter().map(|a| redact(a, &self.secrets)).collect::<Vec<_>>(),
+            "stdout": redact(&out.stdout.text, &self.secrets),
             "stdout_cut": out.stdout.cut,
-            "stderr": out.stderr.text,
+            "stderr": redact(&out.stderr.text, &self.secrets),
             "stderr_cut": out.stderr.cut,
-            "prompt": prompt,
+            "prompt": redact(prompt, &self.secrets),
         });
         let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
         let write = || -> Result<()> {

@@ -90,14 +90,19 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
     Ok(())
 }
 
+/// The values of an agent's `env` map, rendered.
+fn agent_env(wf: &Workflow, name: &str, vars: &Vars) -> Result<Vec<(String, String)>> {
+    let def = wf.agent(name).expect("agent of the workflow");
+    def.env
+        .iter()
+        .map(|(k, v)| Ok((k.value.clone(), v.value.render(vars)?)))
+        .collect()
+}
+
 /// Build the backend of one agent.
 fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>> {
     let def = wf.agent(name).expect("agent of the workflow");
-    let env = def
-        .env
-        .iter()
-        .map(|(k, v)| Ok((k.value.clone(), v.value.render(vars)?)))
-        .collect::<Result<Vec<_>>>()?;
+    let env = agent_env(wf, name, vars)?;
     match def.backend.value {
         Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
         Backend::Exec => {
@@ -258,6 +263,7 @@ impl Serving<'_> {
             cooldown: self.opts.cooldown,
             served,
             published: Some((ControllerState::Idle, 0)),
+            secrets: super::controller::secrets(&[]),
         })
     }
 }
@@ -316,6 +322,7 @@ pub fn run(
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
         let backend = backend(wf, name, &vars)?;
+        let env = agent_env(wf, name, &vars)?;
         registry::register(
             inst,
             Agent {
@@ -330,14 +337,16 @@ pub fn run(
             },
             true,
         )?;
-        controllers.push(serving.controller(
+        let mut c = serving.controller(
             name,
             backend,
             system,
             def.timeout.as_ref().map(|t| t.value),
             def.max_runs.as_ref().map(|m| m.value),
             def.reply_fallback,
-        )?);
+        )?;
+        c.secrets = super::controller::secrets(&env);
+        controllers.push(c);
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
     let election = match wf.context.document_owner().map(|o| &o.value) {
