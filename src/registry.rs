@@ -10,38 +10,80 @@ use crate::instance::Instance;
 use crate::names;
 use crate::state;
 
-/// Backends an agent may name.
-pub const BACKENDS: [&str; 7] = [
-    "claude",
-    "codex",
-    "anthropic",
-    "openai",
-    "exec",
-    "mock",
-    "external",
-];
+crate::keyword_enum! {
+    /// How an agent is run: the one table of backend names.
+    pub enum Backend {
+        /// Claude Code CLI (`claude -p`).
+        Claude = "claude",
+        /// Codex CLI (`codex exec`).
+        Codex = "codex",
+        /// Anthropic Messages API.
+        Anthropic = "anthropic",
+        /// Any OpenAI-compatible Chat Completions endpoint.
+        Openai = "openai",
+        /// Any executable: prompt on stdin.
+        Exec = "exec",
+        /// Scripted replies, for tests and dry runs.
+        Mock = "mock",
+        /// Driven by a person or another program through aw-mcp or aw-send; never run by
+        /// aw-run.
+        External = "external",
+    }
+}
+
+impl Backend {
+    /// The backends a workflow file may name: all but `external`.
+    pub const IN_WORKFLOWS: [Backend; 6] = [
+        Backend::Claude,
+        Backend::Codex,
+        Backend::Anthropic,
+        Backend::Openai,
+        Backend::Exec,
+        Backend::Mock,
+    ];
+
+    /// The model provider this backend serves, whose `PROVIDER/` prefix it takes off a
+    /// model name.
+    pub fn provider(self) -> Option<&'static str> {
+        match self {
+            Backend::Claude | Backend::Anthropic => Some("anthropic"),
+            Backend::Codex | Backend::Openai => Some("openai"),
+            Backend::Exec | Backend::Mock | Backend::External => None,
+        }
+    }
+
+    /// The backend a model's `PROVIDER/` prefix chooses: the one named like the provider.
+    pub fn for_provider(provider: &str) -> Option<Backend> {
+        Backend::from_name(provider).filter(|b| b.provider() == Some(provider))
+    }
+
+    /// Does this backend need a `model`?
+    pub fn needs_model(self) -> bool {
+        matches!(self, Backend::Anthropic | Backend::Openai)
+    }
+}
 
 /// The backend a model implies, by how its name starts: a provider prefix
 /// (`anthropic/...`, `openai/...`) or a model family. The first match wins; a model that
 /// matches none (or no model) is `external`.
-const MODEL_BACKENDS: [(&str, &str); 6] = [
-    ("anthropic/", "anthropic"),
-    ("openai/", "openai"),
-    ("claude", "claude"),
-    ("gpt", "openai"),
-    ("o1", "openai"),
-    ("o3", "openai"),
+const MODEL_BACKENDS: [(&str, Backend); 6] = [
+    ("anthropic/", Backend::Anthropic),
+    ("openai/", Backend::Openai),
+    ("claude", Backend::Claude),
+    ("gpt", Backend::Openai),
+    ("o1", Backend::Openai),
+    ("o3", Backend::Openai),
 ];
 
 /// The backend a model implies (see [`MODEL_BACKENDS`]).
-pub fn backend_for_model(model: Option<&str>) -> &'static str {
+pub fn backend_for_model(model: Option<&str>) -> Backend {
     model
         .and_then(|m| {
             MODEL_BACKENDS
                 .iter()
                 .find(|(prefix, _)| m.starts_with(prefix))
         })
-        .map_or("external", |(_, backend)| backend)
+        .map_or(Backend::External, |(_, backend)| *backend)
 }
 
 /// One registered agent. Fields later parts fill (tools, limits) are kept as given.

@@ -22,7 +22,7 @@
 //!
 //! Agent keys, all optional:
 //!
-//! - `backend`: one of [`Backend::ALL`]. When absent: a `mock:` key means `mock`, a `command:`
+//! - `backend`: one of [`Backend::IN_WORKFLOWS`]. When absent: a `mock:` key means `mock`, a `command:`
 //!   key means `exec` (both is an error), else the model's provider prefix chooses
 //!   (`anthropic/…` → `anthropic`, `openai/…` → `openai`, another prefix is an error), else
 //!   `claude`. `anthropic` and `openai` need a `model`.
@@ -78,68 +78,7 @@ pub const DEFAULT_DOCUMENT: &str = crate::document::DEFAULT_DOCUMENT;
 /// The `documentOwner` value that asks for an election.
 pub const ELECTION: &str = "election";
 
-/// How an agent is run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Backend {
-    /// Claude Code CLI (`claude -p`).
-    Claude,
-    /// Codex CLI (`codex exec`).
-    Codex,
-    /// Anthropic Messages API.
-    Anthropic,
-    /// Any OpenAI-compatible Chat Completions endpoint.
-    Openai,
-    /// Any executable: prompt on stdin.
-    Exec,
-    /// Scripted replies, for tests and dry runs.
-    Mock,
-}
-
-/// Each backend: its name, and the model provider whose `PROVIDER/` prefix it takes off a
-/// model name. A provider prefix alone chooses the backend of the same name.
-const BACKENDS: [(Backend, &str, Option<&str>); 6] = [
-    (Backend::Claude, "claude", Some("anthropic")),
-    (Backend::Codex, "codex", Some("openai")),
-    (Backend::Anthropic, "anthropic", Some("anthropic")),
-    (Backend::Openai, "openai", Some("openai")),
-    (Backend::Exec, "exec", None),
-    (Backend::Mock, "mock", None),
-];
-
-impl Backend {
-    /// Every backend name, in the order of the table.
-    pub const ALL: [&str; 6] = ["claude", "codex", "anthropic", "openai", "exec", "mock"];
-
-    fn entry(self) -> &'static (Backend, &'static str, Option<&'static str>) {
-        BACKENDS
-            .iter()
-            .find(|e| e.0 == self)
-            .expect("every backend is in the table")
-    }
-
-    pub fn name(self) -> &'static str {
-        self.entry().1
-    }
-
-    pub fn from_name(name: &str) -> Option<Backend> {
-        BACKENDS.iter().find(|e| e.1 == name).map(|e| e.0)
-    }
-
-    /// The model provider this backend serves (`anthropic`, `openai`), if any.
-    pub fn provider(self) -> Option<&'static str> {
-        self.entry().2
-    }
-
-    /// The backend a model's `PROVIDER/` prefix chooses.
-    fn for_provider(provider: &str) -> Option<Backend> {
-        Backend::from_name(provider).filter(|b| b.provider() == Some(provider))
-    }
-
-    /// Does this backend need a `model`?
-    pub fn needs_model(self) -> bool {
-        matches!(self, Backend::Anthropic | Backend::Openai)
-    }
-}
+pub use crate::registry::Backend;
 
 /// A parsed workflow file.
 #[derive(Debug, Clone, PartialEq)]

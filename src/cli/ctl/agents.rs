@@ -10,23 +10,25 @@ use crate::error::{Error, Result};
 use crate::inbox;
 use crate::names;
 use crate::proposal;
-use crate::registry::{self, Agent, BACKENDS, Config, Registry};
+use crate::registry::{self, Agent, Backend, Config, Registry};
 use crate::run::serve::{self, Served};
 use crate::status;
 
 pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
     let backend = match &a.backend {
-        Some(b) if BACKENDS.contains(&b.as_str()) => b.clone(),
+        Some(b) if Backend::from_name(b).is_some() => b.clone(),
         Some(b) => {
             return Err(Error::invalid(format!(
                 "unknown backend '{}' (valid: {})",
                 names::sanitize(b),
-                BACKENDS.join(", ")
+                Backend::names()
             )));
         }
-        None if a.command.is_some() => "exec".to_string(),
-        None => registry::backend_for_model(a.model.as_deref()).to_string(),
+        None if a.command.is_some() => Backend::Exec.name().to_string(),
+        None => registry::backend_for_model(a.model.as_deref())
+            .name()
+            .to_string(),
     };
     let command = exec_command(&backend, a.command.as_deref())?;
     let system_prompt = match (&a.prompt, &a.prompt_file) {

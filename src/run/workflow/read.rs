@@ -190,12 +190,14 @@ fn choose_backend(
 ) -> Option<Spanned<Backend>> {
     if let Some(node) = f.get("backend") {
         let text = r.string(node, &join(path, "backend"))?;
-        let Some(b) = Backend::from_name(&text) else {
+        let known = Backend::IN_WORKFLOWS.map(Backend::name);
+        let Some(b) = Backend::from_name(&text).filter(|b| Backend::IN_WORKFLOWS.contains(b))
+        else {
             let msg = format!(
                 "unknown backend '{}'{}; expected one of: {}",
                 sanitize(&text),
-                suggestion(&text, Backend::ALL),
-                Backend::ALL.join(", ")
+                suggestion(&text, known),
+                known.join(", ")
             );
             r.error(node.pos, &join(path, "backend"), &msg);
             return None;
@@ -224,8 +226,9 @@ fn choose_backend(
     match Backend::for_provider(provider) {
         Some(b) => Some(Spanned::new(b, model.pos)),
         None => {
-            let known: Vec<&str> = Backend::ALL
+            let known: Vec<&str> = Backend::IN_WORKFLOWS
                 .into_iter()
+                .map(Backend::name)
                 .filter(|n| Backend::for_provider(n).is_some())
                 .collect();
             let msg = format!(
