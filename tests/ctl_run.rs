@@ -4,8 +4,7 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output, Stdio};
 
 use common::runner::*;
 use common::{assert_error, json_lines, run_with};
@@ -46,7 +45,7 @@ impl Ctl for Setup {
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let server = Server(Some(c.spawn().expect("spawn aw-run")));
+        let server = Server::new(c.spawn().expect("spawn aw-run"));
         let pid = server.pid();
         wait_for("the agents to be served", || {
             let ps = self.ps(&["-i", inst]);
@@ -62,37 +61,6 @@ impl Ctl for Setup {
         let mut all = vec!["ps", "--json"];
         all.extend_from_slice(args);
         json_lines(self.ctl_ok(&all).as_bytes())
-    }
-}
-
-/// A serving aw-run, killed if a test ends without stopping it.
-struct Server(Option<Child>);
-
-impl Server {
-    fn pid(&self) -> u32 {
-        self.0.as_ref().expect("running").id()
-    }
-
-    /// Wait (hang guard only) for the server to exit after a stop.
-    fn wait(mut self) -> Output {
-        let child = self.0.take().expect("running");
-        let pid = child.id();
-        let guard = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_secs(30));
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        });
-        let out = child.wait_with_output().expect("wait for aw-run");
-        drop(guard);
-        out
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
     }
 }
 

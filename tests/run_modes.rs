@@ -5,17 +5,17 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output};
+use std::process::Command;
 
 use common::runner::*;
 use common::tool;
 
 /// A `--keep` server of `workflow`, started and serving.
-fn keep(s: &Setup, workflow: &str, args: &[&str]) -> Child {
+fn keep(s: &Setup, workflow: &str, args: &[&str]) -> Server {
     s.write("wf.yaml", workflow);
     let mut a = vec!["--keep"];
     a.extend_from_slice(args);
-    let child = spawn(s.cmd(&a));
+    let child = Server::new(spawn(s.cmd(&a)));
     let state = s.root.inst_dir(INST).join("_state/serve/alice.json");
     wait_for("the agents to be served", || {
         served(s, "alice") && state.exists()
@@ -53,15 +53,6 @@ fn send(s: &Setup, text: &str) {
     );
 }
 
-fn term(child: Child) -> Output {
-    let pid = child.id().to_string();
-    Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill");
-    child.wait_with_output().expect("wait")
-}
-
 const ALICE: &str = "agents:\n  alice:\n    mock: {replies: ['@user got it']}\n";
 
 fn keep_is_woken_by_a_separate_aw_send(args: &[&str]) {
@@ -70,7 +61,7 @@ fn keep_is_woken_by_a_separate_aw_send(args: &[&str]) {
     let st = serve_state(&s, "alice");
     assert_eq!(st["state"], "idle");
     assert_eq!(st["runs"], 0);
-    assert_eq!(st["pid"], child.id());
+    assert_eq!(st["pid"], child.pid());
     assert_eq!(st["instance"], INST);
     assert!(
         st["workflow"].as_str().unwrap().ends_with("wf.yaml"),
@@ -80,11 +71,12 @@ fn keep_is_woken_by_a_separate_aw_send(args: &[&str]) {
         send(&s, &format!("@alice job {i}"));
         wait_for("alice's reply", || s.entries().len() == 2 * i);
     }
-    wait_for("the state to settle", || {
-        serve_state(&s, "alice")["runs"] == 3
+    wait_for("the third run to end", || {
+        let st = serve_state(&s, "alice");
+        st["runs"] == 3 && st["state"] == "idle"
     });
     assert_eq!(s.unread("alice"), 0);
-    let out = term(child);
+    let out = child.term();
     assert_code(&out, 0);
     assert!(
         stderr(&out).contains("summary: alice 3 run(s) 0 failure(s)"),
@@ -124,7 +116,7 @@ fn sigterm_during_a_run_kills_the_backend_and_leaves_the_message_unread() {
         .parse()
         .unwrap();
     assert_eq!(serve_state(&s, "alice")["state"], "running");
-    let out = term(child);
+    let out = child.term();
     assert_code(&out, 0);
     assert!(!alive(backend), "the backend was stopped with aw-run");
     assert!(group_members(backend).is_empty());
@@ -193,6 +185,7 @@ fn detach_prints_the_pid_and_serves_in_the_background() {
         .trim()
         .parse()
         .expect("a pid");
+    let _guard = KillOnDrop(pid);
     assert!(alive(pid));
     assert!(served(&s, "alice"));
     assert_eq!(serve_state(&s, "alice")["pid"], pid);
@@ -223,7 +216,7 @@ fn a_failed_run_is_tried_again_after_the_cooldown() {
     let child = keep(&s, wf, &["--retries", "1", "--cooldown", "0.05s"]);
     send(&s, "@alice try");
     wait_for("the reply after two cooldowns", || s.entries().len() == 2);
-    let out = term(child);
+    let out = child.term();
     assert_code(&out, 0);
     assert_eq!(s.unread("alice"), 0);
     assert_eq!(s.statuses("alice", 3), ["failed", "failed", "ok"]);
@@ -322,12 +315,12 @@ fn idle_controllers_do_not_wake_each_other() {
         wait_for("every agent served", || served(&s, a));
     }
     std::thread::sleep(std::time::Duration::from_millis(200));
-    let before = context_switches(child.id());
+    let before = context_switches(child.pid());
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let idle = context_switches(child.id()) - before;
+    let idle = context_switches(child.pid()) - before;
     // Counted, not timed: an idle server sleeps; it does not spin on its condition variable.
     assert!(idle < 20, "{idle} context switches while idle");
-    assert_code(&term(child), 0);
+    assert_code(&child.term(), 0);
 }
 
 #[test]
@@ -412,7 +405,9 @@ fn election_chooses_the_document_owner_before_the_kickoff() {
 fn keep_example_is_driven_by_aw_send_and_stopped_by_aw_ctl() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let s = Setup::new();
-    let child = spawn(s.cmd_file(&["--keep", "-q"], &repo.join("examples/keep.yaml")));
+    let child = Server::new(spawn(
+        s.cmd_file(&["--keep", "-q"], &repo.join("examples/keep.yaml")),
+    ));
     let state = s.root.inst_dir(INST).join("_state/serve/fixer.json");
     wait_for("the agents to be served", || {
         served(&s, "triage") && state.exists()
@@ -436,7 +431,7 @@ fn keep_example_is_driven_by_aw_send_and_stopped_by_aw_ctl() {
         "{}",
         String::from_utf8_lossy(&stop.stderr)
     );
-    let out = child.wait_with_output().expect("wait");
+    let out = child.wait();
     assert_code(&out, 0);
 }
 
@@ -507,7 +502,7 @@ fn keep_mode_loop_guard_counts_runs_since_the_workflow_was_quiet() {
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
     send(&s, "@alice start");
-    let out = child.wait_with_output().expect("wait");
+    let out = child.wait();
     assert_code(&out, 1);
     let err = stderr(&out);
     assert!(

@@ -118,7 +118,12 @@ impl Setup {
 
 /// Run with a bound that only stops a hung test.
 pub fn run_hang_guarded(cmd: Command) -> Output {
-    let child = spawn(cmd);
+    wait_hang_guarded(spawn(cmd))
+}
+
+/// Wait for `child` and its output, killing it if it hangs (a bound that only stops a hung
+/// test).
+pub fn wait_hang_guarded(child: Child) -> Output {
     let pid = child.id();
     let guard = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(30));
@@ -204,4 +209,52 @@ pub fn path_with_bins() -> String {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     )
+}
+
+/// A serving aw-run, killed if a test ends (or panics) without stopping it.
+pub struct Server(Option<Child>);
+
+impl Server {
+    pub fn new(child: Child) -> Server {
+        Server(Some(child))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().expect("running").id()
+    }
+
+    /// Wait (hang guard only) for the server to exit after a stop.
+    pub fn wait(mut self) -> Output {
+        wait_hang_guarded(self.0.take().expect("running"))
+    }
+
+    /// SIGTERM, then [`Server::wait`].
+    pub fn term(self) -> Output {
+        let pid = self.pid().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill");
+        self.wait()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Kills a process that is not our child (a detached server) when dropped.
+pub struct KillOnDrop(pub u32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .status();
+    }
 }
