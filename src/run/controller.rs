@@ -368,7 +368,10 @@ impl Controller {
             let text = prompt::build(&PromptParts {
                 agent: &self.agent,
                 instance: self.inst.name(),
-                system: self.system.as_deref(),
+                system: self
+                    .system
+                    .as_deref()
+                    .filter(|_| !self.backend.takes_system_prompt()),
                 inbox: msgs,
                 recent: shared_context.as_ref().map(|c| c.0.as_slice()),
                 document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
@@ -469,7 +472,7 @@ impl Controller {
             "duration_ms": duration.as_millis() as u64,
             "inbox": msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
             "reply": replies,
-            "usage": null,
+            "usage": out.usage,
             "command": out.command.iter().map(|a| redact(a, &self.secrets)).collect::<Vec<_>>(),
             "stdout": redact(&out.stdout.text, &self.secrets),
             "stdout_cut": out.stdout.cut,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use serde_json::json;
 
+use super::backend::claude::Claude;
 use super::backend::exec::Exec;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
@@ -128,13 +129,40 @@ fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>
                 cwd: def.cwd.as_ref().map(|c| c.value.clone()),
             }))
         }
+        Backend::Claude => Ok(Box::new(Claude {
+            program: CLAUDE.to_string(),
+            model: def.model_name().map(str::to_string),
+            system: def
+                .system_prompt
+                .as_ref()
+                .map(|s| s.template.value.render(vars))
+                .transpose()?,
+            tools: def.tools.iter().map(|t| t.value.clone()).collect(),
+            max_turns: def.max_steps.as_ref().map(|m| m.value),
+            env,
+            cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+        })),
         other => Err(unavailable(name, other)),
     }
 }
 
+/// The Claude Code program, looked up in `PATH`.
+const CLAUDE: &str = "claude";
+
+/// `name` found in `PATH`, as an executable file.
+fn find_program(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 fn unavailable(agent: &str, backend: Backend) -> Error {
     Error::Unavailable(format!(
-        "{agent}: the {} backend is not available in this version (use exec or mock)",
+        "{agent}: the {} backend is not available in this version (use claude, exec or mock)",
         backend.name()
     ))
 }
@@ -278,12 +306,19 @@ pub fn run(
     opts: &Options,
 ) -> Result<u8> {
     // Refuse what cannot run before anything is written.
-    if let Some(def) = wf
-        .agents
-        .iter()
-        .find(|a| !matches!(a.backend.value, Backend::Exec | Backend::Mock))
-    {
-        return Err(unavailable(&def.name.value, def.backend.value));
+    for def in &wf.agents {
+        match def.backend.value {
+            Backend::Exec | Backend::Mock => {}
+            Backend::Claude => {
+                if find_program(CLAUDE).is_none() {
+                    return Err(Error::Unavailable(format!(
+                        "{}: the claude backend needs Claude Code: no '{CLAUDE}' in PATH",
+                        def.name.value
+                    )));
+                }
+            }
+            other => return Err(unavailable(&def.name.value, other)),
+        }
     }
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
@@ -487,6 +522,18 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     for a in chosen {
         let backend: Box<dyn RunBackend> = match a.backend.as_str() {
             "mock" => Box::new(Mock::new(Default::default())),
+            "claude" => Box::new(Claude {
+                program: CLAUDE.to_string(),
+                model: a
+                    .model
+                    .as_ref()
+                    .map(|m| m.strip_prefix("anthropic/").unwrap_or(m).to_string()),
+                system: a.system_prompt.clone(),
+                tools: a.tools.clone(),
+                max_turns: a.limits.get("max_steps").and_then(|v| v.as_u64()),
+                env: Vec::new(),
+                cwd: None,
+            }),
             _ => Box::new(Exec {
                 argv: a.command.clone(),
                 env: Vec::new(),
@@ -527,6 +574,11 @@ pub fn check_serve_instance(inst: &Instance) -> Result<()> {
 fn runnable(a: &Agent) -> Result<()> {
     match a.backend.as_str() {
         "mock" => Ok(()),
+        "claude" if find_program(CLAUDE).is_some() => Ok(()),
+        "claude" => Err(Error::Unavailable(format!(
+            "{}: the claude backend needs Claude Code: no '{CLAUDE}' in PATH",
+            a.name
+        ))),
         "exec" if !a.command.is_empty() => Ok(()),
         "exec" => Err(Error::invalid(format!(
             "{}: an exec agent needs a command (aw-ctl new {} --backend exec -- PROGRAM [ARG...])",
@@ -537,7 +589,7 @@ fn runnable(a: &Agent) -> Result<()> {
             a.name
         ))),
         other => Err(Error::Unavailable(format!(
-            "{}: the {other} backend is not available in this version (use exec or mock)",
+            "{}: the {other} backend is not available in this version (use claude, exec or mock)",
             a.name
         ))),
     }

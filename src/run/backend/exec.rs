@@ -154,11 +154,12 @@ impl Backend for Exec {
         let se = stderr.join().unwrap_or_default();
         out.stdout = Capture::of(&so);
         out.stderr = Capture::of(&se);
+        // Kept whatever the status: a backend that reads structured output parses it.
+        out.final_text = String::from_utf8_lossy(&so).trim().to_string();
         if let Some(s) = status {
             out.exit_code = s.code();
             if s.success() {
                 out.status = Status::Ok;
-                out.final_text = String::from_utf8_lossy(&so).trim().to_string();
             } else {
                 out.reason = Some(match (s.code(), s.signal()) {
                     (Some(c), _) => format!("exit status {c}"),

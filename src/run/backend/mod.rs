@@ -4,6 +4,7 @@
 //! | module | backend |
 //! |--------|---------|
 //! | `exec` | any executable: prompt on stdin, final text on stdout |
+//! | `claude` | Claude Code in print mode, through `exec`, its JSON result read |
 //! | `mock` | in-process scripted replies, for tests and dry runs |
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::time::Duration;
 
 use crate::instance::Instance;
 
+pub mod claude;
 pub mod exec;
 pub mod mock;
 
@@ -91,6 +93,19 @@ pub struct RunOutcome {
     pub stderr: Capture,
     /// The argument vector run, if any.
     pub command: Vec<String>,
+    /// Tokens and cost, when the backend reports them.
+    pub usage: Option<Usage>,
+}
+
+/// Tokens and cost of one run, summed over its model calls.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// `None` when unknown.
+    pub cost_usd: Option<f64>,
 }
 
 impl RunOutcome {
@@ -103,6 +118,7 @@ impl RunOutcome {
             stdout: Capture::default(),
             stderr: Capture::default(),
             command: Vec::new(),
+            usage: None,
         }
     }
 
@@ -134,6 +150,12 @@ impl Capture {
 /// One way of running an agent.
 pub trait Backend: Send {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome;
+
+    /// Does the backend give the system prompt to the model itself (so the prompt leaves
+    /// it out)?
+    fn takes_system_prompt(&self) -> bool {
+        false
+    }
 }
 
 /// The path of a sibling binary of this process (`aw-send`, `aw-mcp`), or the bare name.
