@@ -13,6 +13,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use serde_json::json;
 
 use super::backend::claude::Claude;
+use super::backend::codex::Codex;
 use super::backend::exec::Exec;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
@@ -101,7 +102,13 @@ fn agent_env(wf: &Workflow, name: &str, vars: &Vars) -> Result<Vec<(String, Stri
 }
 
 /// Build the backend of one agent.
-fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>> {
+fn backend(
+    wf: &Workflow,
+    name: &str,
+    vars: &Vars,
+    root: &Path,
+    instance: &str,
+) -> Result<Box<dyn RunBackend>> {
     let def = wf.agent(name).expect("agent of the workflow");
     let env = agent_env(wf, name, vars)?;
     match def.backend.value {
@@ -142,12 +149,41 @@ fn backend(wf: &Workflow, name: &str, vars: &Vars) -> Result<Box<dyn RunBackend>
             env,
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
         })),
+        Backend::Codex => Ok(Box::new(Codex {
+            program: CODEX.to_string(),
+            model: def.model_name().map(str::to_string),
+            mcp_keys: crate::mcp::config::codex_keys(
+                &sibling("aw-mcp"),
+                root,
+                &format!("{name}@{instance}"),
+            ),
+            env,
+            cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+        })),
         other => Err(unavailable(name, other)),
     }
 }
 
 /// The Claude Code program, looked up in `PATH`.
 const CLAUDE: &str = "claude";
+/// The Codex program, looked up in `PATH`.
+const CODEX: &str = "codex";
+
+/// The program a CLI backend runs.
+fn program_of(b: Backend) -> &'static str {
+    match b {
+        Backend::Codex => CODEX,
+        _ => CLAUDE,
+    }
+}
+
+fn missing_program(agent: &str, b: Backend) -> Error {
+    Error::Unavailable(format!(
+        "{agent}: the {} backend needs its CLI: no '{}' in PATH",
+        b.name(),
+        program_of(b)
+    ))
+}
 
 /// `name` found in `PATH`, as an executable file.
 fn find_program(name: &str) -> Option<PathBuf> {
@@ -162,7 +198,7 @@ fn find_program(name: &str) -> Option<PathBuf> {
 
 fn unavailable(agent: &str, backend: Backend) -> Error {
     Error::Unavailable(format!(
-        "{agent}: the {} backend is not available in this version (use claude, exec or mock)",
+        "{agent}: the {} backend is not available in this version (use claude, codex, exec or mock)",
         backend.name()
     ))
 }
@@ -309,12 +345,10 @@ pub fn run(
     for def in &wf.agents {
         match def.backend.value {
             Backend::Exec | Backend::Mock => {}
-            Backend::Claude => {
-                if find_program(CLAUDE).is_none() {
-                    return Err(Error::Unavailable(format!(
-                        "{}: the claude backend needs Claude Code: no '{CLAUDE}' in PATH",
-                        def.name.value
-                    )));
+            Backend::Claude | Backend::Codex => {
+                let program = program_of(def.backend.value);
+                if find_program(program).is_none() {
+                    return Err(missing_program(&def.name.value, def.backend.value));
                 }
             }
             other => return Err(unavailable(&def.name.value, other)),
@@ -356,7 +390,7 @@ pub fn run(
             .as_ref()
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
-        let backend = backend(wf, name, &vars)?;
+        let backend = backend(wf, name, &vars, &serving.root, inst.name())?;
         let env = agent_env(wf, name, &vars)?;
         registry::register(
             inst,
@@ -575,10 +609,7 @@ fn runnable(a: &Agent) -> Result<()> {
     match a.backend.as_str() {
         "mock" => Ok(()),
         "claude" if find_program(CLAUDE).is_some() => Ok(()),
-        "claude" => Err(Error::Unavailable(format!(
-            "{}: the claude backend needs Claude Code: no '{CLAUDE}' in PATH",
-            a.name
-        ))),
+        "claude" => Err(missing_program(&a.name, Backend::Claude)),
         "exec" if !a.command.is_empty() => Ok(()),
         "exec" => Err(Error::invalid(format!(
             "{}: an exec agent needs a command (aw-ctl new {} --backend exec -- PROGRAM [ARG...])",

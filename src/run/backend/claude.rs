@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::exec::Exec;
+use super::exec::run_and_read;
 use super::{Backend, RunContext, RunOutcome, Status, Usage};
 
 /// The MCP tools of the aw server, as Claude Code names them in `--allowedTools`.
@@ -61,17 +61,13 @@ impl Claude {
 
 impl Backend for Claude {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
-        let mut exec = Exec {
-            argv: self.argv(ctx),
-            env: self.env.clone(),
-            cwd: self.cwd.clone(),
-        };
-        let mut out = exec.run(ctx);
-        if matches!(out.status, Status::Timeout | Status::Killed) {
-            return out;
-        }
-        read_result(&mut out);
-        out
+        run_and_read(
+            self.argv(ctx),
+            &self.env,
+            self.cwd.as_ref(),
+            ctx,
+            read_result,
+        )
     }
 
     fn takes_system_prompt(&self) -> bool {
@@ -129,15 +125,9 @@ fn usage(r: &Value) -> Usage {
 mod tests {
     use super::*;
 
-    fn outcome(stdout: &str, status: Status) -> RunOutcome {
-        let mut o = RunOutcome::new(status);
-        o.final_text = stdout.to_string();
-        o
-    }
-
     #[test]
     fn a_success_gives_the_answer_and_the_usage() {
-        let mut o = outcome(
+        let mut o = RunOutcome::printed(
             r#"{"type":"result","subtype":"success","is_error":false,"result":"done\n","num_turns":2,"total_cost_usd":0.0125,"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":7}}"#,
             Status::Ok,
         );
@@ -159,7 +149,7 @@ mod tests {
 
     #[test]
     fn an_error_subtype_fails_with_its_name_and_keeps_the_usage() {
-        let mut o = outcome(
+        let mut o = RunOutcome::printed(
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"usage":{"input_tokens":3}}"#,
             Status::Failed,
         );
@@ -172,7 +162,7 @@ mod tests {
     #[test]
     fn garbage_or_nothing_is_a_failure() {
         for text in ["", "not json", r#"{"type":"assistant"}"#] {
-            let mut o = outcome(text, Status::Ok);
+            let mut o = RunOutcome::printed(text, Status::Ok);
             read_result(&mut o);
             assert_eq!(o.status, Status::Failed, "{text}");
             assert!(o.reason.unwrap().contains("no JSON result"));
@@ -181,7 +171,7 @@ mod tests {
 
     #[test]
     fn stream_json_takes_the_last_result_line() {
-        let mut o = outcome(
+        let mut o = RunOutcome::printed(
             "{\"type\":\"system\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}",
             Status::Ok,
         );

@@ -171,3 +171,25 @@ impl Backend for Exec {
         out
     }
 }
+
+/// Run `argv` as [`Exec`] does, then let `read` interpret its output (the final text holds
+/// all of stdout) unless the run timed out or was stopped: for CLI backends with structured
+/// output.
+pub fn run_and_read(
+    argv: Vec<String>,
+    env: &[(String, String)],
+    cwd: Option<&PathBuf>,
+    ctx: &RunContext,
+    read: fn(&mut RunOutcome),
+) -> RunOutcome {
+    let mut exec = Exec {
+        argv,
+        env: env.to_vec(),
+        cwd: cwd.cloned(),
+    };
+    let mut out = exec.run(ctx);
+    if !matches!(out.status, Status::Timeout | Status::Killed) {
+        read(&mut out);
+    }
+    out
+}

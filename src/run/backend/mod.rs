@@ -5,6 +5,7 @@
 //! |--------|---------|
 //! | `exec` | any executable: prompt on stdin, final text on stdout |
 //! | `claude` | Claude Code in print mode, through `exec`, its JSON result read |
+//! | `codex` | `codex exec --json`, through `exec`, its event stream read |
 //! | `mock` | in-process scripted replies, for tests and dry runs |
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use crate::instance::Instance;
 
 pub mod claude;
+pub mod codex;
 pub mod exec;
 pub mod mock;
 
@@ -119,6 +121,15 @@ impl RunOutcome {
             stderr: Capture::default(),
             command: Vec::new(),
             usage: None,
+        }
+    }
+
+    /// An outcome whose program printed `stdout`, for the tests of output readers.
+    #[cfg(test)]
+    pub fn printed(stdout: &str, status: Status) -> RunOutcome {
+        RunOutcome {
+            final_text: stdout.to_string(),
+            ..RunOutcome::new(status)
         }
     }
 

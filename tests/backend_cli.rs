@@ -1,6 +1,6 @@
-//! The `claude` backend against a fake `claude` program: the exact argument vector, the
-//! prompt on stdin, the JSON result read for the reply and the usage, error results, and a
-//! missing program.
+//! The `claude` and `codex` backends against fake programs: the exact argument vector, the
+//! prompt on stdin, the JSON result or event stream read for the reply and the usage, error
+//! results, and a missing program.
 
 mod common;
 
@@ -8,11 +8,16 @@ use common::runner::*;
 
 /// A fake `claude` in `bin/` that records its arguments and stdin, then prints `result`.
 fn fake_claude(s: &Setup, result: &str, exit: i32) {
+    fake(s, "claude", result, exit);
+}
+
+/// A fake `program` in `bin/` that records its arguments and stdin, then prints `output`.
+fn fake(s: &Setup, program: &str, output: &str, exit: i32) {
     std::fs::create_dir_all(s.dir().join("bin")).unwrap();
     s.script(
-        "bin/claude",
+        &format!("bin/{program}"),
         &format!(
-            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > argv.txt\ncat > stdin.txt\nprintf '%s\\n' '{result}'\nexit {exit}\n"
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > argv.txt\ncat > stdin.txt\nprintf '%s\\n' '{output}'\nexit {exit}\n"
         ),
     );
 }
@@ -119,4 +124,58 @@ fn a_missing_claude_program_is_refused_before_anything_runs() {
         stderr(&out)
     );
     assert!(!s.root.inst_dir(INST).join("channel.md").exists());
+}
+
+#[test]
+fn codex_gets_the_mcp_server_as_overrides_and_its_events_give_the_reply() {
+    let s = Setup::new();
+    let events = concat!(
+        r#"{"type":"thread.started","thread_id":"t1"}"#,
+        "\n",
+        r#"{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"@user fixed"}}"#,
+        "\n",
+        r#"{"type":"turn.completed","usage":{"input_tokens":20,"cached_input_tokens":8,"output_tokens":4}}"#
+    );
+    fake(&s, "codex", events, 0);
+    let wf =
+        "agents:\n  bob:\n    backend: codex\n    model: openai/gpt-5\nkickoff: '@bob fix it'\n";
+    let out = run_with_fake(&s, wf);
+    assert_code(&out, 0);
+    let argv = std::fs::read_to_string(s.dir().join("argv.txt")).unwrap();
+    let argv: Vec<&str> = argv.lines().collect();
+    assert_eq!(&argv[..3], ["exec", "--json", "--skip-git-repo-check"]);
+    let root = std::path::absolute(s.root.path()).unwrap();
+    let overrides: Vec<&str> = argv
+        .windows(2)
+        .filter(|w| w[0] == "-c")
+        .map(|w| w[1])
+        .collect();
+    assert_eq!(overrides.len(), 5, "{argv:?}");
+    assert!(
+        overrides[0].starts_with("mcp_servers.aw.command=\""),
+        "{argv:?}"
+    );
+    assert!(overrides[0].ends_with("aw-mcp\""), "{argv:?}");
+    assert_eq!(
+        overrides[1],
+        format!("mcp_servers.aw.args=[\"--agent\", \"bob@{INST}\"]")
+    );
+    assert_eq!(
+        overrides[2],
+        format!("mcp_servers.aw.env={{ AW_ROOT = \"{}\" }}", root.display())
+    );
+    assert_eq!(overrides[3], "mcp_servers.aw.required=true");
+    assert_eq!(argv[argv.len() - 3..], ["-m", "gpt-5", "-"]);
+    let prompt = std::fs::read_to_string(s.dir().join("stdin.txt")).unwrap();
+    assert!(prompt.contains("From @system: @bob fix it"), "{prompt}");
+    assert_eq!(
+        s.entries().last().unwrap(),
+        &("bob".to_string(), "@user fixed".to_string())
+    );
+    let t = s.transcript("bob", 1);
+    assert_eq!(
+        t["usage"],
+        serde_json::json!({"input_tokens": 20, "output_tokens": 4, "cache_read_tokens": 8,
+            "cache_write_tokens": 0, "cost_usd": null})
+    );
 }

@@ -1,0 +1,170 @@
+//! The `codex` backend: `codex exec --json -`, run like an `exec` program (own process group,
+//! prompt on stdin, timeout, stop). The aw MCP server is given as `-c mcp_servers.aw.*`
+//! overrides (required, its tools approved), so the user's configuration files are never
+//! edited. The event stream gives the final text (the last agent message), the failure
+//! (`turn.failed`, `error`) and the tokens (`turn.completed`, summed over turns). Codex
+//! reports no cost.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::exec::run_and_read;
+use super::{Backend, RunContext, RunOutcome, Status, Usage};
+
+pub struct Codex {
+    /// The `codex` program.
+    pub program: String,
+    pub model: Option<String>,
+    /// The `mcp_servers.aw` keys and their TOML values.
+    pub mcp_keys: Vec<(&'static str, String)>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Codex {
+    /// The argument vector of one run.
+    pub fn argv(&self) -> Vec<String> {
+        let mut v = vec![self.program.clone(), "exec".into(), "--json".into()];
+        let dir = self
+            .cwd
+            .clone()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        if !in_git_repository(&dir) {
+            v.push("--skip-git-repo-check".into());
+        }
+        for (k, val) in &self.mcp_keys {
+            v.extend(["-c".into(), format!("mcp_servers.aw.{k}={val}")]);
+        }
+        if let Some(m) = &self.model {
+            v.extend(["-m".into(), m.clone()]);
+        }
+        // The prompt comes on stdin.
+        v.push("-".into());
+        v
+    }
+}
+
+/// Is `dir` inside a Git working tree (a `.git` in it or a parent)?
+fn in_git_repository(dir: &Path) -> bool {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    dir.ancestors().any(|d| d.join(".git").exists())
+}
+
+impl Backend for Codex {
+    fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        run_and_read(self.argv(), &self.env, self.cwd.as_ref(), ctx, read_events)
+    }
+}
+
+/// Read Codex's JSON Lines events from the run's output: status, final text, usage.
+fn read_events(out: &mut RunOutcome) {
+    let text = std::mem::take(&mut out.final_text);
+    let mut usage = Usage::default();
+    let (mut last_message, mut failure, mut turns) = (None, None, 0);
+    for e in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        match e["type"].as_str() {
+            Some("turn.completed") => {
+                turns += 1;
+                add_usage(&mut usage, &e["usage"]);
+            }
+            Some("turn.failed") => {
+                add_usage(&mut usage, &e["usage"]);
+                failure = Some(message(&e["error"]));
+            }
+            Some("error") => failure = Some(message(&e)),
+            Some("item.completed") => {
+                let item = &e["item"];
+                let kind = item["type"].as_str().or(item["item_type"].as_str());
+                if kind == Some("agent_message") {
+                    last_message = item["text"].as_str().map(|t| t.trim().to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    out.usage = Some(usage);
+    if let Some(why) = failure {
+        out.status = Status::Failed;
+        out.reason = Some(format!("codex: {why}"));
+    } else if turns == 0 {
+        out.status = Status::Failed;
+        let exit = out
+            .reason
+            .take()
+            .map_or(String::new(), |r| format!(" ({r})"));
+        out.reason = Some(format!("codex completed no turn{exit}"));
+    } else if out.status == Status::Ok {
+        out.final_text = last_message.unwrap_or_default();
+    }
+}
+
+fn add_usage(u: &mut Usage, v: &Value) {
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    u.input_tokens += n("input_tokens");
+    u.output_tokens += n("output_tokens");
+    u.cache_read_tokens += n("cached_input_tokens");
+}
+
+fn message(v: &Value) -> String {
+    v["message"]
+        .as_str()
+        .unwrap_or("failed")
+        .lines()
+        .next()
+        .unwrap_or("failed")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn turns_give_the_last_agent_message_and_summed_tokens() {
+        let mut o = RunOutcome::printed(
+            concat!(
+                "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n",
+                "{\"type\":\"item.completed\",\"item\":{\"id\":\"i0\",\"type\":\"agent_message\",\"text\":\"first\"}}\n",
+                "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":10,\"cached_input_tokens\":4,\"output_tokens\":2}}\n",
+                "{\"type\":\"item.completed\",\"item\":{\"id\":\"i1\",\"item_type\":\"agent_message\",\"text\":\"@user done\\n\"}}\n",
+                "{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":5,\"cached_input_tokens\":1,\"output_tokens\":3}}\n",
+            ),
+            Status::Ok,
+        );
+        read_events(&mut o);
+        assert_eq!(
+            (o.status, o.final_text.as_str()),
+            (Status::Ok, "@user done")
+        );
+        let u = o.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.cache_read_tokens, u.output_tokens),
+            (15, 5, 5)
+        );
+        assert_eq!(u.cost_usd, None);
+    }
+
+    #[test]
+    fn a_failed_turn_or_an_error_fails_the_run() {
+        let mut o = RunOutcome::printed(
+            "{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream disconnected\\nmore\"}}",
+            Status::Ok,
+        );
+        read_events(&mut o);
+        assert_eq!(o.status, Status::Failed);
+        assert_eq!(o.reason.as_deref(), Some("codex: stream disconnected"));
+        let mut o =
+            RunOutcome::printed("{\"type\":\"error\",\"message\":\"quota\"}", Status::Failed);
+        read_events(&mut o);
+        assert_eq!(o.reason.as_deref(), Some("codex: quota"));
+        let mut o = RunOutcome::printed("garbage", Status::Ok);
+        read_events(&mut o);
+        assert_eq!(o.status, Status::Failed);
+        assert!(o.reason.unwrap().starts_with("codex completed no turn"));
+    }
+}
