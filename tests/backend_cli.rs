@@ -23,8 +23,14 @@ fn fake(s: &Setup, program: &str, output: &str, exit: i32) {
 }
 
 fn run_with_fake(s: &Setup, wf: &str) -> std::process::Output {
+    run_with_fake_args(s, wf, &[])
+}
+
+fn run_with_fake_args(s: &Setup, wf: &str, args: &[&str]) -> std::process::Output {
     s.write("wf.yaml", wf);
-    let mut c = s.cmd(&["-q", "--retries", "1"]);
+    let mut all = vec!["-q", "--retries", "1"];
+    all.extend_from_slice(args);
+    let mut c = s.cmd(&all);
     let path = format!("{}:{}", s.dir().join("bin").display(), path_with_bins());
     c.env("PATH", path);
     run_hang_guarded(c)
@@ -177,5 +183,50 @@ fn codex_gets_the_mcp_server_as_overrides_and_its_events_give_the_reply() {
         t["usage"],
         serde_json::json!({"input_tokens": 20, "output_tokens": 4, "cache_read_tokens": 8,
             "cache_write_tokens": 0, "cost_usd": null})
+    );
+}
+
+#[test]
+fn a_budget_stops_every_agent_and_says_so() {
+    // Each run costs $0.02 and 150 tokens and mentions the other agent: a loop that only a
+    // budget ends here.
+    let s = Setup::new();
+    fake(
+        &s,
+        "claude",
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"@bob again","total_cost_usd":0.02,"usage":{"input_tokens":100,"output_tokens":50}}"#,
+        0,
+    );
+    let wf = "agents:\n  alice:\n    backend: claude\n  bob:\n    mock: {replies: ['@alice again']}\nkickoff: '@alice go'\n";
+    let out = run_with_fake_args(&s, wf, &["--budget-usd", "0.05"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("aw-run: budget: $0.0600 spent, over the $0.05 budget"),
+        "{err}"
+    );
+    let entries = s.entries();
+    let last = entries.last().unwrap();
+    assert_eq!(last.0, "system");
+    assert!(last.1.starts_with("budget: $0.0600 spent"), "{entries:?}");
+    assert_eq!(
+        entries.iter().filter(|(f, _)| f == "alice").count(),
+        3,
+        "{entries:?}"
+    );
+    // A token budget the same way.
+    let s = Setup::new();
+    fake(
+        &s,
+        "claude",
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"@bob again","usage":{"input_tokens":100,"output_tokens":50}}"#,
+        0,
+    );
+    let out = run_with_fake_args(&s, wf, &["--budget-tokens", "200"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("budget: 300 tokens used, over the 200 token budget"),
+        "{}",
+        stderr(&out)
     );
 }

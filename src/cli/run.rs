@@ -46,13 +46,18 @@ Options:
       --backoff DUR    wait before the second attempt, doubled after (default 1s)
       --cooldown DUR   after a run failed for good, wait before trying its messages
                        again unless something new arrives (default 60s)
+      --budget-usd USD stop every agent once the runs cost more than USD dollars
+      --budget-tokens N
+                       stop every agent once the runs used more than N input and
+                       output tokens
   -q, --quiet          print no entries, run events or summary
       --json           print entries, run events and the summary as JSON Lines
   -h, --help           print this help
   -V, --version        print the version
 
 Exit status: 0 done or stopped by SIGTERM (aw-ctl stop), 1 an agent failed for good,
-the loop guard or the timeout stopped the run, or a setup task failed, 64 usage,
+the loop guard, a budget or the timeout stopped the run, or a setup task failed,
+64 usage,
 65 bad workflow file, 66 no such file, instance or agent, 69 backend unavailable,
 73 cannot create, 74 I/O error, 75 agent already served, 77 permission denied,
 130 interrupted (SIGINT).
@@ -94,6 +99,7 @@ fn parse() -> Result<Option<Args>> {
                 backoff: Duration::from_secs(1),
             },
             cooldown: Duration::from_secs(60),
+            budget: Default::default(),
             keep: false,
             quiet: false,
             json: false,
@@ -135,6 +141,18 @@ fn parse() -> Result<Option<Args>> {
             }
             Long("backoff") => a.opts.retry.backoff = duration(&mut p, "--backoff")?,
             Long("cooldown") => a.opts.cooldown = duration(&mut p, "--cooldown")?,
+            Long("budget-usd") => {
+                let usd: f64 = cli::number(&mut p, "--budget-usd")?;
+                if !(usd.is_finite() && usd > 0.0) {
+                    return Err(Error::Usage(
+                        "--budget-usd: expected dollars above 0".into(),
+                    ));
+                }
+                a.opts.budget.usd = Some(usd);
+            }
+            Long("budget-tokens") => {
+                a.opts.budget.tokens = Some(cli::number(&mut p, "--budget-tokens")?);
+            }
             Short('q') | Long("quiet") => a.opts.quiet = true,
             Long("json") => a.opts.json = true,
             Short('h') | Long("help") => return Ok(None),

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::backend::{Backend, RunContext, RunOutcome, Status, Stop};
+use super::backend::{Backend, Budget, RunContext, RunOutcome, Status, Stop, Usage};
 use super::prompt::{self, PromptParts};
 use super::serve::{self, ControllerState, Served};
 use crate::channel::Channel;
@@ -30,6 +30,8 @@ pub struct Shared {
     pub state: Mutex<State>,
     pub cv: Condvar,
     pub stop: Stop,
+    /// What the whole workflow may spend.
+    pub budget: Budget,
 }
 
 #[derive(Default)]
@@ -38,6 +40,8 @@ pub struct State {
     pub generation: u64,
     pub stopping: bool,
     pub agents: BTreeMap<String, AgentState>,
+    /// The budget that stopped the run, as a reason.
+    pub over_budget: Option<String>,
 }
 
 /// A controller's state as the runner sees it.
@@ -53,6 +57,8 @@ pub struct AgentState {
     pub failures: u64,
     /// Time spent in runs.
     pub busy: Duration,
+    /// Tokens and cost of its runs, as the backends reported them.
+    pub usage: Usage,
     /// The last attempt of its last run failed; its messages are left unread.
     pub failed: bool,
     /// It reached its run cap with messages still unread.
@@ -306,6 +312,34 @@ impl Controller {
         }
     }
 
+    /// Count what a run spent; past the workflow's budget, say so on the channel and stop
+    /// every controller (a running backend is killed; its messages stay unread).
+    fn spend(&self, shared: &Shared, u: &Usage) {
+        let mut st = shared.lock();
+        st.agents
+            .entry(self.agent.clone())
+            .or_default()
+            .usage
+            .add(u);
+        if st.over_budget.is_some() {
+            return;
+        }
+        let mut total = Usage::default();
+        for a in st.agents.values() {
+            total.add(&a.usage);
+        }
+        let Some(why) = shared.budget.exceeded(&total) else {
+            return;
+        };
+        st.over_budget = Some(why.clone());
+        drop(st);
+        let text = format!("{why}; aw-run stops every agent.");
+        if let Err(e) = post::post(&self.inst, "system", &text, &PostOptions::default()) {
+            crate::cli::warn("aw-run", format!("cannot post the budget stop: {e}"));
+        }
+        shared.stop_all();
+    }
+
     /// Record the controller's state for `aw-ctl ps`, when it changed.
     fn publish(&mut self, state: ControllerState) {
         if self.published == Some((state, self.served.runs)) {
@@ -432,6 +466,9 @@ impl Controller {
             let ok = out.status == Status::Ok;
             if !ok {
                 shared.agent(&self.agent).failures += 1;
+            }
+            if let Some(u) = &out.usage {
+                self.spend(shared, u);
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
             ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || shared.stop.is_set());

@@ -51,6 +51,8 @@ pub struct Options {
     pub keep: bool,
     pub quiet: bool,
     pub json: bool,
+    /// What the whole workflow may spend.
+    pub budget: super::backend::Budget,
     /// Told (one byte) once the agents are served and the kickoff posted.
     pub ready: Option<Arc<std::fs::File>>,
 }
@@ -651,7 +653,10 @@ fn drive(
     sigs.add(Signal::SIGTERM);
     pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&sigs), None)
         .map_err(|e| Error::io("<signals>", e.into()))?;
-    let shared = Arc::new(Shared::default());
+    let shared = Arc::new(Shared {
+        budget: opts.budget,
+        ..Shared::default()
+    });
     {
         let mut st = shared.lock();
         st.generation = 1;
@@ -711,6 +716,9 @@ fn drive(
         let _ = h.join();
     }
     summary(&shared, opts);
+    if let Some(why) = shared.lock().over_budget.clone() {
+        return Err(Error::No(why));
+    }
     match *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) {
         StopSignal::Term => return Ok(exit::OK),
         StopSignal::Int => return Err(Error::Interrupted),
@@ -920,7 +928,8 @@ fn summary(shared: &Shared, opts: &Options) {
             .iter()
             .map(|(n, a)| {
                 let ms = a.busy.as_millis() as u64;
-                let v = json!({"runs": a.total, "failures": a.failures, "duration_ms": ms});
+                let v = json!({"runs": a.total, "failures": a.failures, "duration_ms": ms,
+                    "usage": a.usage});
                 (n.clone(), v)
             })
             .collect();
@@ -934,12 +943,19 @@ fn summary(shared: &Shared, opts: &Options) {
             .agents
             .iter()
             .map(|(n, a)| {
-                format!(
+                let mut line = format!(
                     "{n} {} run(s) {} failure(s) {:.2} s",
                     a.total,
                     a.failures,
                     a.busy.as_secs_f64()
-                )
+                );
+                if a.usage.tokens() > 0 {
+                    line.push_str(&format!(" {} tokens", a.usage.tokens()));
+                }
+                if let Some(c) = a.usage.cost_usd {
+                    line.push_str(&format!(" ${c:.4}"));
+                }
+                line
             })
             .collect();
         let _ = writeln!(

@@ -110,6 +110,51 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
+impl Usage {
+    /// Add `other`; a cost stays known when either side knows one.
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        };
+    }
+
+    /// The tokens a token budget counts: input and output (cache reads and writes are
+    /// priced apart and left out).
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+/// Limits on what a whole workflow may spend.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budget {
+    pub usd: Option<f64>,
+    pub tokens: Option<u64>,
+}
+
+impl Budget {
+    /// Why `spent` is over this budget, if it is.
+    pub fn exceeded(&self, spent: &Usage) -> Option<String> {
+        if let (Some(max), Some(cost)) = (self.usd, spent.cost_usd)
+            && cost > max
+        {
+            return Some(format!("budget: ${cost:.4} spent, over the ${max} budget"));
+        }
+        match self.tokens {
+            Some(max) if spent.tokens() > max => Some(format!(
+                "budget: {} tokens used, over the {max} token budget",
+                spent.tokens()
+            )),
+            _ => None,
+        }
+    }
+}
+
 impl RunOutcome {
     pub fn new(status: Status) -> RunOutcome {
         RunOutcome {
