@@ -527,6 +527,10 @@ fn transcripts_never_show_secret_values() {
         .env("SERVICE_PASSWORD", "hunter2-pw");
     assert_code(&run_hang_guarded(c), 0);
     let path = s.transcript_path("alice", 1);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600, "a transcript is private");
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(!text.contains("tok-5f3a9c"), "{text}");
     assert!(!text.contains("hunter2-pw"), "{text}");

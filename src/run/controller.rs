@@ -519,10 +519,18 @@ impl Controller {
         });
         let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
         let write = || -> Result<()> {
+            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+            // Private: a transcript holds prompts and outputs.
             let dir = transcript_dir(&self.inst, &self.agent);
-            std::fs::create_dir_all(&dir).map_err(|e| crate::error::Error::create(&dir, e))?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| crate::error::Error::create(&dir, e))?;
             let text = serde_json::to_string_pretty(&doc).expect("json");
-            atomic_write(&path, text.as_bytes())
+            atomic_write(&path, text.as_bytes())?;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| crate::error::Error::io(&path, e))
         };
         if let Err(e) = write() {
             crate::cli::warn(
