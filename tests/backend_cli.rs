@@ -230,3 +230,21 @@ fn a_budget_stops_every_agent_and_says_so() {
         stderr(&out)
     );
 }
+
+#[test]
+fn every_example_workflow_passes_the_check() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut n = 0;
+    for e in std::fs::read_dir(repo.join("examples")).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            let mut c = common::tool("aw-run");
+            c.arg("--check").arg(&p);
+            let out = run_hang_guarded(c);
+            assert_code(&out, 0);
+            assert!(out.stderr.is_empty(), "{}: {}", p.display(), stderr(&out));
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "{n} examples");
+}
