@@ -7,7 +7,8 @@
 # once more from another directory, and checks that:
 #   - the first model request offers every aw-mcp tool (what `alwaysLoad: true` is for),
 #   - the tool results reached the model and none was a permission refusal,
-#   - the agent's channel_send landed in the channel as "reviewer".
+#   - the agent's channel_send landed in the channel as "reviewer",
+#   - aw-run with a `backend: claude` agent does the same by itself.
 # Needs npm, node and python3; no API key. See common.sh for the other settings.
 
 . "$(dirname -- "$0")/common.sh"
@@ -67,5 +68,22 @@ run "$tmp/claude-2.out" claude -p "Check your inbox with my_inbox and do the wor
 [ ! -e "$elsewhere/.workflow" ] || fail "aw-mcp made a .workflow in the working directory"
 aw-peek --root "$project/.workflow" -i review --json -n 0 >"$tmp/channel.jsonl"
 check channel reviewer "@coder done" 2 <"$tmp/channel.jsonl"
+
+# aw-run with a claude agent: it runs Claude Code itself, prompt on stdin, and reads its
+# JSON result.
+cd "$project"
+cat >workflow.yaml <<'YAML'
+name: review
+agents:
+  reviewer:
+    backend: claude
+    timeout: 5m
+kickoff: "@reviewer please review PR 43"
+YAML
+say "run 3: aw-run workflow.yaml with a claude agent"
+run "$tmp/aw-run.out" aw-run -q --retries 1 workflow.yaml
+aw-peek -i review --json -n 0 >"$tmp/channel.jsonl"
+check channel reviewer "@coder done" 3 <"$tmp/channel.jsonl"
+[ "$(aw-peek -i review reviewer | wc -l)" = 0 ] || fail "aw-run left reviewer's inbox unread"
 
 say "OK: the Claude Code recipe works"

@@ -7,7 +7,8 @@
 # more from a directory outside any repository with --skip-git-repo-check, and checks that:
 #   - the first model request offers every aw-mcp tool,
 #   - the tool results reached the model and none was an approval refusal,
-#   - the agent's channel_send landed in the channel as "coder".
+#   - the agent's channel_send landed in the channel as "coder",
+#   - aw-run with a `backend: codex` agent does the same by itself.
 # Needs npm, node, python3 and git; no API key. See common.sh for the other settings.
 
 . "$(dirname -- "$0")/common.sh"
@@ -60,5 +61,22 @@ run "$tmp/codex-2.out" codex exec --skip-git-repo-check "$@" \
 check results "$tmp/requests.jsonl" mcp__aw__ "please fix PR 42"
 aw-peek --root "$project/.workflow" -i review --json -n 0 >"$tmp/channel.jsonl"
 check channel coder "@reviewer done" 2 <"$tmp/channel.jsonl"
+
+# aw-run with a codex agent: it runs `codex exec --json -` itself, prompt on stdin, the
+# server as -c overrides, and reads the event stream.
+cd "$project"
+cat >workflow.yaml <<'YAML'
+name: review
+agents:
+  coder:
+    backend: codex
+    timeout: 5m
+kickoff: "@coder please fix PR 43"
+YAML
+say "run 3: aw-run workflow.yaml with a codex agent"
+run "$tmp/aw-run.out" aw-run -q --retries 1 workflow.yaml
+aw-peek -i review --json -n 0 >"$tmp/channel.jsonl"
+check channel coder "@reviewer done" 3 <"$tmp/channel.jsonl"
+[ "$(aw-peek -i review coder | wc -l)" = 0 ] || fail "aw-run left coder's inbox unread"
 
 say "OK: the Codex recipe works"
