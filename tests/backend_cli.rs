@@ -82,11 +82,26 @@ fn claude_gets_its_argv_and_prompt_and_its_result_is_the_reply() {
     assert_eq!(s.unread("alice"), 0);
     let t = s.transcript("alice", 1);
     assert_eq!(t["status"], "ok");
-    assert_eq!(
-        t["usage"],
-        serde_json::json!({"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 100,
-            "cache_write_tokens": 7, "cost_usd": 0.0125})
-    );
+    let usage = serde_json::json!({"input_tokens": 10, "output_tokens": 5,
+        "cache_read_tokens": 100, "cache_write_tokens": 7, "cost_usd": 0.0125});
+    assert_eq!(t["usage"], usage);
+    // aw-ctl status sums the transcripts per agent and in total.
+    let status = |json: bool| {
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST, "status"]);
+        if json {
+            c.arg("--json");
+        }
+        let out = c.output().expect("aw-ctl status");
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let v: serde_json::Value = serde_json::from_str(&status(true)).unwrap();
+    assert_eq!(v["agents"][0]["usage"], usage);
+    assert_eq!(v["usage"], usage);
+    let text = status(false);
+    assert!(text.contains("15 tokens, $0.0125"), "{text}");
+    assert!(text.contains("  total 15 tokens, $0.0125"), "{text}");
 }
 
 #[test]

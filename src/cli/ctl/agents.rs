@@ -11,6 +11,7 @@ use crate::inbox;
 use crate::names;
 use crate::proposal;
 use crate::registry::{self, Agent, Backend, Config, Registry};
+use crate::run::backend::Usage;
 use crate::run::serve::{self, Served};
 use crate::status;
 
@@ -204,14 +205,22 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
                 "unread": m.unread,
                 "cursor": m.cursor,
                 "controller": served.get(&m.agent.name).map(controller),
+                "usage": crate::run::controller::usage_of(&inst, &m.agent.name),
             })
         })
         .collect();
+    let mut total: Option<Usage> = None;
+    for ag in &agents {
+        if let Ok(u) = serde_json::from_value::<Usage>(ag["usage"].clone()) {
+            total.get_or_insert_with(Usage::default).add(&u);
+        }
+    }
     if a.json {
         let props: Vec<_> = active.iter().map(|p| p.to_json()).collect();
         out.line(
-            &json!({"instance": inst.name(), "documentOwner": owner, "agents": agents, "proposals": props})
-                .to_string(),
+            &json!({"instance": inst.name(), "documentOwner": owner, "agents": agents,
+                "proposals": props, "usage": total})
+            .to_string(),
         )?;
         return Ok(0);
     }
@@ -237,11 +246,17 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
                 c["runs"]
             ));
         }
+        if let Ok(u) = serde_json::from_value::<Usage>(ag["usage"].clone()) {
+            line.push_str(&format!("  {}", spent(&u)));
+        }
         if let Some(t) = ag["task"].as_str() {
             line.push_str("  ");
             line.push_str(t);
         }
         out.line(&line)?;
+    }
+    if let Some(u) = &total {
+        out.line(&format!("  total {}", spent(u)))?;
     }
     if only.is_none() {
         for p in &active {
@@ -254,4 +269,12 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
 /// The controller of an agent that an aw-run serves, as `status --json` shows it.
 fn controller(s: &Served) -> serde_json::Value {
     json!({"state": s.state.name(), "pid": s.pid, "runs": s.runs})
+}
+
+/// `N tokens, $X` (the cost when known).
+fn spent(u: &Usage) -> String {
+    match u.cost_usd {
+        Some(c) => format!("{} tokens, ${c:.4}", u.tokens()),
+        None => format!("{} tokens", u.tokens()),
+    }
 }

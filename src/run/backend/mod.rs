@@ -100,7 +100,7 @@ pub struct RunOutcome {
 }
 
 /// Tokens and cost of one run, summed over its model calls.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
