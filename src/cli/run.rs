@@ -80,7 +80,14 @@ fn duration(p: &mut lexopt::Parser, name: &str) -> Result<Duration> {
     parse_duration(&v).map_err(|why| Error::Usage(format!("{name} '{v}': {why}")))
 }
 
-fn parse() -> Result<Option<Args>> {
+/// What the command line asks for.
+enum Parsed {
+    Help,
+    Version,
+    Run(Box<Args>),
+}
+
+fn parse() -> Result<Parsed> {
     use lexopt::prelude::*;
     let mut a = Args {
         common: Common::default(),
@@ -155,13 +162,8 @@ fn parse() -> Result<Option<Args>> {
             }
             Short('q') | Long("quiet") => a.opts.quiet = true,
             Long("json") => a.opts.json = true,
-            Short('h') | Long("help") => return Ok(None),
-            Short('V') | Long("version") => {
-                a.positional = vec![OsString::from("--version")];
-                a.check = true;
-                a.serve = true;
-                return Ok(Some(a));
-            }
+            Short('h') | Long("help") => return Ok(Parsed::Help),
+            Short('V') | Long("version") => return Ok(Parsed::Version),
             Value(v) if a.serve || a.positional.is_empty() => a.positional.push(v),
             _ => return Err(cli::unexpected(arg)),
         }
@@ -179,16 +181,15 @@ fn parse() -> Result<Option<Args>> {
             "--var needs a workflow file, not --serve".into(),
         ));
     }
-    Ok(Some(a))
+    Ok(Parsed::Run(Box::new(a)))
 }
 
 pub fn run(out: &mut Out) -> Result<u8> {
-    let Some(mut a) = parse()? else {
-        return cli::print_help(out, HELP);
+    let mut a = match parse()? {
+        Parsed::Help => return cli::print_help(out, HELP),
+        Parsed::Version => return cli::print_version(out, "aw-run"),
+        Parsed::Run(a) => *a,
     };
-    if a.serve && a.check {
-        return cli::print_version(out, "aw-run");
-    }
     a.opts.ready = ready_pipe()?;
     if a.serve {
         let agents = a

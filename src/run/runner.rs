@@ -108,11 +108,11 @@ fn backend(
     wf: &Workflow,
     name: &str,
     vars: &Vars,
+    env: Vec<(String, String)>,
     root: &Path,
     instance: &str,
 ) -> Result<Box<dyn RunBackend>> {
     let def = wf.agent(name).expect("agent of the workflow");
-    let env = agent_env(wf, name, vars)?;
     match def.backend.value {
         Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
         Backend::Exec => {
@@ -392,8 +392,9 @@ pub fn run(
             .as_ref()
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
-        let backend = backend(wf, name, &vars, &serving.root, inst.name())?;
         let env = agent_env(wf, name, &vars)?;
+        let secrets = super::controller::secrets(&env);
+        let backend = backend(wf, name, &vars, env, &serving.root, inst.name())?;
         registry::register(
             inst,
             Agent {
@@ -416,7 +417,7 @@ pub fn run(
             def.max_runs.as_ref().map(|m| m.value),
             def.reply_fallback,
         )?;
-        c.secrets = super::controller::secrets(&env);
+        c.secrets = secrets;
         controllers.push(c);
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
