@@ -340,6 +340,33 @@ impl Controller {
         shared.stop_all();
     }
 
+    /// What every agent has spent, with `partial` (a running run's usage so far) added.
+    fn spent(shared: &Shared, partial: &Usage) -> Usage {
+        let st = shared.lock();
+        let mut total = partial.clone();
+        for a in st.agents.values() {
+            total.add(&a.usage);
+        }
+        total
+    }
+
+    /// The reason a run that has spent `partial` so far must stop, if a budget is exceeded.
+    fn over_budget(shared: &Shared, partial: &Usage) -> Option<String> {
+        if let Some(why) = shared.lock().over_budget.clone() {
+            return Some(why);
+        }
+        shared.budget.exceeded(&Self::spent(shared, partial))
+    }
+
+    /// What the USD budget leaves, if there is one.
+    fn remaining_usd(shared: &Shared) -> Option<f64> {
+        let max = shared.budget.usd?;
+        let spent = Self::spent(shared, &Usage::default())
+            .cost_usd
+            .unwrap_or(0.0);
+        Some((max - spent).max(0.0))
+    }
+
     /// Record the controller's state for `aw-ctl ps`, when it changed.
     fn publish(&mut self, state: ControllerState) {
         if self.published == Some((state, self.served.runs)) {
@@ -414,6 +441,7 @@ impl Controller {
             let before = channel.last_id().unwrap_or(0);
             let started = crate::channel::now();
             let t0 = Instant::now();
+            let over_budget = |partial: &Usage| Self::over_budget(shared, partial);
             let ctx = RunContext {
                 inst: &self.inst,
                 agent: &self.agent,
@@ -425,6 +453,8 @@ impl Controller {
                 mcp_config: &self.mcp_config,
                 timeout: self.timeout,
                 stop: &shared.stop,
+                over_budget: &over_budget,
+                remaining_usd: Self::remaining_usd(shared),
             };
             let mut out = self.backend.run(&ctx);
             let mut replies: Vec<u64> = channel

@@ -70,6 +70,13 @@ pub struct RunContext<'a> {
     pub mcp_config: &'a std::path::Path,
     pub timeout: Option<Duration>,
     pub stop: &'a Stop,
+    /// What this run has spent so far (tokens; a cost when the backend knows one) checked
+    /// against every budget that applies: the reason when one is exceeded. A backend that
+    /// calls a model several times asks after every call and stops at its next step.
+    pub over_budget: &'a dyn Fn(&Usage) -> Option<String>,
+    /// What the budgets leave for this run in USD, when a USD budget applies (for a CLI's
+    /// own spending cap).
+    pub remaining_usd: Option<f64>,
 }
 
 crate::keyword_enum! {
