@@ -249,12 +249,17 @@ fn a_budget_stops_every_agent_and_says_so() {
 #[test]
 fn every_example_workflow_passes_the_check() {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The check also asks for the CLIs the examples name: stand-ins do.
+    let s = Setup::new();
+    fake(&s, "claude", "", 0);
+    fake(&s, "codex", "", 0);
+    let path = format!("{}:{}", s.dir().join("bin").display(), path_with_bins());
     let mut n = 0;
     for e in std::fs::read_dir(repo.join("examples")).unwrap().flatten() {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "yaml") {
             let mut c = common::tool("aw-run");
-            c.arg("--check").arg(&p);
+            c.env("PATH", &path).arg("--check").arg(&p);
             let out = run_hang_guarded(c);
             assert_code(&out, 0);
             assert!(out.stderr.is_empty(), "{}: {}", p.display(), stderr(&out));

@@ -226,6 +226,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         eprintln!("{}", w.render());
     }
     if a.check {
+        runner::preflight(&wf, &vars)?;
         return Ok(0);
     }
     if matches!(wf.context, Context::Memory { .. }) {

@@ -457,6 +457,8 @@ impl Controller {
                 remaining_usd: Self::remaining_usd(shared),
             };
             let mut out = self.backend.run(&ctx);
+            // A reason may quote what a service sent back, a key among it.
+            out.reason = out.reason.map(|r| redact(&r, &self.secrets));
             let mut replies: Vec<u64> = channel
                 .read_since(before)
                 .map(|b| {

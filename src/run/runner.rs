@@ -17,6 +17,7 @@ use super::backend::codex::Codex;
 use super::backend::exec::Exec;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
+use super::backend::{anthropic, openai};
 use super::controller::{Controller, Event, Report, Retry, Shared, next_transcript};
 use super::interpolate::Vars;
 use super::serve::{self, ControllerState, Served};
@@ -162,6 +163,27 @@ fn backend(
             env,
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
         })),
+        Backend::Anthropic | Backend::Openai => {
+            let settings = super::backend::api::Settings {
+                model: def.model_name().unwrap_or_default().to_string(),
+                system: def
+                    .system_prompt
+                    .as_ref()
+                    .map(|s| s.template.value.render(vars))
+                    .transpose()?,
+                max_tokens: def.max_tokens.as_ref().map(|m| m.value),
+                max_steps: def.max_steps.as_ref().map(|m| m.value),
+                env: &env,
+                read_timeout: super::backend::api::DEFAULT_READ_TIMEOUT,
+            };
+            let built: std::result::Result<Box<dyn RunBackend>, String> =
+                if def.backend.value == Backend::Anthropic {
+                    anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+                } else {
+                    openai::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+                };
+            built.map_err(|why| Error::Unavailable(format!("{name}: {why}")))
+        }
         other => Err(unavailable(name, other)),
     }
 }
@@ -334,6 +356,39 @@ impl Serving<'_> {
     }
 }
 
+/// Refuse what cannot run, before anything is written: a CLI backend whose program is not
+/// in `PATH`, an API backend without its key (exit 69).
+pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
+    for def in &wf.agents {
+        let name = &def.name.value;
+        match def.backend.value {
+            Backend::Exec | Backend::Mock => {}
+            Backend::Claude | Backend::Codex => {
+                let program = program_of(def.backend.value);
+                if find_program(program).is_none() {
+                    return Err(missing_program(name, def.backend.value));
+                }
+            }
+            Backend::Anthropic | Backend::Openai => {
+                // Values that need a setup output are not known yet: checked again once they are.
+                let env: Vec<(String, String)> = def
+                    .env
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.value.clone(), v.value.render(vars).ok()?)))
+                    .collect();
+                let found = if def.backend.value == Backend::Anthropic {
+                    anthropic::credentials(&env).map(drop)
+                } else {
+                    openai::credentials(&env).map(drop)
+                };
+                found.map_err(|why| Error::Unavailable(format!("{name}: {why}")))?;
+            }
+            other => return Err(unavailable(name, other)),
+        }
+    }
+    Ok(())
+}
+
 /// Run the workflow on `inst` until the work is done (or, with `keep`, until stopped); the
 /// exit code.
 pub fn run(
@@ -343,19 +398,7 @@ pub fn run(
     mut vars: Vars,
     opts: &Options,
 ) -> Result<u8> {
-    // Refuse what cannot run before anything is written.
-    for def in &wf.agents {
-        match def.backend.value {
-            Backend::Exec | Backend::Mock => {}
-            Backend::Claude | Backend::Codex => {
-                let program = program_of(def.backend.value);
-                if find_program(program).is_none() {
-                    return Err(missing_program(&def.name.value, def.backend.value));
-                }
-            }
-            other => return Err(unavailable(&def.name.value, other)),
-        }
-    }
+    preflight(wf, &vars)?;
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
     let _locks = serve::take(inst, &names)?;

@@ -7,6 +7,8 @@
 //! | `claude` | Claude Code in print mode, through `exec`, its JSON result read |
 //! | `codex` | `codex exec --json`, through `exec`, its event stream read |
 //! | `mock` | in-process scripted replies, for tests and dry runs |
+//! | `anthropic` | the Messages API, the tool loop in process (`api`, `http`) |
+//! | `openai` | any OpenAI-compatible Chat Completions endpoint, the same loop |
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,10 +17,14 @@ use std::time::Duration;
 
 use crate::instance::Instance;
 
+pub mod anthropic;
+pub mod api;
 pub mod claude;
 pub mod codex;
 pub mod exec;
+pub mod http;
 pub mod mock;
+pub mod openai;
 
 /// Longest output kept from a backend's stdout or stderr, in bytes.
 pub const MAX_CAPTURE: usize = 64 * 1024;

@@ -1,0 +1,502 @@
+//! The `anthropic` and `openai` backends against a fake API on loopback: the tool loop
+//! through the aw tools, the requests sent, usage summed over the steps, retries of 429,
+//! 529, 5xx and dropped connections (honouring `retry-after`), failures that are not
+//! retried, the end reasons, `max_steps`, a budget stopping the loop, and missing keys.
+
+mod common;
+
+use common::fake_api::{FakeApi, Reply};
+use common::runner::*;
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-test-0123456789";
+
+const ANTHROPIC_WF: &str = "agents:
+  alice:
+    backend: anthropic
+    model: claude-test
+    system_prompt: You review code.
+    max_steps: 4
+kickoff: '@alice look at the diff'
+";
+
+/// aw-run -q --retries 1 on `wf`, with the fake's URL and a key in the environment.
+fn run_api(s: &Setup, wf: &str, api: &FakeApi, args: &[&str]) -> std::process::Output {
+    s.write("wf.yaml", wf);
+    let mut all = vec!["-q", "--retries", "1"];
+    all.extend_from_slice(args);
+    let mut c = s.cmd(&all);
+    c.env("ANTHROPIC_BASE_URL", &api.url)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.url))
+        .env("OPENAI_API_KEY", KEY);
+    run_hang_guarded(c)
+}
+
+/// An Anthropic answer.
+fn answer(content: Value, stop: &str, input: u64, output: u64) -> Reply {
+    Reply::ok(json!({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": content, "stop_reason": stop,
+        "usage": {"input_tokens": input, "output_tokens": output}
+    }))
+}
+
+fn tool_use(id: &str, name: &str, input: Value) -> Value {
+    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+}
+
+fn text(t: &str) -> Value {
+    json!({"type": "text", "text": t})
+}
+
+fn end(t: &str) -> Reply {
+    answer(json!([text(t)]), "end_turn", 10, 5)
+}
+
+#[test]
+fn anthropic_runs_the_tool_loop_through_the_aw_tools() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        Reply::ok(json!({
+            "content": [
+                text("Posting my review."),
+                tool_use("tu_1", "channel_send", json!({"message": "@user the diff looks fine"})),
+                tool_use("tu_2", "team_doc_write", json!({"content": "# Review\nall good\n"})),
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 900}
+        })),
+        Reply::ok(json!({
+            "content": [text("Done.")],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 150, "output_tokens": 10, "cache_read_input_tokens": 900}
+        })),
+    ]);
+    let out = run_api(&s, ANTHROPIC_WF, &api, &[]);
+    assert_code(&out, 0);
+
+    // The tools ran as alice; her own post means no fallback reply.
+    let entries = s.entries();
+    assert_eq!(
+        entries
+            .iter()
+            .filter(|(f, _)| f == "alice")
+            .collect::<Vec<_>>(),
+        [&("alice".to_string(), "@user the diff looks fine".to_string())]
+    );
+    let doc = s.root.inst_dir(INST).join("documents/notes.md");
+    assert_eq!(
+        std::fs::read_to_string(doc).unwrap(),
+        "# Review\nall good\n"
+    );
+    assert_eq!(s.unread("alice"), 0);
+
+    // What was sent.
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 2);
+    let r0 = &reqs[0];
+    assert_eq!(r0.path, "/v1/messages");
+    assert_eq!(r0.header("x-api-key"), Some(KEY));
+    assert_eq!(r0.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(r0.body["model"], "claude-test");
+    assert_eq!(r0.body["max_tokens"], 8192);
+    let system = r0.body["system"][0]["text"].as_str().unwrap();
+    assert!(system.starts_with("You review code.\n\n"), "{system}");
+    assert!(system.contains("my_inbox"), "{system}");
+    let tools: Vec<&str> = r0.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools.len(), 18);
+    assert!(tools.contains(&"channel_send") && tools.contains(&"team_doc_write"));
+    let prompt = r0.body["messages"][0]["content"].as_str().unwrap();
+    assert!(prompt.contains("@alice look at the diff"), "{prompt}");
+    assert!(
+        !prompt.contains("You review code."),
+        "system prompt left out of the prompt"
+    );
+
+    // The second request carries the conversation and both tool results.
+    let m = r0.body["messages"].as_array().unwrap().len();
+    assert_eq!(m, 1);
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert_eq!(msgs[1]["role"], "assistant");
+    assert_eq!(msgs[1]["content"][1]["id"], "tu_1");
+    let results = msgs[2]["content"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["tool_use_id"], "tu_1");
+    assert_eq!(results[0]["is_error"], false);
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("Sent as #")
+    );
+    assert_eq!(results[1]["tool_use_id"], "tu_2");
+    assert_eq!(results[1]["is_error"], false);
+
+    // Usage summed over both steps; cost unknown for an unknown model.
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "ok");
+    assert_eq!(
+        t["usage"],
+        json!({"input_tokens": 250, "output_tokens": 30, "cache_read_tokens": 900, "cache_write_tokens": 900, "cost_usd": null})
+    );
+    let steps: Vec<Value> = t["stdout"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0]["finish"], "tool_use");
+    assert_eq!(
+        steps[0]["tools"][1],
+        json!({"name": "team_doc_write", "error": false})
+    );
+    assert_eq!(steps[1]["finish"], "end_turn");
+    assert!(!t.to_string().contains(KEY), "the key is in the transcript");
+}
+
+#[test]
+fn a_tool_error_goes_back_to_the_model_and_the_loop_goes_on() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(
+            json!([
+                tool_use("a", "no_such_tool", json!({})),
+                tool_use("b", "channel_send", json!({})),
+            ]),
+            "tool_use",
+            1,
+            1,
+        ),
+        end("@user could not post"),
+    ]);
+    let out = run_api(&s, ANTHROPIC_WF, &api, &[]);
+    assert_code(&out, 0);
+    let reqs = api.requests();
+    let results = &reqs[1].body["messages"][2]["content"];
+    assert_eq!(results[0]["is_error"], true);
+    assert!(
+        results[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool 'no_such_tool'"),
+        "{results}"
+    );
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        results[1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("'message'"),
+        "{results}"
+    );
+    // Nothing posted by a tool: the final text is the reply.
+    assert!(
+        s.entries()
+            .contains(&("alice".into(), "@user could not post".into()))
+    );
+}
+
+#[test]
+fn rate_limits_overload_and_server_errors_are_retried_honouring_retry_after() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        Reply::Close,
+        Reply::Json(
+            500,
+            vec![("retry-after", "0".into())],
+            json!({"error": {"message": "internal"}}),
+        ),
+        Reply::Json(
+            429,
+            vec![("retry-after", "1".into())],
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}),
+        ),
+        Reply::Json(
+            529,
+            vec![("retry-after-ms", "10".into())],
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+        end("@user fine"),
+    ]);
+    let out = run_api(&s, ANTHROPIC_WF, &api, &[]);
+    assert_code(&out, 0);
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 5);
+    // The retry after the 429 waited at least what retry-after asked.
+    let gap = reqs[3].at - reqs[2].at;
+    assert!(gap >= std::time::Duration::from_secs(1), "{gap:?}");
+    // One run, one attempt: the retries were the HTTP client's, not the controller's.
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "ok");
+    assert_eq!(t["attempt"], 1);
+    assert!(t["stdout"].as_str().unwrap().contains("{\"retries\":4}"));
+    assert!(s.entries().contains(&("alice".into(), "@user fine".into())));
+}
+
+#[test]
+fn a_client_error_fails_at_once_with_the_api_message_and_no_key_leaks() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![Reply::status(
+        401,
+        json!({"type": "error", "error": {"type": "authentication_error", "message": format!("invalid x-api-key {KEY}")}}),
+    )]);
+    let out = run_api(&s, ANTHROPIC_WF, &api, &[]);
+    assert_code(&out, 1);
+    assert_eq!(api.requests().len(), 1);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "failed");
+    assert_eq!(
+        t["reason"],
+        "anthropic: HTTP 401: invalid x-api-key [redacted]"
+    );
+    assert!(!t.to_string().contains(KEY));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY));
+    assert_eq!(s.unread("alice"), 1);
+}
+
+#[test]
+fn a_hanging_api_is_a_timeout_and_the_message_stays_unread() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![Reply::Hang]);
+    let wf = ANTHROPIC_WF.replace("    max_steps: 4\n", "    max_steps: 4\n    timeout: 1s\n");
+    let out = run_api(&s, &wf, &api, &[]);
+    assert_code(&out, 1);
+    assert_eq!(s.statuses("alice", 1), ["timeout"]);
+    assert_eq!(s.unread("alice"), 1);
+}
+
+#[test]
+fn max_tokens_ends_with_the_text_so_far_or_fails_without_any() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![answer(
+        json!([text("@user partial answer")]),
+        "max_tokens",
+        5,
+        100,
+    )]);
+    assert_code(&run_api(&s, ANTHROPIC_WF, &api, &[]), 0);
+    assert!(
+        s.entries()
+            .contains(&("alice".into(), "@user partial answer".into()))
+    );
+
+    let s = Setup::new();
+    let api = FakeApi::start(vec![answer(json!([]), "max_tokens", 5, 100)]);
+    assert_code(&run_api(&s, ANTHROPIC_WF, &api, &[]), 1);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "failed");
+    assert_eq!(t["reason"], "the answer reached max_tokens before any text");
+}
+
+#[test]
+fn pause_turn_continues_and_refusal_fails() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(json!([text("thinking")]), "pause_turn", 1, 1),
+        end("@user resumed"),
+    ]);
+    assert_code(&run_api(&s, ANTHROPIC_WF, &api, &[]), 0);
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 2);
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2);
+    assert_eq!(msgs[1]["content"][0]["text"], "thinking");
+
+    let s = Setup::new();
+    let api = FakeApi::start(vec![answer(json!([]), "refusal", 1, 1)]);
+    assert_code(&run_api(&s, ANTHROPIC_WF, &api, &[]), 1);
+    assert_eq!(s.transcript("alice", 1)["reason"], "the model refused");
+}
+
+#[test]
+fn max_steps_bounds_the_loop() {
+    let s = Setup::new();
+    let call = || {
+        answer(
+            json!([tool_use("t", "team_members", json!({}))]),
+            "tool_use",
+            1,
+            1,
+        )
+    };
+    let api = FakeApi::start(vec![call(), call(), call(), call(), call()]);
+    let wf = ANTHROPIC_WF.replace("max_steps: 4", "max_steps: 2");
+    assert_code(&run_api(&s, &wf, &api, &[]), 1);
+    assert_eq!(api.requests().len(), 2);
+    let t = s.transcript("alice", 1);
+    assert_eq!(
+        t["reason"],
+        "max_steps (2) reached before the model ended its turn"
+    );
+    assert_eq!(t["usage"]["input_tokens"], 2);
+    assert_eq!(s.unread("alice"), 1);
+}
+
+#[test]
+fn a_budget_stops_the_loop_after_the_call_that_passed_it() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(
+            json!([tool_use("a", "channel_send", json!({"message": "first"}))]),
+            "tool_use",
+            80,
+            20,
+        ),
+        answer(
+            json!([tool_use("b", "channel_send", json!({"message": "second"}))]),
+            "tool_use",
+            80,
+            20,
+        ),
+        end("never asked"),
+    ]);
+    let out = run_api(&s, ANTHROPIC_WF, &api, &["--budget-tokens", "150"]);
+    assert_code(&out, 1);
+    assert_eq!(api.requests().len(), 2);
+    let entries = s.entries();
+    assert!(entries.contains(&("alice".into(), "first".into())));
+    assert!(
+        !entries.iter().any(|(_, m)| m == "second"),
+        "the tool of the answer over budget ran"
+    );
+    let budget = entries
+        .iter()
+        .filter(|(f, m)| f == "system" && m.contains("200 tokens used, over the 150 token budget"))
+        .count();
+    assert_eq!(budget, 1, "{entries:?}");
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "killed");
+    assert_eq!(t["usage"]["input_tokens"], 160);
+    assert_eq!(s.unread("alice"), 1);
+    assert!(stderr(&out).contains("budget"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_missing_key_is_refused_before_anything_runs_and_by_the_check() {
+    let s = Setup::new();
+    s.write("wf.yaml", ANTHROPIC_WF);
+    for args in [vec!["-q"], vec!["--check"]] {
+        let mut c = s.cmd(&args);
+        c.env_remove("ANTHROPIC_API_KEY");
+        let out = run_hang_guarded(c);
+        assert_code(&out, 69);
+        let err = stderr(&out);
+        assert!(
+            err.contains("alice: the anthropic backend needs ANTHROPIC_API_KEY"),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    assert!(!s.root.inst_dir(INST).exists(), "something was written");
+
+    // The key may come from the agent's env.
+    let api = FakeApi::start(vec![end("@user ok")]);
+    let wf = ANTHROPIC_WF.replace(
+        "    max_steps: 4\n",
+        &format!(
+            "    max_steps: 4\n    env:\n      ANTHROPIC_API_KEY: from-env-1234\n      ANTHROPIC_BASE_URL: {}\n",
+            api.url
+        ),
+    );
+    s.write("wf.yaml", &wf);
+    let mut c = s.cmd(&["-q"]);
+    c.env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL");
+    assert_code(&run_hang_guarded(c), 0);
+    assert_eq!(api.requests()[0].header("x-api-key"), Some("from-env-1234"));
+}
+
+const OPENAI_WF: &str = "agents:
+  olga:
+    backend: openai
+    model: local-model
+    max_tokens: 64
+kickoff: '@olga summarize'
+";
+
+fn chat(message: Value, finish: &str, usage: Value) -> Reply {
+    Reply::ok(json!({
+        "id": "c1", "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage
+    }))
+}
+
+#[test]
+fn openai_runs_the_tool_loop_with_function_calls() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        chat(
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "channel_send", "arguments": "{\"message\":\"@user summary: ok\"}"}}
+            ]}),
+            "tool_calls",
+            json!({"prompt_tokens": 300, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 200}}),
+        ),
+        chat(
+            json!({"role": "assistant", "content": "Posted."}),
+            "stop",
+            json!({"prompt_tokens": 330, "completion_tokens": 3}),
+        ),
+    ]);
+    let out = run_api(&s, OPENAI_WF, &api, &[]);
+    assert_code(&out, 0);
+    assert!(
+        s.entries()
+            .contains(&("olga".into(), "@user summary: ok".into()))
+    );
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(
+        reqs[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let b = &reqs[0].body;
+    assert_eq!(b["model"], "local-model");
+    assert_eq!(b["max_tokens"], 64);
+    assert_eq!(b["messages"][0]["role"], "system");
+    assert_eq!(b["tools"].as_array().unwrap().len(), 18);
+    assert_eq!(b["tools"][0]["type"], "function");
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 4);
+    assert_eq!(msgs[2]["tool_calls"][0]["id"], "call_1");
+    assert_eq!(msgs[3]["role"], "tool");
+    assert_eq!(msgs[3]["tool_call_id"], "call_1");
+    let t = s.transcript("olga", 1);
+    assert_eq!(
+        t["usage"],
+        json!({"input_tokens": 430, "output_tokens": 15, "cache_read_tokens": 200, "cache_write_tokens": 0, "cost_usd": null})
+    );
+}
+
+#[test]
+fn openai_on_a_server_of_ones_own_needs_no_key() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![chat(
+        json!({"role": "assistant", "content": "@user hi"}),
+        "stop",
+        json!({"prompt_tokens": 1, "completion_tokens": 1}),
+    )]);
+    s.write("wf.yaml", OPENAI_WF);
+    let mut c = s.cmd(&["-q"]);
+    c.env_remove("OPENAI_API_KEY")
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.url));
+    assert_code(&run_hang_guarded(c), 0);
+    assert_eq!(api.requests()[0].header("authorization"), None);
+
+    // Without a base URL, the key is needed.
+    let mut c = s.cmd(&["--check"]);
+    c.env_remove("OPENAI_API_KEY").env_remove("OPENAI_BASE_URL");
+    let out = run_hang_guarded(c);
+    assert_code(&out, 69);
+    assert!(stderr(&out).contains("olga: the openai backend needs OPENAI_API_KEY"));
+}
