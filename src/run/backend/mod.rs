@@ -18,6 +18,7 @@ use crate::instance::Instance;
 pub mod claude;
 pub mod codex;
 pub mod exec;
+pub mod files;
 pub mod mock;
 
 /// Longest output kept from a backend's stdout or stderr, in bytes.
