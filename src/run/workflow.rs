@@ -31,8 +31,12 @@
 //!   ending in `.md` or `.txt` always names a file, relative to the workflow file's directory,
 //!   and that file must exist (at most [`MAX_FILE`] bytes of UTF-8). Variables are replaced
 //!   in either.
-//! - `tools` (list of strings), `max_tokens`, `max_steps`, `max_runs` (whole numbers ≥ 1),
-//!   `timeout` (a duration, see [`parse_duration`]), `reply_fallback` (true/false, default true).
+//! - `tools`: a list of strings, for three backends only. `claude`: Claude Code's tool names,
+//!   as written (`Read`, `Bash(git diff:*)`). `anthropic` and `openai`: the built-in file tools
+//!   the agent is given, each named once by a [`FileTool`](super::backend::files::FileTool)
+//!   name (an unknown name is an error that lists the valid ones). Other backends refuse it.
+//! - `max_tokens`, `max_steps`, `max_runs` (whole numbers ≥ 1), `timeout` (a duration, see
+//!   [`parse_duration`]), `reply_fallback` (true/false, default true).
 //! - `cwd`: the backend's working directory, relative to the workflow file's directory.
 //! - `env`: extra environment for the backend, `NAME: value`; names `[A-Za-z_][A-Za-z0-9_]*`,
 //!   not starting with `AW_` (aw sets those); values are scalars, with variables replaced.

@@ -22,6 +22,7 @@ pub mod api;
 pub mod claude;
 pub mod codex;
 pub mod exec;
+pub mod files;
 pub mod http;
 pub mod mock;
 pub mod openai;

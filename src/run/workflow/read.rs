@@ -10,6 +10,7 @@ use super::{
 use crate::error::Error;
 use crate::mention;
 use crate::names::{self, sanitize};
+use crate::run::backend::files::FileTool;
 use crate::run::diagnostic::{Pos, Spanned, suggestion};
 use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
 use crate::run::reader::{Fields, Reader, Use, join};
@@ -175,6 +176,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
     }
     if backend_ok {
         check_backend_keys(r, &agent, &f, &path);
+        check_tools(r, &agent, &f, &path);
     }
     Some(agent)
 }
@@ -265,6 +267,50 @@ fn check_backend_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) 
     if backend.needs_model() && agent.model.is_none() {
         let msg = format!("backend {} needs a model", backend.name());
         r.error(agent.name.pos, path, &msg);
+    }
+}
+
+/// `tools`: Claude Code's own tool names, free-form, for `claude`; the built-in file tools
+/// for `anthropic` and `openai`, each once; refused for the other backends, which have no
+/// use for it.
+fn check_tools(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
+    let backend = agent.backend.value;
+    let path = join(path, "tools");
+    match backend {
+        Backend::Claude => {}
+        Backend::Anthropic | Backend::Openai => {
+            for (i, tool) in agent.tools.iter().enumerate() {
+                let at = format!("{path}[{i}]");
+                let first = agent.tools[..i].iter().find(|t| t.value == tool.value);
+                let msg = if let Some(first) = first {
+                    format!(
+                        "duplicate tool '{}' (first at line {})",
+                        sanitize(tool),
+                        first.pos.line
+                    )
+                } else if FileTool::from_name(tool).is_none() {
+                    format!(
+                        "unknown tool '{}'{}; the {} backend offers: {}",
+                        sanitize(tool),
+                        suggestion(tool, FileTool::NAMES.iter().copied()),
+                        backend.name(),
+                        FileTool::names()
+                    )
+                } else {
+                    continue;
+                };
+                r.error(tool.pos, &at, &msg);
+            }
+        }
+        Backend::Codex | Backend::Exec | Backend::Mock | Backend::External => {
+            if let Some((key, _)) = f.entry("tools") {
+                let msg = format!(
+                    "only for the claude, anthropic and openai backends (this agent's is {})",
+                    backend.name()
+                );
+                r.error(key.pos, &path, &msg);
+            }
+        }
     }
 }
 

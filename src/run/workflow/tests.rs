@@ -4,6 +4,7 @@
 use std::fs;
 
 use super::*;
+use crate::run::backend::files::FileTool;
 
 /// The variables a check sees: `HOME` in the environment, and `--var ticket=...`.
 fn vars() -> Vars {
@@ -120,7 +121,7 @@ agents:
     model: anthropic/claude-sonnet-4-5
     tools:
       - read_file
-      - search_code
+      - search
     max_tokens: 4096
     max_steps: 10
   generator:
@@ -139,7 +140,7 @@ agents:
     let r = &w.agents[0];
     assert_eq!(
         r.tools.iter().map(|t| t.value.as_str()).collect::<Vec<_>>(),
-        ["read_file", "search_code"]
+        ["read_file", "search"]
     );
     assert_eq!(r.max_tokens.as_ref().unwrap().value, 4096);
     assert_eq!(r.max_steps.as_ref().unwrap().value, 10);
@@ -421,6 +422,57 @@ fn backend_errors() {
         problem("agents:\n  a:\n    mock: {replies: [x], fails: 1}\n"),
         "w.yaml:3:26: agents.a.mock: unknown key 'fails' (did you mean 'fail'?)"
     );
+}
+
+#[test]
+fn tools_by_backend() {
+    let (w, warnings) = loads(
+        "agents:
+  api:
+    model: openai/gpt-5
+    tools: [read_file, list_files, search, write_file]
+  cc:
+    tools: [Read, 'Bash(git diff:*)', Read]
+  none:
+    model: anthropic/x
+    tools: []
+",
+    );
+    assert!(warnings.is_empty());
+    let names = |a: &AgentDef| a.tools.iter().map(|t| t.value.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&w.agents[0]), FileTool::NAMES);
+    assert_eq!(names(&w.agents[1]), ["Read", "Bash(git diff:*)", "Read"]);
+    assert!(w.agents[2].tools.is_empty());
+    assert_eq!(
+        problems(
+            "agents:\n  a:\n    model: anthropic/x\n    tools: [read_file, serch, read_file, Read]\n"
+        ),
+        [
+            "w.yaml:4:24: agents.a.tools[1]: unknown tool 'serch' (did you mean 'search'?); \
+             the anthropic backend offers: read_file, list_files, search, write_file",
+            "w.yaml:4:31: agents.a.tools[2]: duplicate tool 'read_file' (first at line 4)",
+            "w.yaml:4:42: agents.a.tools[3]: unknown tool 'Read'; \
+             the anthropic backend offers: read_file, list_files, search, write_file",
+        ]
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    model: openai/o3\n    tools:\n      - ReadFile\n"),
+        "w.yaml:5:9: agents.a.tools[0]: unknown tool 'ReadFile' (did you mean 'read_file'?); \
+         the openai backend offers: read_file, list_files, search, write_file"
+    );
+    for (def, backend) in [
+        ("backend: codex", "codex"),
+        ("command: [./bot]", "exec"),
+        ("mock: {replies: [hi]}", "mock"),
+    ] {
+        assert_eq!(
+            problem(&format!("agents:\n  a:\n    {def}\n    tools: []\n")),
+            format!(
+                "w.yaml:4:5: agents.a.tools: only for the claude, anthropic and openai backends \
+                 (this agent's is {backend})"
+            )
+        );
+    }
 }
 
 #[test]

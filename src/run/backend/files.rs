@@ -1,0 +1,1280 @@
+//! Built-in file tools of the API backends: read, list, search and write files in one folder,
+//! the agent's working folder (its `cwd`, else the working directory of `aw-run`).
+//!
+//! | tool | arguments | gives |
+//! |------|-----------|-------|
+//! | `read_file` | `path`, `offset` (first line, from 1), `limit` (most lines) | the text as it is, without line numbers, at most [`MAX_READ`] bytes |
+//! | `list_files` | `path` (default `.`), `recursive` (default false) | one entry per line, sorted; folders end in `/`, symbolic links in `@`; at most [`MAX_LIST`] entries |
+//! | `search` | `pattern` (a fixed string), `path` (default `.`), `ignore_case` | `PATH:LINE: TEXT` per matching line, at most [`MAX_MATCHES`] |
+//! | `write_file` | `path`, `content` (at most [`MAX_WRITE`] bytes) | creates or replaces the file whole, atomically, creating missing folders |
+//!
+//! Paths are relative to the working folder; the paths the tools print are too, so that they
+//! can be given back. What is cut is said in a last line in brackets (`[cut at 500 matches:
+//! ...]`), as is an empty result.
+//!
+//! Confinement, for every tool and path:
+//! - an absolute path is refused, and so is any `..` component (even one that would stay
+//!   inside); an empty path or `.` is the working folder itself;
+//! - the path is resolved to its real path (symbolic links followed) and must lie inside the
+//!   working folder: a symbolic link that leads outside is refused. A link that stays inside
+//!   is followed, also for `write_file`, which then replaces the file it leads to;
+//! - the file is then opened from the working folder's descriptor along that real path with
+//!   no symbolic link allowed on the way (see [`crate::fs::beneath`]), so that a folder swapped
+//!   for a link meanwhile cannot lead it outside;
+//! - only regular files and folders are used: devices, FIFOs and sockets are refused (a file
+//!   is checked before it is opened, opened without blocking, and checked again once open),
+//!   and left out of listings and searches;
+//! - `list_files` and `search` never follow a symbolic link met inside the tree, and do not
+//!   enter folders named `.git`;
+//! - error messages name the path as it was given, never the host's absolute path.
+//!
+//! `search` skips binary files (a NUL byte in the first [`BINARY_PROBE`] bytes) and files
+//! larger than [`MAX_SEARCH_FILE`], and says how many it skipped; a matching line is shown up
+//! to [`MAX_MATCH_LINE`] characters. `write_file` keeps the permission bits of a file it
+//! replaces; a new file gets `0666` less the umask.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{FchmodatFlags, Mode, SFlag, fchmodat, fstatat};
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+use crate::fs::Dir;
+use crate::fs::beneath::{Kind, is_symlink_error, read_capped};
+use crate::names::sanitize;
+
+/// Most bytes of text `read_file` and `search` give (256 KiB).
+pub const MAX_READ: usize = 256 * 1024;
+/// Most entries `list_files` gives.
+pub const MAX_LIST: usize = 2000;
+/// Most matching lines `search` gives.
+pub const MAX_MATCHES: usize = 500;
+/// Largest file `search` reads (4 MiB); larger ones are skipped.
+pub const MAX_SEARCH_FILE: usize = 4 << 20;
+/// How many first bytes of a file `search` looks at for a NUL, the sign of a binary file.
+pub const BINARY_PROBE: usize = 8 * 1024;
+/// Longest part of a matching line `search` shows, in characters.
+pub const MAX_MATCH_LINE: usize = 400;
+/// Largest content `write_file` takes (1 MiB).
+pub const MAX_WRITE: usize = 1 << 20;
+
+crate::keyword_enum! {
+    /// The built-in file tools an API agent may be given by name.
+    pub enum FileTool {
+        ReadFile = "read_file",
+        ListFiles = "list_files",
+        Search = "search",
+        WriteFile = "write_file",
+    }
+}
+
+impl FileTool {
+    /// Description for the model, and the JSON Schema object of its input
+    /// (`{"type":"object","properties":{..},"required":[..],"additionalProperties":false}`).
+    pub fn definition(self) -> (&'static str, Value) {
+        let path = |what: &str| json!({"type": "string", "description": what});
+        let (description, properties, required): (&str, Value, &[&str]) = match self {
+            FileTool::ReadFile => (
+                "Read a text file of the working folder. Gives its text as it is, without line \
+                 numbers, at most 256 KiB; when more follows, a last line in brackets says \
+                 which offset reads on.",
+                json!({
+                    "path": path("File path, relative to the working folder"),
+                    "offset": {"type": "integer", "minimum": 1, "description": "First line to give, counted from 1 (default 1)"},
+                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to give (default: all, up to 256 KiB)"}
+                }),
+                &["path"],
+            ),
+            FileTool::ListFiles => (
+                "List a folder of the working folder, one entry per line, sorted. Folders end \
+                 in /, symbolic links in @ (not part of the name). With recursive, the whole \
+                 tree below it, without following symbolic links or entering .git folders. At \
+                 most 2000 entries.",
+                json!({
+                    "path": path("Folder path, relative to the working folder (default .)"),
+                    "recursive": {"type": "boolean", "description": "List the whole tree below the folder (default false)"}
+                }),
+                &[],
+            ),
+            FileTool::Search => (
+                "Search the text files under a path of the working folder for a fixed string \
+                 (not a regular expression). One line per match: path:line: text. Binary \
+                 files, files over 4 MiB and .git folders are skipped; at most 500 matches.",
+                json!({
+                    "pattern": {"type": "string", "description": "The text to find, as written"},
+                    "path": path("File or folder to search, relative to the working folder (default .)"),
+                    "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)"}
+                }),
+                &["pattern"],
+            ),
+            FileTool::WriteFile => (
+                "Create or replace a file of the working folder with the given content (at \
+                 most 1 MiB), creating the folders it needs. The file is replaced whole, at \
+                 once.",
+                json!({
+                    "path": path("File path, relative to the working folder"),
+                    "content": {"type": "string", "description": "The whole new content of the file"}
+                }),
+                &["path", "content"],
+            ),
+        };
+        let schema = json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        });
+        (description, schema)
+    }
+}
+
+/// The folder the tools are confined to.
+pub struct Sandbox {
+    /// The folder's real path, for resolving the paths given.
+    root: PathBuf,
+    /// The folder, open: every file is opened beneath it.
+    dir: Dir,
+}
+
+/// A path that was given, resolved inside the sandbox.
+struct Found {
+    /// The real path, relative to the sandbox's root (empty for the root itself).
+    rel: String,
+    kind: Kind,
+    /// The path as given, cleaned of `.` and empty components, for output.
+    shown: String,
+}
+
+type Args = Map<String, Value>;
+
+impl Sandbox {
+    /// `cwd` must exist and be a directory (canonicalized once).
+    pub fn new(cwd: &Path) -> Result<Sandbox> {
+        let root = std::fs::canonicalize(cwd).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => {
+                Error::not_found(format!("{}: no such folder", cwd.display()))
+            }
+            _ => Error::io(cwd, e),
+        })?;
+        if !root.is_dir() {
+            return Err(Error::invalid(format!("{}: not a folder", cwd.display())));
+        }
+        let dir = Dir::open(&root).map_err(|e| Error::io(cwd, e))?;
+        Ok(Sandbox { root, dir })
+    }
+
+    /// Run one tool; Ok(text for the model) or an Error whose Display is one line for the model.
+    pub fn call(&self, tool: FileTool, args: &Args) -> Result<String> {
+        check_names(tool, args)?;
+        match tool {
+            FileTool::ReadFile => self.read_file(
+                required(args, "path")?,
+                whole(args, "offset")?.unwrap_or(1),
+                whole(args, "limit")?,
+            ),
+            FileTool::ListFiles => self.list_files(
+                string(args, "path")?.unwrap_or("."),
+                flag(args, "recursive")?.unwrap_or(false),
+            ),
+            FileTool::Search => self.search(
+                required(args, "pattern")?,
+                string(args, "path")?.unwrap_or("."),
+                flag(args, "ignore_case")?.unwrap_or(false),
+            ),
+            FileTool::WriteFile => {
+                self.write_file(required(args, "path")?, required(args, "content")?)
+            }
+        }
+    }
+
+    fn read_file(&self, given: &str, offset: u64, limit: Option<u64>) -> Result<String> {
+        let found = self.find(given)?;
+        match found.kind {
+            Kind::File => {}
+            Kind::Dir => return Err(is_a_folder(given, "use list_files")),
+            _ => return Err(not_regular(given)),
+        }
+        let f = self.open_file(given, &found.rel)?;
+        let read = read_lines(f, offset, limit).map_err(|e| io_error(given, e))?;
+        let mut text = String::from_utf8_lossy(&read.text).into_owned();
+        if let Some(lines) = read.past_end {
+            return Err(Error::invalid(format!(
+                "{}: offset {offset} is past the end (the file has {lines} lines)",
+                sanitize(given)
+            )));
+        }
+        let note = if let Some(line) = read.long_line {
+            Some(format!(
+                "line {line} is longer than {} KiB and was cut; read on with offset={}",
+                MAX_READ / 1024,
+                line + 1
+            ))
+        } else if let Some(next) = read.next {
+            Some(format!("more follows: read on with offset={next}"))
+        } else if text.is_empty() {
+            Some("empty file".to_string())
+        } else {
+            None
+        };
+        if let Some(note) = note {
+            add_note(&mut text, &note);
+        }
+        Ok(text)
+    }
+
+    fn list_files(&self, given: &str, recursive: bool) -> Result<String> {
+        let found = self.find(given)?;
+        match found.kind {
+            Kind::Dir => {}
+            Kind::File => return Ok(found.shown),
+            _ => return Err(not_regular(given)),
+        }
+        let mut lines = Vec::new();
+        let mut cut = false;
+        self.walk(given, &found, recursive, &mut |e: &Entry| {
+            if lines.len() == MAX_LIST {
+                cut = true;
+                return false;
+            }
+            match e.kind {
+                Kind::Dir => lines.push(format!("{}/", e.shown)),
+                Kind::Symlink => lines.push(format!("{}@", e.shown)),
+                Kind::File => lines.push(e.shown.clone()),
+                Kind::Other => {}
+            }
+            true
+        })?;
+        let mut text = lines.join("\n");
+        if cut {
+            let note = format!("cut at {MAX_LIST} entries: list a folder further down");
+            add_note(&mut text, &note);
+        } else if text.is_empty() {
+            add_note(&mut text, "empty folder");
+        }
+        Ok(text)
+    }
+
+    fn search(&self, pattern: &str, given: &str, ignore_case: bool) -> Result<String> {
+        if pattern.is_empty() {
+            return Err(Error::invalid("'pattern' must not be empty"));
+        }
+        let found = self.find(given)?;
+        let mut s = Searcher::new(pattern, ignore_case);
+        match found.kind {
+            Kind::File => {
+                let f = self.open_file(given, &found.rel)?;
+                s.file(f, &found.shown).map_err(|e| io_error(given, e))?;
+            }
+            Kind::Dir => self.walk(given, &found, true, &mut |e: &Entry| {
+                if e.kind == Kind::File {
+                    // A file that cannot be opened or read (gone, unreadable, no longer a
+                    // regular file) is passed over.
+                    if let Ok(f) = self.open_file(&e.shown, &e.rel) {
+                        let _ = s.file(f, &e.shown);
+                    }
+                }
+                !s.cut
+            })?,
+            _ => return Err(not_regular(given)),
+        }
+        Ok(s.finish(pattern))
+    }
+
+    fn write_file(&self, given: &str, content: &str) -> Result<String> {
+        if content.len() > MAX_WRITE {
+            return Err(Error::invalid(format!(
+                "{}: the content is {} bytes, more than the {} MiB a file may be given",
+                sanitize(given),
+                content.len(),
+                MAX_WRITE >> 20
+            )));
+        }
+        let parts = parts(given)?;
+        let Some((name, folders)) = parts.split_last().filter(|_| !given.ends_with('/')) else {
+            return Err(is_a_folder(given, "give a file path"));
+        };
+        let mut dir = self.folder(given, folders)?;
+        let mut name = name.to_string();
+        let mut kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
+        if let Some((Kind::Symlink, _)) = kind {
+            // A link that stays inside is written through: replace the file it leads to.
+            let found = self.find(given).map_err(|e| match e {
+                Error::NotFound(_) => Error::denied(format!(
+                    "{}: a symbolic link that leads nowhere",
+                    sanitize(given)
+                )),
+                e => e,
+            })?;
+            let (folder, file) = match found.rel.rsplit_once('/') {
+                Some((folder, file)) => (folder, file),
+                None => ("", found.rel.as_str()),
+            };
+            dir = self.open_dir(folder).map_err(|e| io_error(given, e))?;
+            name = file.to_string();
+            kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
+        }
+        let mode = match kind {
+            None => None,
+            Some((Kind::File, mode)) => Some(mode),
+            Some((Kind::Dir, _)) => return Err(is_a_folder(given, "give a file path")),
+            Some((Kind::Symlink, _)) => return Err(changed(given)),
+            Some((Kind::Other, _)) => return Err(not_regular(given)),
+        };
+        crate::fs::atomic_write_at(&dir, OsStr::new(&name), content.as_bytes()).map_err(
+            |e| match e {
+                Error::Create { source, .. } | Error::Io { source, .. } => io_error(given, source),
+                e => e,
+            },
+        )?;
+        if let Some(mode) = mode {
+            // Best effort: the content is written either way.
+            let _ = fchmodat(
+                dir.fd(),
+                name.as_str(),
+                mode,
+                FchmodatFlags::NoFollowSymlink,
+            );
+        }
+        let how = if mode.is_some() {
+            "replaced"
+        } else {
+            "new file"
+        };
+        Ok(format!(
+            "wrote {} bytes to {} ({how})",
+            content.len(),
+            parts.join("/")
+        ))
+    }
+
+    /// Resolve `given` to a real path inside the sandbox, and see what is there.
+    fn find(&self, given: &str) -> Result<Found> {
+        let shown = parts(given)?.join("/");
+        let real = std::fs::canonicalize(self.root.join(&shown)).map_err(|e| io_error(given, e))?;
+        let rel = self.inside(given, &real)?;
+        let kind = stat_at(&self.dir, &rel)
+            .map_err(|e| io_error(given, e))?
+            .ok_or_else(|| changed(given))?
+            .0;
+        Ok(Found { rel, kind, shown })
+    }
+
+    /// `real` relative to the sandbox's root, when it lies inside.
+    fn inside(&self, given: &str, real: &Path) -> Result<String> {
+        let rel = real.strip_prefix(&self.root).map_err(|_| {
+            Error::denied(format!(
+                "{}: leads outside the working folder (through a symbolic link)",
+                sanitize(given)
+            ))
+        })?;
+        rel.to_str().map(str::to_string).ok_or_else(|| {
+            Error::invalid(format!(
+                "{}: its real path is not valid UTF-8",
+                sanitize(given)
+            ))
+        })
+    }
+
+    /// Open the folder that holds the file `given`, whose folders are `folders`, creating
+    /// those missing. The longest part that exists is resolved (it must stay inside); the
+    /// rest is created beneath it, through no symbolic link.
+    fn folder(&self, given: &str, folders: &[&str]) -> Result<Dir> {
+        let mut have = folders.len();
+        let real = loop {
+            match std::fs::canonicalize(self.root.join(folders[..have].join("/"))) {
+                Ok(real) => break real,
+                Err(e) if e.kind() == io::ErrorKind::NotFound && have > 0 => have -= 1,
+                Err(e) => return Err(io_error(given, e)),
+            }
+        };
+        let mut rel = self.inside(given, &real)?;
+        for part in &folders[have..] {
+            rel = join(&rel, part);
+        }
+        let dir = if have == folders.len() {
+            self.open_dir(&rel)
+        } else {
+            self.dir.dir_create(&rel)
+        };
+        dir.map_err(|e| io_error(given, e))
+    }
+
+    /// The folder `rel` (real, relative to the root; empty for the root), opened beneath the
+    /// root.
+    fn open_dir(&self, rel: &str) -> io::Result<Dir> {
+        self.dir.dir(if rel.is_empty() { "." } else { rel })
+    }
+
+    /// The regular file `rel`, opened beneath the root without blocking.
+    fn open_file(&self, given: &str, rel: &str) -> Result<File> {
+        let f = self
+            .dir
+            .open_file(rel, OFlag::O_RDONLY | OFlag::O_NONBLOCK, Mode::empty())
+            .map_err(|e| io_error(given, e))?;
+        match Kind::of_file(&f).map_err(|e| io_error(given, e))? {
+            Kind::File => Ok(f),
+            Kind::Dir => Err(is_a_folder(given, "use list_files")),
+            _ => Err(not_regular(given)),
+        }
+    }
+
+    /// Visit what lies in the folder `found`, sorted by name, depth first when `recursive`.
+    /// Symbolic links are visited, never followed; `.git` folders are not entered; a folder
+    /// that cannot be read below the first is passed over. `visit` returns false to stop.
+    fn walk(
+        &self,
+        given: &str,
+        found: &Found,
+        recursive: bool,
+        visit: &mut dyn FnMut(&Entry) -> bool,
+    ) -> Result<()> {
+        let first = self.entries(&found.rel).map_err(|e| io_error(given, e))?;
+        let mut stack = vec![(found.rel.clone(), found.shown.clone(), first.into_iter())];
+        while let Some((rel, shown, names)) = stack.last_mut() {
+            let Some((name, kind)) = names.next() else {
+                stack.pop();
+                continue;
+            };
+            let (name, exact) = match name.into_string() {
+                Ok(s) => (s, true),
+                Err(raw) => (raw.to_string_lossy().into_owned(), false),
+            };
+            let e = Entry {
+                rel: join(rel, &name),
+                shown: join(shown, &name),
+                kind,
+            };
+            if !visit(&e) {
+                return Ok(());
+            }
+            if recursive
+                && exact
+                && kind == Kind::Dir
+                && name != ".git"
+                && let Ok(below) = self.entries(&e.rel)
+            {
+                stack.push((e.rel, e.shown, below.into_iter()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The entries of the folder `rel`, sorted by name.
+    fn entries(&self, rel: &str) -> io::Result<Vec<(std::ffi::OsString, Kind)>> {
+        let mut list = self.open_dir(rel)?.entries()?;
+        list.sort();
+        Ok(list)
+    }
+}
+
+/// One entry met by [`Sandbox::walk`].
+struct Entry {
+    /// Its real path, relative to the root.
+    rel: String,
+    /// Its path as shown: under the path given.
+    shown: String,
+    kind: Kind,
+}
+
+/// The matches of one search, and what was skipped.
+struct Searcher {
+    needle: String,
+    ignore_case: bool,
+    out: String,
+    matches: usize,
+    skipped: usize,
+    cut: bool,
+}
+
+impl Searcher {
+    fn new(pattern: &str, ignore_case: bool) -> Searcher {
+        Searcher {
+            needle: if ignore_case {
+                pattern.to_lowercase()
+            } else {
+                pattern.to_string()
+            },
+            ignore_case,
+            out: String::new(),
+            matches: 0,
+            skipped: 0,
+            cut: false,
+        }
+    }
+
+    /// Add the matching lines of the open file `f`, shown as `shown`.
+    fn file(&mut self, mut f: File, shown: &str) -> io::Result<()> {
+        let Some(bytes) = read_capped(&mut f, MAX_SEARCH_FILE)? else {
+            self.skipped += 1;
+            return Ok(());
+        };
+        if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
+            self.skipped += 1;
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        for (i, line) in text.lines().enumerate() {
+            let hit = if self.ignore_case {
+                line.to_lowercase().contains(&self.needle)
+            } else {
+                line.contains(&self.needle)
+            };
+            if !hit {
+                continue;
+            }
+            if self.matches == MAX_MATCHES || self.out.len() >= MAX_READ {
+                self.cut = true;
+                return Ok(());
+            }
+            self.matches += 1;
+            let mut shown_line: String = line.chars().take(MAX_MATCH_LINE).collect();
+            if shown_line.len() < line.len() {
+                shown_line.push('…');
+            }
+            self.out
+                .push_str(&format!("{shown}:{}: {shown_line}\n", i + 1));
+        }
+        Ok(())
+    }
+
+    fn finish(self, pattern: &str) -> String {
+        let mut text = self.out;
+        text.pop();
+        if self.matches == 0 {
+            add_note(&mut text, &format!("no match for '{}'", sanitize(pattern)));
+        }
+        if self.cut {
+            let note = if self.matches == MAX_MATCHES {
+                format!("cut at {MAX_MATCHES} matches: search a narrower path or pattern")
+            } else {
+                format!(
+                    "cut at {} KiB of output: search a narrower path or pattern",
+                    MAX_READ / 1024
+                )
+            };
+            add_note(&mut text, &note);
+        }
+        if self.skipped > 0 {
+            let note = format!(
+                "{} file(s) skipped: binary, or larger than {} MiB",
+                self.skipped,
+                MAX_SEARCH_FILE >> 20
+            );
+            add_note(&mut text, &note);
+        }
+        text
+    }
+}
+
+/// What [`read_lines`] read.
+struct Lines {
+    /// The lines given, as bytes.
+    text: Vec<u8>,
+    /// When the file ends before the first line asked for (past the first): how many lines
+    /// it has.
+    past_end: Option<u64>,
+    /// The line to read on from, when more follows.
+    next: Option<u64>,
+    /// A line cut because it alone is longer than [`MAX_READ`].
+    long_line: Option<u64>,
+}
+
+/// Read from `f` the lines from `offset` (counted from 1), at most `limit` of them and at most
+/// [`MAX_READ`] bytes, ending at a line's end unless one line alone is longer.
+fn read_lines(f: File, offset: u64, limit: Option<u64>) -> io::Result<Lines> {
+    let mut r = BufReader::with_capacity(64 * 1024, f);
+    let mut out = Lines {
+        text: Vec::new(),
+        past_end: None,
+        next: None,
+        long_line: None,
+    };
+    // The line the reader is in, whether part of it was read already, and how many whole
+    // lines were given.
+    let (mut line, mut begun, mut given) = (1u64, false, 0u64);
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            if out.text.is_empty() && offset > 1 {
+                out.past_end = Some(line - u64::from(!begun));
+            }
+            return Ok(out);
+        }
+        let end = buf.iter().position(|&b| b == b'\n');
+        let take = end.map_or(buf.len(), |i| i + 1);
+        if line >= offset {
+            if limit == Some(given) {
+                out.next = Some(line);
+                return Ok(out);
+            }
+            if out.text.len() + take > MAX_READ {
+                if given == 0 {
+                    // One line alone is longer than the cap: give its start.
+                    let room = MAX_READ - out.text.len();
+                    out.text.extend_from_slice(&buf[..room]);
+                    out.long_line = Some(line);
+                } else {
+                    // Give whole lines only: take back the part of this one read so far.
+                    let start = out.text.iter().rposition(|&b| b == b'\n');
+                    out.text.truncate(start.map_or(0, |i| i + 1));
+                    out.next = Some(line);
+                }
+                return Ok(out);
+            }
+            out.text.extend_from_slice(&buf[..take]);
+            given += u64::from(end.is_some());
+        }
+        r.consume(take);
+        begun = end.is_none();
+        line += u64::from(end.is_some());
+    }
+}
+
+/// `path` then `name`, with no `/` in front when `path` is empty.
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}/{name}")
+    }
+}
+
+/// The components of a path given: refuses an absolute path, `..` and NUL; leaves out `.`
+/// and empty components (so `""` and `.` have none: the working folder).
+fn parts(given: &str) -> Result<Vec<&str>> {
+    let why = if given.starts_with('/') {
+        "absolute paths are refused; give a path relative to the working folder"
+    } else if given.contains('\0') {
+        "a path may not hold a NUL character"
+    } else if given.split('/').any(|c| c == "..") {
+        "'..' is refused: paths stay inside the working folder"
+    } else {
+        return Ok(given
+            .split('/')
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect());
+    };
+    Err(Error::denied(format!("{}: {why}", sanitize(given))))
+}
+
+/// What `name` (a path relative to `dir`, empty for `dir` itself) is, without following a
+/// final symbolic link, and its permission bits; `None` when missing.
+fn stat_at(dir: &Dir, name: &str) -> io::Result<Option<(Kind, Mode)>> {
+    let name = if name.is_empty() { "." } else { name };
+    match fstatat(dir.fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(st) => {
+            let kind = match SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT {
+                SFlag::S_IFREG => Kind::File,
+                SFlag::S_IFDIR => Kind::Dir,
+                SFlag::S_IFLNK => Kind::Symlink,
+                _ => Kind::Other,
+            };
+            Ok(Some((kind, Mode::from_bits_truncate(st.st_mode & 0o7777))))
+        }
+        Err(Errno::ENOENT) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// End `text` with a line in brackets.
+fn add_note(text: &mut String, note: &str) {
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&format!("[{note}]"));
+}
+
+/// An I/O error about the path `given`, in one line that names only it.
+fn io_error(given: &str, e: io::Error) -> Error {
+    let p = sanitize(given);
+    if is_symlink_error(&e) {
+        return Error::denied(format!(
+            "{p}: refused: a symbolic link on the way loops, leads nowhere or changed"
+        ));
+    }
+    match e.kind() {
+        io::ErrorKind::NotFound => Error::not_found(format!("{p}: no such file or folder")),
+        io::ErrorKind::NotADirectory => {
+            Error::not_found(format!("{p}: a part of the path is not a folder"))
+        }
+        io::ErrorKind::PermissionDenied => Error::denied(format!("{p}: permission denied")),
+        _ => Error::io(PathBuf::from(p), e),
+    }
+}
+
+fn is_a_folder(given: &str, what: &str) -> Error {
+    Error::invalid(format!("{}: is a folder; {what}", sanitize(given)))
+}
+
+fn not_regular(given: &str) -> Error {
+    Error::denied(format!(
+        "{}: not a regular file or folder (a device, FIFO or socket)",
+        sanitize(given)
+    ))
+}
+
+fn changed(given: &str) -> Error {
+    Error::denied(format!(
+        "{}: changed while being looked at; try again",
+        sanitize(given)
+    ))
+}
+
+/// Refuse an argument the tool does not take.
+fn check_names(tool: FileTool, args: &Args) -> Result<()> {
+    let (_, schema) = tool.definition();
+    let known = schema["properties"].as_object().expect("properties");
+    match args.keys().find(|k| !known.contains_key(k.as_str())) {
+        None => Ok(()),
+        Some(k) => {
+            let names: Vec<&str> = known.keys().map(String::as_str).collect();
+            Err(Error::invalid(format!(
+                "{tool}: unknown argument '{}' (arguments: {})",
+                sanitize(k),
+                names.join(", ")
+            )))
+        }
+    }
+}
+
+fn string<'a>(args: &'a Args, key: &str) -> Result<Option<&'a str>> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Error::invalid(format!("'{key}' must be a string"))),
+    }
+}
+
+fn required<'a>(args: &'a Args, key: &str) -> Result<&'a str> {
+    string(args, key)?.ok_or_else(|| Error::invalid(format!("missing required argument '{key}'")))
+}
+
+fn flag(args: &Args, key: &str) -> Result<Option<bool>> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
+        Some(_) => Err(Error::invalid(format!("'{key}' must be true or false"))),
+    }
+}
+
+/// A whole number of at least 1, given as a JSON number or a string of digits.
+fn whole(args: &Args, key: &str) -> Result<Option<u64>> {
+    let n = match args.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.parse().ok(),
+        Some(_) => None,
+    };
+    match n {
+        Some(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(Error::invalid(format!(
+            "'{key}' must be a whole number of at least 1"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    /// A working folder `work` with a sibling `outside` holding `secret`.
+    struct Fixture {
+        tmp: tempfile::TempDir,
+        sb: Sandbox,
+    }
+
+    impl Fixture {
+        fn new() -> Fixture {
+            let tmp = tempfile::tempdir().unwrap();
+            fs::create_dir_all(tmp.path().join("work")).unwrap();
+            fs::create_dir_all(tmp.path().join("outside")).unwrap();
+            fs::write(tmp.path().join("outside/secret"), "top secret\n").unwrap();
+            let sb = Sandbox::new(&tmp.path().join("work")).unwrap();
+            Fixture { tmp, sb }
+        }
+
+        fn work(&self, rel: &str) -> PathBuf {
+            self.tmp.path().join("work").join(rel)
+        }
+
+        fn put(&self, rel: &str, content: &str) {
+            let p = self.work(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, content).unwrap();
+        }
+
+        fn call(&self, tool: FileTool, args: Value) -> Result<String> {
+            let Value::Object(map) = args else { panic!() };
+            self.sb.call(tool, &map)
+        }
+
+        fn ok(&self, tool: FileTool, args: Value) -> String {
+            self.call(tool, args)
+                .unwrap_or_else(|e| panic!("{tool}: {e}"))
+        }
+
+        /// The error's message, checked to be one line without the host's paths.
+        fn err(&self, tool: FileTool, args: Value) -> String {
+            let e = self.call(tool, args.clone()).expect_err(&args.to_string());
+            let msg = e.to_string();
+            assert!(!msg.contains('\n'), "{msg}");
+            let host = self.tmp.path().to_str().unwrap();
+            assert!(!msg.contains(host), "{msg}");
+            msg
+        }
+    }
+
+    fn mkfifo(p: &Path) {
+        nix::unistd::mkfifo(p, Mode::from_bits_truncate(0o600)).unwrap();
+    }
+
+    use FileTool::{ListFiles, ReadFile, Search, WriteFile};
+
+    #[test]
+    fn names_round_trip_and_schemas_are_closed_objects() {
+        crate::keyword::assert_round_trips(FileTool::ALL, |t| t.name(), FileTool::from_name);
+        for &t in FileTool::ALL {
+            let (description, schema) = t.definition();
+            assert!(description.len() > 40, "{t}");
+            assert_eq!(schema["type"], "object");
+            assert_eq!(schema["additionalProperties"], false);
+            let props = schema["properties"].as_object().unwrap();
+            for r in schema["required"].as_array().unwrap() {
+                assert!(props.contains_key(r.as_str().unwrap()), "{t}: {r}");
+            }
+        }
+        assert_eq!(
+            WriteFile.definition().1["required"],
+            json!(["path", "content"])
+        );
+        assert_eq!(ListFiles.definition().1["required"], json!([]));
+    }
+
+    #[test]
+    fn read_file_gives_the_text_and_reads_on() {
+        let f = Fixture::new();
+        f.put("d/three.txt", "one\ntwo\nthree\n");
+        f.put("open-end.txt", "a\nb");
+        f.put("empty.txt", "");
+        let read = |args: Value| f.ok(ReadFile, args);
+        assert_eq!(read(json!({"path": "d/three.txt"})), "one\ntwo\nthree\n");
+        assert_eq!(read(json!({"path": "./d//three.txt"})), "one\ntwo\nthree\n");
+        assert_eq!(
+            read(json!({"path": "d/three.txt", "offset": 2, "limit": 1})),
+            "two\n[more follows: read on with offset=3]"
+        );
+        assert_eq!(
+            read(json!({"path": "d/three.txt", "offset": "3", "limit": 5})),
+            "three\n"
+        );
+        assert_eq!(read(json!({"path": "open-end.txt", "offset": 2})), "b");
+        assert_eq!(read(json!({"path": "empty.txt"})), "[empty file]");
+        for (args, want) in [
+            (
+                json!({"path": "d/three.txt", "offset": 4}),
+                "d/three.txt: offset 4 is past the end (the file has 3 lines)",
+            ),
+            (
+                json!({"path": "open-end.txt", "offset": 3}),
+                "open-end.txt: offset 3 is past the end (the file has 2 lines)",
+            ),
+            (
+                json!({"path": "d/three.txt", "offset": 0}),
+                "'offset' must be a whole number of at least 1",
+            ),
+            (
+                json!({"path": "d/none.txt"}),
+                "d/none.txt: no such file or folder",
+            ),
+            (json!({"path": "d"}), "d: is a folder; use list_files"),
+            (
+                json!({"path": "d/three.txt/x"}),
+                "d/three.txt/x: a part of the path is not a folder",
+            ),
+        ] {
+            assert_eq!(f.err(ReadFile, args), want);
+        }
+    }
+
+    #[test]
+    fn read_file_stops_at_256_kib_on_a_line_end() {
+        let f = Fixture::new();
+        let line = format!("{}\n", "x".repeat(1023));
+        f.put("big.txt", &line.repeat(300));
+        let first = f.ok(ReadFile, json!({"path": "big.txt"}));
+        let want = format!(
+            "{}[more follows: read on with offset=257]",
+            line.repeat(256)
+        );
+        assert_eq!(first, want);
+        let rest = f.ok(ReadFile, json!({"path": "big.txt", "offset": 257}));
+        assert_eq!(rest, line.repeat(44));
+        // One line alone longer than the cap: its start, and where to read on.
+        f.put("long.txt", &format!("{}\nnext\n", "y".repeat(300 * 1024)));
+        let long = f.ok(ReadFile, json!({"path": "long.txt"}));
+        assert_eq!(
+            long,
+            format!(
+                "{}\n[line 1 is longer than 256 KiB and was cut; read on with offset=2]",
+                "y".repeat(MAX_READ)
+            )
+        );
+        assert_eq!(
+            f.ok(ReadFile, json!({"path": "long.txt", "offset": 2})),
+            "next\n"
+        );
+    }
+
+    #[test]
+    fn paths_that_lead_outside_are_refused_by_every_tool() {
+        let f = Fixture::new();
+        let outside = f.tmp.path().join("outside");
+        fs::create_dir(f.work("sub")).unwrap();
+        symlink(outside.join("secret"), f.work("secret-link")).unwrap();
+        symlink("../outside", f.work("out-dir")).unwrap();
+        symlink("/dev/null", f.work("null")).unwrap();
+        let cases = [
+            (
+                "../outside/secret",
+                "'..' is refused: paths stay inside the working folder",
+            ),
+            (
+                "sub/../x",
+                "'..' is refused: paths stay inside the working folder",
+            ),
+            (
+                "/etc/passwd",
+                "absolute paths are refused; give a path relative to the working folder",
+            ),
+            (
+                "secret-link",
+                "leads outside the working folder (through a symbolic link)",
+            ),
+            (
+                "out-dir",
+                "leads outside the working folder (through a symbolic link)",
+            ),
+            (
+                "out-dir/secret",
+                "leads outside the working folder (through a symbolic link)",
+            ),
+            (
+                "null",
+                "leads outside the working folder (through a symbolic link)",
+            ),
+        ];
+        for (path, why) in cases {
+            let want = format!("{path}: {why}");
+            assert_eq!(f.err(ReadFile, json!({"path": path})), want);
+            assert_eq!(f.err(ListFiles, json!({"path": path})), want);
+            assert_eq!(f.err(Search, json!({"pattern": "top", "path": path})), want);
+            let write = json!({"path": path, "content": "pwned"});
+            let got = f.err(WriteFile, write);
+            assert!(got.starts_with(&format!("{path}: ")), "{got}");
+            assert!(got.contains("refused") || got.contains("outside"), "{got}");
+        }
+        let write = |p: &str| f.err(WriteFile, json!({"path": p, "content": "x"}));
+        assert_eq!(
+            write("out-dir/new/file"),
+            "out-dir/new/file: leads outside the working folder (through a symbolic link)"
+        );
+        assert_eq!(
+            fs::read_to_string(outside.join("secret")).unwrap(),
+            "top secret\n"
+        );
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
+        assert!(fs::symlink_metadata(f.work("null")).unwrap().is_symlink());
+        assert!(!f.work("sub/x").exists() && !f.tmp.path().join("x").exists());
+    }
+
+    #[test]
+    fn fifos_are_refused_without_being_opened() {
+        let f = Fixture::new();
+        mkfifo(&f.work("pipe"));
+        f.put("d/f.txt", "text\n");
+        mkfifo(&f.work("d/pipe"));
+        symlink("pipe", f.work("pipe-link")).unwrap();
+        // Opening a FIFO for reading would wait for a writer: run in a thread, bounded.
+        let sb = Sandbox::new(&f.work("")).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let call = |tool, args: Value| {
+                let Value::Object(map) = args else { panic!() };
+                sb.call(tool, &map).map_err(|e| e.to_string())
+            };
+            let got = [
+                call(ReadFile, json!({"path": "pipe"})),
+                call(ReadFile, json!({"path": "pipe-link"})),
+                call(ListFiles, json!({"path": "pipe"})),
+                call(Search, json!({"pattern": "x", "path": "pipe"})),
+                call(WriteFile, json!({"path": "pipe", "content": "x"})),
+                call(Search, json!({"pattern": "text"})),
+                call(ListFiles, json!({"recursive": true})),
+            ];
+            tx.send(got).unwrap();
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("a tool hung on a FIFO");
+        let refused = |p: &str| {
+            Err(format!(
+                "{p}: not a regular file or folder (a device, FIFO or socket)"
+            ))
+        };
+        assert_eq!(got[0], refused("pipe"));
+        assert_eq!(got[1], refused("pipe-link"));
+        assert_eq!(got[2], refused("pipe"));
+        assert_eq!(got[3], refused("pipe"));
+        assert_eq!(got[4], refused("pipe"));
+        assert_eq!(got[5], Ok("d/f.txt:1: text".to_string()));
+        assert_eq!(got[6], Ok("d/\nd/f.txt\npipe-link@".to_string()));
+        let kind = fs::symlink_metadata(f.work("pipe")).unwrap().file_type();
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
+    }
+
+    #[test]
+    fn links_inside_are_followed_when_named_and_never_in_walks() {
+        let f = Fixture::new();
+        f.put("real/a.txt", "needle here\n");
+        symlink("real", f.work("alias")).unwrap();
+        symlink("real/a.txt", f.work("a-link")).unwrap();
+        assert_eq!(
+            f.ok(ReadFile, json!({"path": "alias/a.txt"})),
+            "needle here\n"
+        );
+        assert_eq!(f.ok(ReadFile, json!({"path": "a-link"})), "needle here\n");
+        assert_eq!(
+            f.ok(ListFiles, json!({"recursive": true})),
+            "a-link@\nalias@\nreal/\nreal/a.txt"
+        );
+        assert_eq!(f.ok(ListFiles, json!({"path": "alias"})), "alias/a.txt");
+        assert_eq!(
+            f.ok(Search, json!({"pattern": "needle"})),
+            "real/a.txt:1: needle here"
+        );
+        assert_eq!(
+            f.ok(Search, json!({"pattern": "needle", "path": "alias"})),
+            "alias/a.txt:1: needle here"
+        );
+        assert_eq!(
+            f.ok(WriteFile, json!({"path": "a-link", "content": "new\n"})),
+            "wrote 4 bytes to a-link (replaced)"
+        );
+        assert_eq!(fs::read_to_string(f.work("real/a.txt")).unwrap(), "new\n");
+        assert!(fs::symlink_metadata(f.work("a-link")).unwrap().is_symlink());
+        symlink("missing", f.work("dangling")).unwrap();
+        assert_eq!(
+            f.err(WriteFile, json!({"path": "dangling", "content": "x"})),
+            "dangling: a symbolic link that leads nowhere"
+        );
+        assert!(!f.work("missing").exists());
+    }
+
+    #[test]
+    fn list_files_sorts_marks_and_skips() {
+        let f = Fixture::new();
+        for p in ["b.txt", "a/z.md", "a/c/d.rs", ".git/HEAD", ".hidden"] {
+            f.put(p, "x");
+        }
+        fs::create_dir(f.work("empty")).unwrap();
+        assert_eq!(
+            f.ok(ListFiles, json!({})),
+            ".git/\n.hidden\na/\nb.txt\nempty/"
+        );
+        assert_eq!(
+            f.ok(ListFiles, json!({"path": ".", "recursive": true})),
+            ".git/\n.hidden\na/\na/c/\na/c/d.rs\na/z.md\nb.txt\nempty/"
+        );
+        assert_eq!(
+            f.ok(ListFiles, json!({"path": "a/", "recursive": "true"})),
+            "a/c/\na/c/d.rs\na/z.md"
+        );
+        assert_eq!(f.ok(ListFiles, json!({"path": ".git"})), ".git/HEAD");
+        assert_eq!(f.ok(ListFiles, json!({"path": "a/z.md"})), "a/z.md");
+        assert_eq!(f.ok(ListFiles, json!({"path": "empty"})), "[empty folder]");
+    }
+
+    #[test]
+    fn list_files_stops_at_2000_entries() {
+        let f = Fixture::new();
+        fs::create_dir(f.work("many")).unwrap();
+        for i in 0..MAX_LIST + 5 {
+            fs::write(f.work(&format!("many/{i:05}")), "").unwrap();
+        }
+        let out = f.ok(ListFiles, json!({"recursive": true}));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), MAX_LIST + 1);
+        assert_eq!(lines[0], "many/");
+        assert_eq!(lines[MAX_LIST - 1], "many/01998");
+        assert_eq!(
+            lines[MAX_LIST],
+            "[cut at 2000 entries: list a folder further down]"
+        );
+    }
+
+    #[test]
+    fn search_finds_fixed_strings_in_text_files() {
+        let f = Fixture::new();
+        f.put("src/main.rs", "fn main() {\n    todo!(\"a.b\")\n}\n");
+        f.put("src/lib.rs", "// TODO: a+b\n// a.b\n");
+        f.put("notes.md", "Todo list\r\n");
+        f.put(".git/config", "a.b\n");
+        fs::write(f.work("bin.dat"), b"a.b\0\n").unwrap();
+        f.put("huge.txt", &format!("a.b\n{}", "z".repeat(MAX_SEARCH_FILE)));
+        f.put("wide.txt", &format!("a.b{}\n", "é".repeat(MAX_MATCH_LINE)));
+        let search = |args: Value| f.ok(Search, args);
+        assert_eq!(
+            search(json!({"pattern": "a.b"})),
+            format!(
+                "src/lib.rs:2: // a.b\nsrc/main.rs:2:     todo!(\"a.b\")\nwide.txt:1: a.b{}…\n\
+                 [2 file(s) skipped: binary, or larger than 4 MiB]",
+                "é".repeat(MAX_MATCH_LINE - 3)
+            )
+        );
+        assert_eq!(
+            search(json!({"pattern": "todo", "path": "src", "ignore_case": true})),
+            "src/lib.rs:1: // TODO: a+b\nsrc/main.rs:2:     todo!(\"a.b\")"
+        );
+        assert_eq!(
+            search(json!({"pattern": "TODO", "path": "./notes.md", "ignore_case": true})),
+            "notes.md:1: Todo list"
+        );
+        assert_eq!(
+            search(json!({"pattern": "a.*b", "path": "src"})),
+            "[no match for 'a.*b']"
+        );
+        assert_eq!(
+            f.err(Search, json!({"pattern": ""})),
+            "'pattern' must not be empty"
+        );
+    }
+
+    #[test]
+    fn search_stops_at_500_matches() {
+        let f = Fixture::new();
+        f.put("a.txt", &"hit\n".repeat(MAX_MATCHES + 1));
+        f.put("b.txt", "hit\n");
+        let out = f.ok(Search, json!({"pattern": "hit"}));
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), MAX_MATCHES + 1);
+        assert_eq!(lines[MAX_MATCHES - 1], "a.txt:500: hit");
+        assert_eq!(
+            lines[MAX_MATCHES],
+            "[cut at 500 matches: search a narrower path or pattern]"
+        );
+    }
+
+    #[test]
+    fn write_file_creates_folders_and_replaces_whole() {
+        let f = Fixture::new();
+        let write = |p: &str, c: &str| f.call(WriteFile, json!({"path": p, "content": c}));
+        assert_eq!(
+            write("a/b/c.txt", "hello").unwrap(),
+            "wrote 5 bytes to a/b/c.txt (new file)"
+        );
+        assert_eq!(fs::read_to_string(f.work("a/b/c.txt")).unwrap(), "hello");
+        fs::set_permissions(f.work("a/b/c.txt"), fs::Permissions::from_mode(0o750)).unwrap();
+        assert_eq!(
+            write("./a/b/c.txt", "bye").unwrap(),
+            "wrote 3 bytes to a/b/c.txt (replaced)"
+        );
+        let meta = fs::metadata(f.work("a/b/c.txt")).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o7777, 0o750);
+        assert_eq!(fs::read_to_string(f.work("a/b/c.txt")).unwrap(), "bye");
+        assert_eq!(
+            fs::read_dir(f.work("a/b")).unwrap().count(),
+            1,
+            "a temp file left"
+        );
+        assert_eq!(
+            write("top.txt", "").unwrap(),
+            "wrote 0 bytes to top.txt (new file)"
+        );
+        let err = |p: &str, c: &str| f.err(WriteFile, json!({"path": p, "content": c}));
+        assert_eq!(err("a/b", "x"), "a/b: is a folder; give a file path");
+        assert_eq!(err("new/", "x"), "new/: is a folder; give a file path");
+        assert_eq!(err(".", "x"), ".: is a folder; give a file path");
+        assert_eq!(
+            err("top.txt/x", "x"),
+            "top.txt/x: a part of the path is not a folder"
+        );
+        assert_eq!(
+            err("big.txt", &"x".repeat(MAX_WRITE + 1)),
+            format!(
+                "big.txt: the content is {} bytes, more than the 1 MiB a file may be given",
+                MAX_WRITE + 1
+            )
+        );
+        assert!(write("big.txt", &"x".repeat(MAX_WRITE)).is_ok());
+        assert!(!f.work("new").exists());
+        // A folder on the way that is a link leading inside is written through.
+        symlink("a", f.work("a-alias")).unwrap();
+        assert!(write("a-alias/b/d.txt", "d").is_ok());
+        assert_eq!(fs::read_to_string(f.work("a/b/d.txt")).unwrap(), "d");
+        // A folder on the way that is a link to nothing is not created through.
+        symlink("nowhere", f.work("gone")).unwrap();
+        assert_eq!(
+            err("gone/x/y.txt", "x"),
+            "gone/x/y.txt: refused: a symbolic link on the way loops, leads nowhere or changed"
+        );
+        assert!(!f.work("nowhere").exists());
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let f = Fixture::new();
+        for (tool, args, want) in [
+            (
+                ReadFile,
+                json!({"path": "x", "lines": 3}),
+                "read_file: unknown argument 'lines' (arguments: limit, offset, path)",
+            ),
+            (ReadFile, json!({}), "missing required argument 'path'"),
+            (
+                WriteFile,
+                json!({"path": "x"}),
+                "missing required argument 'content'",
+            ),
+            (ReadFile, json!({"path": 3}), "'path' must be a string"),
+            (
+                ListFiles,
+                json!({"recursive": "yes"}),
+                "'recursive' must be true or false",
+            ),
+            (
+                ReadFile,
+                json!({"path": "a\nb"}),
+                "a?b: no such file or folder",
+            ),
+        ] {
+            assert_eq!(f.err(tool, args), want);
+        }
+    }
+
+    #[test]
+    fn the_sandbox_must_be_a_folder() {
+        let f = Fixture::new();
+        let missing = Sandbox::new(&f.work("none")).err().unwrap();
+        assert_eq!(missing.exit_code(), crate::error::exit::NOINPUT);
+        f.put("file", "");
+        let file = Sandbox::new(&f.work("file")).err().unwrap();
+        assert!(file.to_string().ends_with("file: not a folder"), "{file}");
+        // Reached through a link, the folder is its real path: links back into it stay inside.
+        symlink(f.work(""), f.tmp.path().join("work-link")).unwrap();
+        symlink("../work-link/b.txt", f.work("back")).unwrap();
+        f.put("b.txt", "b\n");
+        let sb = Sandbox::new(&f.tmp.path().join("work-link")).unwrap();
+        let Value::Object(args) = json!({"path": "back"}) else {
+            panic!()
+        };
+        assert_eq!(sb.call(ReadFile, &args).unwrap(), "b\n");
+    }
+}
