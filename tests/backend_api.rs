@@ -500,3 +500,73 @@ fn openai_on_a_server_of_ones_own_needs_no_key() {
     assert_code(&out, 69);
     assert!(stderr(&out).contains("olga: the openai backend needs OPENAI_API_KEY"));
 }
+
+#[test]
+fn file_tools_are_given_by_name_and_confined_to_the_cwd() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("work")).unwrap();
+    s.write("work/notes.txt", "inside\n");
+    s.write("secret.txt", "outside\n");
+    std::os::unix::fs::symlink(s.dir().join("secret.txt"), s.dir().join("work/link.txt")).unwrap();
+    let read = |id: &str, path: &str| tool_use(id, "read_file", json!({"path": path}));
+    let api = FakeApi::start(vec![
+        answer(
+            json!([
+                read("r1", "notes.txt"),
+                read("r2", "../secret.txt"),
+                read("r3", "link.txt"),
+                tool_use(
+                    "w1",
+                    "write_file",
+                    json!({"path": "out/result.md", "content": "# Result\n"})
+                ),
+                tool_use("l1", "list_files", json!({})),
+            ]),
+            "tool_use",
+            1,
+            1,
+        ),
+        end("@user done"),
+    ]);
+    let wf = ANTHROPIC_WF.replace(
+        "    max_steps: 4\n",
+        "    max_steps: 4\n    cwd: work\n    tools: [read_file, write_file]\n",
+    );
+    assert_code(&run_api(&s, &wf, &api, &[]), 0);
+    let reqs = api.requests();
+    let names: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 20);
+    assert_eq!(&names[18..], ["read_file", "write_file"]);
+    let results = reqs[1].body["messages"][2]["content"].as_array().unwrap();
+    let result = |i: usize| {
+        (
+            results[i]["is_error"].as_bool().unwrap(),
+            results[i]["content"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(result(0), (false, "inside\n".to_string()));
+    for i in [1, 2, 4] {
+        let (err, text) = result(i);
+        assert!(err, "{i}: {text}");
+        assert!(!text.contains("outside\n"), "{i}: {text}");
+        assert!(
+            !text.contains(s.dir().to_str().unwrap()),
+            "{i}: host path: {text}"
+        );
+    }
+    assert!(
+        result(4).1.contains("unknown tool 'list_files'"),
+        "{}",
+        result(4).1
+    );
+    assert!(!result(3).0, "{}", result(3).1);
+    assert_eq!(
+        std::fs::read_to_string(s.dir().join("work/out/result.md")).unwrap(),
+        "# Result\n"
+    );
+}

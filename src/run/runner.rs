@@ -15,6 +15,7 @@ use serde_json::json;
 use super::backend::claude::Claude;
 use super::backend::codex::Codex;
 use super::backend::exec::Exec;
+use super::backend::files::FileTool;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
 use super::backend::{anthropic, openai};
@@ -175,6 +176,15 @@ fn backend(
                 max_steps: def.max_steps.as_ref().map(|m| m.value),
                 env: &env,
                 read_timeout: super::backend::api::DEFAULT_READ_TIMEOUT,
+                files: def
+                    .tools
+                    .iter()
+                    .filter_map(|t| FileTool::from_name(&t.value))
+                    .collect(),
+                cwd: match &def.cwd {
+                    Some(c) => c.value.clone(),
+                    None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                },
             };
             let built: std::result::Result<Box<dyn RunBackend>, String> =
                 if def.backend.value == Backend::Anthropic {

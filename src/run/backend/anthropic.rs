@@ -38,6 +38,7 @@ pub fn credentials(env: &[(String, String)]) -> Result<(String, String), String>
 /// The backend of one agent; `Err` names what is missing.
 pub fn backend(s: Settings) -> Result<Api<Anthropic>, String> {
     let (url, key) = credentials(s.env)?;
+    let files = s.sandbox()?;
     let headers = vec![
         ("x-api-key".to_string(), key),
         ("anthropic-version".to_string(), API_VERSION.to_string()),
@@ -50,6 +51,7 @@ pub fn backend(s: Settings) -> Result<Api<Anthropic>, String> {
         },
         client: Client::new("anthropic", url, headers, s.read_timeout),
         max_steps: s.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+        files,
     })
 }
 

@@ -17,10 +17,12 @@
 //! The run's stdout in its transcript is a JSON line per step (what ended it, the tools
 //! called and whether they failed, the step's usage).
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use super::files::{FileTool, Sandbox};
 use super::http::{CallError, Client};
 use super::{Backend, Capture, RunContext, RunOutcome, Status, Usage};
 use crate::mcp::Server;
@@ -45,6 +47,20 @@ pub struct Settings<'a> {
     /// The agent's `env`, rendered: it may give the key and the base URL.
     pub env: &'a [(String, String)],
     pub read_timeout: Duration,
+    /// The built-in file tools the agent is given, and the folder they are confined to.
+    pub files: Vec<FileTool>,
+    pub cwd: PathBuf,
+}
+
+impl Settings<'_> {
+    /// The sandbox of the file tools, when the agent has any.
+    pub fn sandbox(&self) -> Result<Option<(Sandbox, Vec<FileTool>)>, String> {
+        if self.files.is_empty() {
+            return Ok(None);
+        }
+        let sandbox = Sandbox::new(&self.cwd).map_err(|e| format!("cwd: {e}"))?;
+        Ok(Some((sandbox, self.files.clone())))
+    }
 }
 
 /// `name` from the agent's `env`, else from aw-run's environment; empty counts as unset.
@@ -135,6 +151,8 @@ pub struct Api<D: Dialect> {
     pub dialect: D,
     pub client: Client,
     pub max_steps: u64,
+    /// The built-in file tools given, and their folder.
+    pub files: Option<(Sandbox, Vec<FileTool>)>,
 }
 
 /// The aw tools, for the model.
@@ -159,16 +177,35 @@ pub fn system_prompt(own: Option<&str>) -> String {
 
 impl<D: Dialect> Api<D> {
     fn tools(&self) -> Vec<ToolDef> {
-        aw_tools()
+        let mut tools = aw_tools();
+        for t in self.files.iter().flat_map(|(_, given)| given) {
+            let (description, schema) = t.definition();
+            tools.push(ToolDef {
+                name: t.name().to_string(),
+                description: description.to_string(),
+                schema,
+            });
+        }
+        tools
+    }
+
+    /// The file tool `name`, when the agent was given it.
+    fn file_tool(&self, name: &str) -> Option<(&Sandbox, FileTool)> {
+        let (sandbox, given) = self.files.as_ref()?;
+        let t = FileTool::from_name(name).filter(|t| given.contains(t))?;
+        Some((sandbox, t))
     }
 
     /// Run one tool call as the agent.
     fn call(&self, server: &Server, call: &Call) -> ToolResult {
         let outcome = match &call.input {
             Err(why) => Err(why.clone()),
-            Ok(args) => crate::mcp::handlers::call(server, &call.name, args)
-                .map(|r| r.text)
-                .map_err(|e| e.to_string()),
+            Ok(args) => match self.file_tool(&call.name) {
+                Some((sandbox, t)) => sandbox.call(t, args).map_err(|e| e.to_string()),
+                None => crate::mcp::handlers::call(server, &call.name, args)
+                    .map(|r| r.text)
+                    .map_err(|e| e.to_string()),
+            },
         };
         let (text, is_error) = match outcome {
             Ok(t) => (t, false),

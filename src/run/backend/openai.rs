@@ -38,6 +38,7 @@ pub fn credentials(env: &[(String, String)]) -> Result<(String, Option<String>),
 /// The backend of one agent; `Err` names what is missing.
 pub fn backend(s: Settings) -> Result<Api<OpenAi>, String> {
     let (url, key) = credentials(s.env)?;
+    let files = s.sandbox()?;
     let official = url.starts_with(DEFAULT_BASE_URL);
     let headers = key
         .map(|k| vec![("authorization".to_string(), format!("Bearer {k}"))])
@@ -51,6 +52,7 @@ pub fn backend(s: Settings) -> Result<Api<OpenAi>, String> {
         },
         client: Client::new("openai", url, headers, s.read_timeout),
         max_steps: s.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
+        files,
     })
 }
 
