@@ -47,7 +47,7 @@ pub fn call(s: &Server, name: &str, a: &Args) -> Result<Reply> {
     }
 }
 
-fn str_arg<'a>(a: &'a Args, key: &str) -> Result<Option<&'a str>> {
+pub(crate) fn str_arg<'a>(a: &'a Args, key: &str) -> Result<Option<&'a str>> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -55,11 +55,11 @@ fn str_arg<'a>(a: &'a Args, key: &str) -> Result<Option<&'a str>> {
     }
 }
 
-fn req_str<'a>(a: &'a Args, key: &str) -> Result<&'a str> {
+pub(crate) fn req_str<'a>(a: &'a Args, key: &str) -> Result<&'a str> {
     str_arg(a, key)?.ok_or_else(|| Error::invalid(format!("missing required parameter '{key}'")))
 }
 
-fn bool_arg(a: &Args, key: &str) -> Result<Option<bool>> {
+pub(crate) fn bool_arg(a: &Args, key: &str) -> Result<Option<bool>> {
     match a.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),

@@ -46,6 +46,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{Error, Result};
 use crate::fs::Dir;
 use crate::fs::beneath::{Kind, is_symlink_error, read_capped};
+use crate::mcp::handlers::{bool_arg, req_str, str_arg};
 use crate::names::sanitize;
 
 /// Most bytes of text `read_file` and `search` give (256 KiB).
@@ -173,21 +174,21 @@ impl Sandbox {
         check_names(tool, args)?;
         match tool {
             FileTool::ReadFile => self.read_file(
-                required(args, "path")?,
+                req_str(args, "path")?,
                 whole(args, "offset")?.unwrap_or(1),
                 whole(args, "limit")?,
             ),
             FileTool::ListFiles => self.list_files(
-                string(args, "path")?.unwrap_or("."),
-                flag(args, "recursive")?.unwrap_or(false),
+                str_arg(args, "path")?.unwrap_or("."),
+                bool_arg(args, "recursive")?.unwrap_or(false),
             ),
             FileTool::Search => self.search(
-                required(args, "pattern")?,
-                string(args, "path")?.unwrap_or("."),
-                flag(args, "ignore_case")?.unwrap_or(false),
+                req_str(args, "pattern")?,
+                str_arg(args, "path")?.unwrap_or("."),
+                bool_arg(args, "ignore_case")?.unwrap_or(false),
             ),
             FileTool::WriteFile => {
-                self.write_file(required(args, "path")?, required(args, "content")?)
+                self.write_file(req_str(args, "path")?, req_str(args, "content")?)
             }
         }
     }
@@ -742,27 +743,6 @@ fn check_names(tool: FileTool, args: &Args) -> Result<()> {
     }
 }
 
-fn string<'a>(args: &'a Args, key: &str) -> Result<Option<&'a str>> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(Error::invalid(format!("'{key}' must be a string"))),
-    }
-}
-
-fn required<'a>(args: &'a Args, key: &str) -> Result<&'a str> {
-    string(args, key)?.ok_or_else(|| Error::invalid(format!("missing required argument '{key}'")))
-}
-
-fn flag(args: &Args, key: &str) -> Result<Option<bool>> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(Value::String(s)) if s == "true" || s == "false" => Ok(Some(s == "true")),
-        Some(_) => Err(Error::invalid(format!("'{key}' must be true or false"))),
-    }
-}
-
 /// A whole number of at least 1, given as a JSON number or a string of digits.
 fn whole(args: &Args, key: &str) -> Result<Option<u64>> {
     let n = match args.get(key) {
@@ -1237,11 +1217,11 @@ mod tests {
                 json!({"path": "x", "lines": 3}),
                 "read_file: unknown argument 'lines' (arguments: limit, offset, path)",
             ),
-            (ReadFile, json!({}), "missing required argument 'path'"),
+            (ReadFile, json!({}), "missing required parameter 'path'"),
             (
                 WriteFile,
                 json!({"path": "x"}),
-                "missing required argument 'content'",
+                "missing required parameter 'content'",
             ),
             (ReadFile, json!({"path": 3}), "'path' must be a string"),
             (
