@@ -65,7 +65,8 @@ impl Backend {
 
 /// The backend a model implies, by how its name starts: a provider prefix
 /// (`anthropic/...`, `openai/...`) or a model family. The first match wins; a model that
-/// matches none (or no model) is `external`.
+/// matches none (or no model) is `external`. A model of the table of known models comes
+/// first (see [`backend_for_model`]).
 const MODEL_BACKENDS: [(&str, Backend); 6] = [
     ("anthropic/", Backend::Anthropic),
     ("openai/", Backend::Openai),
@@ -75,14 +76,23 @@ const MODEL_BACKENDS: [(&str, Backend); 6] = [
     ("o3", Backend::Openai),
 ];
 
-/// The backend a model implies (see [`MODEL_BACKENDS`]).
+/// The backend a model implies: for a name or alias of the table of known models
+/// ([`crate::run::models`]) without a prefix, `claude` for an Anthropic model (as in a
+/// workflow file: Claude Code knows `sonnet`, `opus`, `haiku`) and `openai` for an OpenAI
+/// one; else see [`MODEL_BACKENDS`].
 pub fn backend_for_model(model: Option<&str>) -> Backend {
-    model
-        .and_then(|m| {
-            MODEL_BACKENDS
-                .iter()
-                .find(|(prefix, _)| m.starts_with(prefix))
-        })
+    let Some(m) = model else {
+        return Backend::External;
+    };
+    if let Some(known) = crate::run::models::find(m) {
+        return match known.provider {
+            "anthropic" => Backend::Claude,
+            _ => Backend::Openai,
+        };
+    }
+    MODEL_BACKENDS
+        .iter()
+        .find(|(prefix, _)| m.starts_with(prefix))
         .map_or(Backend::External, |(_, backend)| *backend)
 }
 

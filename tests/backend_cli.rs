@@ -197,7 +197,7 @@ fn codex_gets_the_mcp_server_as_overrides_and_its_events_give_the_reply() {
     assert_eq!(
         t["usage"],
         serde_json::json!({"input_tokens": 20, "output_tokens": 4, "cache_read_tokens": 8,
-            "cache_write_tokens": 0, "cost_usd": null})
+            "cache_write_tokens": 0, "cost_usd": 0.000066})
     );
 }
 

@@ -47,9 +47,10 @@ Options:
       --cooldown DUR   after a run failed for good, wait before trying its messages
                        again unless something new arrives (default 60s)
       --budget-usd USD stop every agent once the runs cost more than USD dollars
+                       (instead of the file's budget.usd)
       --budget-tokens N
                        stop every agent once the runs used more than N input and
-                       output tokens
+                       output tokens (instead of the file's budget.tokens)
   -q, --quiet          print no entries, run events or summary
       --json           print entries, run events and the summary as JSON Lines
   -h, --help           print this help
@@ -229,6 +230,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
         runner::preflight(&wf, &vars)?;
         return Ok(0);
     }
+    // The command line's limits win over the file's.
+    a.opts.budget = a.opts.budget.or(wf.budget);
     if matches!(wf.context, Context::Memory { .. }) {
         if a.detach {
             return Err(Error::Usage(

@@ -1,6 +1,8 @@
 //! One agent's controller: wait for new channel activity, read the inbox, build the prompt,
 //! run the backend (with retries), acknowledge what the prompt showed, and record a
-//! transcript of each attempt.
+//! transcript of each attempt. Before each attempt and after each run (and, through
+//! [`RunContext::over_budget`], after each model call) the agent's own budget and the
+//! workflow's are checked: past one, every controller stops.
 //!
 //! Controllers share one [`Shared`]: a generation counter that the channel watcher bumps on
 //! every change, and each controller's state, under one mutex and condition variable. A
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::backend::{Backend, Budget, RunContext, RunOutcome, Status, Stop, Usage};
+use super::models::Price;
 use super::prompt::{self, PromptParts};
 use super::serve::{self, ControllerState, Served};
 use crate::channel::Channel;
@@ -57,7 +60,8 @@ pub struct AgentState {
     pub failures: u64,
     /// Time spent in runs.
     pub busy: Duration,
-    /// Tokens and cost of its runs, as the backends reported them.
+    /// Tokens and cost of its runs, as the backends reported them (a cost they did not
+    /// report priced by the agent's model, when its prices are known).
     pub usage: Usage,
     /// The last attempt of its last run failed; its messages are left unread.
     pub failed: bool,
@@ -163,6 +167,10 @@ pub struct Controller {
     pub published: Option<(ControllerState, u64)>,
     /// Values that transcripts never show (see [`secrets`]).
     pub secrets: Vec<String>,
+    /// What this agent's own runs may spend.
+    pub budget: Budget,
+    /// The prices of the agent's model: they price a run whose backend reports no cost.
+    pub price: Option<Price>,
 }
 
 /// Shortest value taken for a secret: shorter ones would blank out ordinary words.
@@ -312,24 +320,22 @@ impl Controller {
         }
     }
 
-    /// Count what a run spent; past the workflow's budget, say so on the channel and stop
-    /// every controller (a running backend is killed; its messages stay unread).
+    /// Count what a run spent, then check the budgets.
     fn spend(&self, shared: &Shared, u: &Usage) {
+        shared.agent(&self.agent).usage.add(u);
+        self.check_budgets(shared);
+    }
+
+    /// Past a budget (this agent's own or the workflow's), say so on the channel (once) and
+    /// stop every controller (a running backend is killed; its messages stay unread). `true`
+    /// when a budget stopped the run.
+    fn check_budgets(&self, shared: &Shared) -> bool {
         let mut st = shared.lock();
-        st.agents
-            .entry(self.agent.clone())
-            .or_default()
-            .usage
-            .add(u);
         if st.over_budget.is_some() {
-            return;
+            return true;
         }
-        let mut total = Usage::default();
-        for a in st.agents.values() {
-            total.add(&a.usage);
-        }
-        let Some(why) = shared.budget.exceeded(&total) else {
-            return;
+        let Some(why) = exceeded(&st, shared, &self.agent, &self.budget, &Usage::default()) else {
+            return false;
         };
         st.over_budget = Some(why.clone());
         drop(st);
@@ -338,33 +344,7 @@ impl Controller {
             crate::cli::warn("aw-run", format!("cannot post the budget stop: {e}"));
         }
         shared.stop_all();
-    }
-
-    /// What every agent has spent, with `partial` (a running run's usage so far) added.
-    fn spent(shared: &Shared, partial: &Usage) -> Usage {
-        let st = shared.lock();
-        let mut total = partial.clone();
-        for a in st.agents.values() {
-            total.add(&a.usage);
-        }
-        total
-    }
-
-    /// The reason a run that has spent `partial` so far must stop, if a budget is exceeded.
-    fn over_budget(shared: &Shared, partial: &Usage) -> Option<String> {
-        if let Some(why) = shared.lock().over_budget.clone() {
-            return Some(why);
-        }
-        shared.budget.exceeded(&Self::spent(shared, partial))
-    }
-
-    /// What the USD budget leaves, if there is one.
-    fn remaining_usd(shared: &Shared) -> Option<f64> {
-        let max = shared.budget.usd?;
-        let spent = Self::spent(shared, &Usage::default())
-            .cost_usd
-            .unwrap_or(0.0);
-        Some((max - spent).max(0.0))
+        true
     }
 
     /// Record the controller's state for `aw-ctl ps`, when it changed.
@@ -416,7 +396,7 @@ impl Controller {
                 }
                 wait *= 2;
             }
-            if shared.stop.is_set() {
+            if shared.stop.is_set() || self.check_budgets(shared) {
                 return false;
             }
             let shared_context = self.document.as_deref().map(|name| {
@@ -441,7 +421,8 @@ impl Controller {
             let before = channel.last_id().unwrap_or(0);
             let started = crate::channel::now();
             let t0 = Instant::now();
-            let over_budget = |partial: &Usage| Self::over_budget(shared, partial);
+            let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
+            let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
             let ctx = RunContext {
                 inst: &self.inst,
                 agent: &self.agent,
@@ -454,11 +435,12 @@ impl Controller {
                 timeout: self.timeout,
                 stop: &shared.stop,
                 over_budget: &over_budget,
-                remaining_usd: Self::remaining_usd(shared),
+                remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
             };
             let mut out = self.backend.run(&ctx);
             // A reason may quote what a service sent back, a key among it.
             out.reason = out.reason.map(|r| redact(&r, &self.secrets));
+            out.usage = out.usage.map(|u| priced(&u, price));
             let mut replies: Vec<u64> = channel
                 .read_since(before)
                 .map(|b| {
@@ -573,6 +555,71 @@ impl Controller {
     }
 }
 
+/// `usage`, with its cost from `price` when the backend reported none (and `price` knows
+/// every price it needs).
+fn priced(usage: &Usage, price: Option<&Price>) -> Usage {
+    let mut u = usage.clone();
+    if u.cost_usd.is_none() {
+        u.cost_usd = price.and_then(|p| p.cost(&u));
+    }
+    u
+}
+
+/// What `agent` and what everyone has spent, with `partial` (a running run's usage so far)
+/// added to both.
+fn spent(st: &State, agent: &str, partial: &Usage) -> (Usage, Usage) {
+    let mut own = partial.clone();
+    if let Some(a) = st.agents.get(agent) {
+        own.add(&a.usage);
+    }
+    let mut all = partial.clone();
+    for a in st.agents.values() {
+        all.add(&a.usage);
+    }
+    (own, all)
+}
+
+/// Why a run of `agent` that has spent `partial` so far is over a budget: `agent`'s own
+/// (`budget`), else the workflow's.
+fn exceeded(
+    st: &State,
+    shared: &Shared,
+    agent: &str,
+    budget: &Budget,
+    partial: &Usage,
+) -> Option<String> {
+    let (own, all) = spent(st, agent, partial);
+    budget
+        .exceeded_by(agent, &own)
+        .or_else(|| shared.budget.exceeded(&all))
+}
+
+/// The reason a run of `agent` that has spent `partial` so far (priced with `price` when
+/// it has no cost) must stop: a budget stopped the run, or this spending is over one.
+fn over_budget(
+    shared: &Shared,
+    agent: &str,
+    budget: &Budget,
+    price: Option<&Price>,
+    partial: &Usage,
+) -> Option<String> {
+    let st = shared.lock();
+    if let Some(why) = &st.over_budget {
+        return Some(why.clone());
+    }
+    exceeded(&st, shared, agent, budget, &priced(partial, price))
+}
+
+/// What the USD budgets leave for a run of `agent`: the smaller of what the workflow's and
+/// `agent`'s own (`budget`) leave, when either has one.
+fn remaining_usd(st: &State, shared: &Shared, agent: &str, budget: &Budget) -> Option<f64> {
+    let (own, all) = spent(st, agent, &Usage::default());
+    match (shared.budget.usd_left(&all), budget.usd_left(&own)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// `_state/runs/<agent>`.
 pub fn transcript_dir(inst: &Instance, agent: &str) -> PathBuf {
     inst.state_dir().join("runs").join(agent)
@@ -608,4 +655,99 @@ pub fn next_transcript(inst: &Instance, agent: &str) -> u64 {
     })
     .max()
     .map_or(1, |m| m + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, cost: Option<f64>) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cost_usd: cost,
+            ..Usage::default()
+        }
+    }
+
+    /// Shared state where `alice` spent $0.02 and `bob` $0.05, under a workflow budget of
+    /// $0.10.
+    fn shared() -> Shared {
+        let shared = Shared {
+            budget: Budget {
+                usd: Some(0.10),
+                tokens: None,
+            },
+            ..Shared::default()
+        };
+        {
+            let mut st = shared.lock();
+            st.agents.entry("alice".into()).or_default().usage = usage(10, 10, Some(0.02));
+            st.agents.entry("bob".into()).or_default().usage = usage(10, 10, Some(0.05));
+        }
+        shared
+    }
+
+    #[test]
+    fn a_partial_run_is_priced_and_checked_against_both_budgets() {
+        let shared = shared();
+        let own = Budget {
+            usd: Some(0.03),
+            tokens: None,
+        };
+        // $1 per million input tokens: 20,000 tokens cost $0.02.
+        let price = Price {
+            input: Some(1.0),
+            output: Some(1.0),
+            ..Price::default()
+        };
+        let partial = usage(20_000, 0, None);
+        // Alice's own budget: $0.02 + $0.02 is over $0.03; bob's spending is not hers.
+        assert_eq!(
+            over_budget(&shared, "alice", &own, Some(&price), &partial).as_deref(),
+            Some("budget: agent alice spent $0.0400, over its $0.03 budget")
+        );
+        // Unpriced, the partial run costs nothing known: under both budgets.
+        assert_eq!(over_budget(&shared, "alice", &own, None, &partial), None);
+        // Without an own budget, the workflow's counts everyone: $0.02 + $0.05 + $0.04.
+        let big = usage(40_000, 0, None);
+        assert_eq!(
+            over_budget(&shared, "alice", &Budget::default(), Some(&price), &big).as_deref(),
+            Some("budget: $0.1100 spent, over the $0.1 budget")
+        );
+        // A CLI's own figure is kept.
+        let reported = usage(40_000, 0, Some(0.001));
+        assert_eq!(
+            over_budget(&shared, "alice", &own, Some(&price), &reported),
+            None
+        );
+        // Once a budget stopped the run, every run is told so.
+        shared.lock().over_budget = Some("budget: stopped".into());
+        assert_eq!(
+            over_budget(&shared, "bob", &Budget::default(), None, &usage(0, 0, None)).as_deref(),
+            Some("budget: stopped")
+        );
+    }
+
+    #[test]
+    fn the_usd_left_is_the_smaller_of_the_two_budgets() {
+        let shared = shared();
+        let st = shared.lock();
+        let left = |b: Budget| remaining_usd(&st, &shared, "alice", &b);
+        let own = |usd: f64| Budget {
+            usd: Some(usd),
+            tokens: None,
+        };
+        // The workflow leaves $0.03 ($0.10 - $0.07).
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+        assert!(close(left(Budget::default()), 0.03));
+        assert!(close(left(own(0.025)), 0.005));
+        assert!(close(left(own(1.0)), 0.03));
+        assert!(close(left(own(0.01)), 0.0));
+        drop(st);
+        let free = Shared::default();
+        let st = free.lock();
+        assert_eq!(remaining_usd(&st, &free, "alice", &Budget::default()), None);
+        assert!(close(remaining_usd(&st, &free, "alice", &own(0.5)), 0.5));
+    }
 }

@@ -19,6 +19,7 @@ pub mod backend;
 pub mod controller;
 pub mod diagnostic;
 pub mod interpolate;
+pub mod models;
 pub mod prompt;
 mod reader;
 pub mod runner;

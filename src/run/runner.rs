@@ -21,6 +21,7 @@ use super::backend::{Backend as RunBackend, sibling};
 use super::backend::{anthropic, openai};
 use super::controller::{Controller, Event, Report, Retry, Shared, next_transcript};
 use super::interpolate::Vars;
+use super::models::Pricing;
 use super::serve::{self, ControllerState, Served};
 use super::workflow::{Backend, Context, DocumentOwner, Workflow};
 use crate::channel::Channel;
@@ -362,6 +363,8 @@ impl Serving<'_> {
             served,
             published: Some((ControllerState::Idle, 0)),
             secrets: super::controller::secrets(&[]),
+            budget: Default::default(),
+            price: None,
         })
     }
 }
@@ -471,6 +474,8 @@ pub fn run(
             def.reply_fallback,
         )?;
         c.secrets = secrets;
+        c.budget = def.budget;
+        c.price = def.price(&wf.pricing);
         controllers.push(c);
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
@@ -636,14 +641,16 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
             .and_then(|v| v.as_f64())
             .map(Duration::from_secs_f64);
         let max_runs = a.limits.get("max_runs").and_then(|v| v.as_u64());
-        controllers.push(serving.controller(
+        let mut c = serving.controller(
             &a.name,
             backend,
             a.system_prompt.clone(),
             timeout,
             max_runs,
             true,
-        )?);
+        )?;
+        c.price = a.model.as_deref().and_then(|m| Pricing::default().price(m));
+        controllers.push(c);
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
     drive(inst, controllers, opts, before, Start::default())

@@ -42,13 +42,27 @@
 //!   not starting with `AW_` (aw sets those); values are scalars, with variables replaced.
 //! - `command` (exec only): the argument vector, a list (a string is refused: no shell is
 //!   implied); variables are replaced in each argument, which stays one argument.
-//! - `mock` (mock only): `{replies: [text, ...], fail: N, delay: DURATION}`.
+//! - `mock` (mock only): `{replies: [text, ...], fail: N, delay: DURATION, vote: OPTION,
+//!   usage: {input_tokens: N, output_tokens: N, cache_read_tokens: N, cache_write_tokens: N,
+//!   cost_usd: X}}`; `usage` is reported by every run that is not killed (without `cost_usd`
+//!   the agent's model prices it).
+//! - `budget`: `{usd: X, tokens: N}`, what this agent's own runs may spend (USD more than 0;
+//!   input plus output tokens, at least 1). Past it, every agent stops.
 //!
 //! `context`: absent means the file provider with its defaults; `false` disables it;
 //! `{provider: file, documentOwner: NAME, config: {dir, channel, document}}` or
 //! `{provider: memory, documentOwner: NAME}` (provider defaults to `file`). `documentOwner`
 //! is an agent of the workflow or `election` (that word means an election even if an agent
 //! has that name).
+//!
+//! `budget` (top level): `{usd: X, tokens: N}` as for an agent, for all the agents' runs
+//! together; `aw-run --budget-usd` and `--budget-tokens` override its values.
+//!
+//! `pricing`: `{MODEL: {input: X, output: X, cache_read: X, cache_write: X}}`, USD per million
+//! tokens (numbers at least 0), overriding the prices of [`super::models`] for this workflow:
+//! MODEL is an id or an alias (two names of one model are an error); the prices not given
+//! stay the table's. A run whose backend reports tokens but no cost is priced by its agent's
+//! `model`; with no price known its cost stays unknown (its tokens still count).
 //!
 //! `setup`: a list of `{shell: COMMAND, as: NAME}`, run in order before the kickoff; `as`
 //! stores the command's output in a variable (see [`super::interpolate`]), defined for the
@@ -64,9 +78,11 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::backend::{Budget, Usage};
 use super::diagnostic::Diagnostics;
 pub use super::diagnostic::{Diagnostic, Pos, Spanned};
 use super::interpolate::{Template, Vars};
+use super::models::{self, Price, Pricing};
 use super::reader::Reader;
 pub use super::reader::parse_duration;
 use super::yaml::Document;
@@ -97,6 +113,10 @@ pub struct Workflow {
     pub context: Context,
     pub setup: Vec<SetupTask>,
     pub kickoff: Option<Spanned<Template>>,
+    /// `pricing:`: the built-in prices with this workflow's overrides.
+    pub pricing: Pricing,
+    /// `budget:`: what the whole workflow may spend (the command line's flags win).
+    pub budget: Budget,
 }
 
 impl Workflow {
@@ -149,19 +169,31 @@ pub struct AgentDef {
     /// When a run ends without the agent having written to the channel, post its final reply
     /// for it.
     pub reply_fallback: bool,
+    /// What this agent's own runs may spend.
+    pub budget: Budget,
 }
 
 impl AgentDef {
-    /// The model as the backend names it: without a `PROVIDER/` prefix of the backend's own
-    /// provider (`anthropic/claude-sonnet-4-5` → `claude-sonnet-4-5` for `claude` and
-    /// `anthropic`); any other text as written (`meta-llama/Llama-3` for `openai`).
+    /// The model as the backend names it. `anthropic` and `openai` (APIs, which need a full
+    /// id): without the backend's own `PROVIDER/` prefix, an alias resolved
+    /// (`anthropic/sonnet` → `claude-sonnet-4-5`, see [`super::models`]); text with another
+    /// prefix as written (`meta-llama/Llama-3` for `openai`). `claude` and `codex`: without
+    /// the backend's own prefix, else as written (Claude Code knows `sonnet` itself). Others:
+    /// as written.
     pub fn model_name(&self) -> Option<&str> {
         let model = self.model.as_ref()?.value.as_str();
-        let own = self
-            .backend
-            .provider()
-            .and_then(|p| model.strip_prefix(p)?.strip_prefix('/'));
-        Some(own.unwrap_or(model))
+        let provider = self.backend.provider();
+        let own = provider.and_then(|p| model.strip_prefix(p)?.strip_prefix('/'));
+        let name = own.unwrap_or(model);
+        if !self.backend.needs_model() {
+            return Some(name);
+        }
+        Some(models::find_for(name, provider).map_or(name, |m| m.id))
+    }
+
+    /// The price of this agent's model under `pricing`, if known.
+    pub fn price(&self, pricing: &Pricing) -> Option<Price> {
+        pricing.price(&self.model.as_ref()?.value)
     }
 }
 
@@ -186,6 +218,8 @@ pub struct MockDef {
     /// Vote in every active proposal not voted in yet: for this option, or the first one
     /// when it is not an option.
     pub vote: Option<Spanned<String>>,
+    /// The tokens and cost each run reports.
+    pub usage: Option<Usage>,
 }
 
 /// Shared context of a workflow.

@@ -1,4 +1,5 @@
-//! The `mock` backend: scripted replies posted in-process, and optionally votes.
+//! The `mock` backend: scripted replies posted in-process, optionally votes, and the usage
+//! each run reports.
 
 use super::{Backend, RunContext, RunOutcome, Status};
 use crate::post::{self, PostOptions};
@@ -19,6 +20,16 @@ impl Mock {
 
 impl Backend for Mock {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        let mut out = self.outcome(ctx);
+        if out.status != Status::Killed {
+            out.usage = self.def.usage.clone();
+        }
+        out
+    }
+}
+
+impl Mock {
+    fn outcome(&mut self, ctx: &RunContext) -> RunOutcome {
         self.runs += 1;
         if let Some(d) = self.def.delay
             && !ctx.stop.sleep(d)

@@ -116,6 +116,8 @@ pub struct RunOutcome {
 /// Tokens and cost of one run, summed over its model calls.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
+    /// Input tokens neither read from nor written to a prompt cache (those are counted
+    /// apart, each at its own price).
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
@@ -144,28 +146,63 @@ impl Usage {
     }
 }
 
-/// Limits on what a whole workflow may spend.
+/// Limits on what a whole workflow, or one agent, may spend.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Budget {
     pub usd: Option<f64>,
     pub tokens: Option<u64>,
 }
 
+/// What a budget is over: (spent, limit) in USD or tokens.
+enum Over {
+    Usd(f64, f64),
+    Tokens(u64, u64),
+}
+
 impl Budget {
-    /// Why `spent` is over this budget, if it is.
-    pub fn exceeded(&self, spent: &Usage) -> Option<String> {
+    fn over(&self, spent: &Usage) -> Option<Over> {
         if let (Some(max), Some(cost)) = (self.usd, spent.cost_usd)
             && cost > max
         {
-            return Some(format!("budget: ${cost:.4} spent, over the ${max} budget"));
+            return Some(Over::Usd(cost, max));
         }
-        match self.tokens {
-            Some(max) if spent.tokens() > max => Some(format!(
-                "budget: {} tokens used, over the {max} token budget",
-                spent.tokens()
-            )),
-            _ => None,
+        self.tokens
+            .filter(|&max| spent.tokens() > max)
+            .map(|max| Over::Tokens(spent.tokens(), max))
+    }
+
+    /// Why `spent` (everyone's) is over this workflow budget, if it is.
+    pub fn exceeded(&self, spent: &Usage) -> Option<String> {
+        self.over(spent).map(|o| match o {
+            Over::Usd(cost, max) => format!("budget: ${cost:.4} spent, over the ${max} budget"),
+            Over::Tokens(n, max) => format!("budget: {n} tokens used, over the {max} token budget"),
+        })
+    }
+
+    /// Why `spent` (`agent`'s own) is over this budget of `agent`, if it is.
+    pub fn exceeded_by(&self, agent: &str, spent: &Usage) -> Option<String> {
+        self.over(spent).map(|o| match o {
+            Over::Usd(cost, max) => {
+                format!("budget: agent {agent} spent ${cost:.4}, over its ${max} budget")
+            }
+            Over::Tokens(n, max) => {
+                format!("budget: agent {agent} used {n} tokens, over its {max} token budget")
+            }
+        })
+    }
+
+    /// Each limit of this budget, else `other`'s.
+    pub fn or(self, other: Budget) -> Budget {
+        Budget {
+            usd: self.usd.or(other.usd),
+            tokens: self.tokens.or(other.tokens),
         }
+    }
+
+    /// What this USD limit leaves after `spent`, if there is one (never below 0).
+    pub fn usd_left(&self, spent: &Usage) -> Option<f64> {
+        self.usd
+            .map(|max| (max - spent.cost_usd.unwrap_or(0.0)).max(0.0))
     }
 }
 

@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    AgentDef, Backend, Context, DEFAULT_CHANNEL, DocumentOwner, ELECTION, FileConfig, MockDef,
-    SetupTask, SystemPrompt, Workflow, names_prompt_file, read_capped,
+    AgentDef, Backend, Budget, Context, DEFAULT_CHANNEL, DocumentOwner, ELECTION, FileConfig,
+    MockDef, Price, Pricing, SetupTask, SystemPrompt, Usage, Workflow, models, names_prompt_file,
+    read_capped,
 };
 use crate::error::Error;
 use crate::mention;
@@ -16,8 +17,10 @@ use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
 use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::yaml::{Kind, Node};
 
-const TOP_KEYS: [&str; 6] = ["name", "agents", "context", "setup", "kickoff", "tasks"];
-const AGENT_KEYS: [&str; 13] = [
+const TOP_KEYS: [&str; 8] = [
+    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks",
+];
+const AGENT_KEYS: [&str; 14] = [
     "backend",
     "model",
     "system_prompt",
@@ -31,8 +34,18 @@ const AGENT_KEYS: [&str; 13] = [
     "command",
     "mock",
     "reply_fallback",
+    "budget",
 ];
-const MOCK_KEYS: [&str; 4] = ["replies", "fail", "delay", "vote"];
+const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
+const USAGE_KEYS: [&str; 5] = [
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+];
+const BUDGET_KEYS: [&str; 2] = ["usd", "tokens"];
+const PRICE_KEYS: [&str; 4] = ["input", "output", "cache_read", "cache_write"];
 const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
 const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];
 const SETUP_KEYS: [&str; 2] = ["shell", "as"];
@@ -51,6 +64,8 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         context: Context::default(),
         setup: Vec::new(),
         kickoff: None,
+        pricing: Pricing::default(),
+        budget: Budget::default(),
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -79,6 +94,12 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     if let Some(node) = fields.get("kickoff") {
         workflow.kickoff = r.template(node, "kickoff", Use::TEXT);
         warn_mentions(r, node, &agents);
+    }
+    if let Some(node) = fields.get("pricing") {
+        workflow.pricing = read_pricing(r, node);
+    }
+    if let Some(node) = fields.get("budget") {
+        workflow.budget = read_budget(r, node, "budget");
     }
     workflow
 }
@@ -170,6 +191,10 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .and_then(|n| read_command(r, n, &p("command"))),
         mock: f.get("mock").and_then(|n| read_mock(r, n, &p("mock"))),
         reply_fallback: true,
+        budget: f
+            .get("budget")
+            .map(|n| read_budget(r, n, &p("budget")))
+            .unwrap_or_default(),
     };
     if let Some(n) = f.get("reply_fallback") {
         agent.reply_fallback = r.boolean(n, &p("reply_fallback")).unwrap_or(true);
@@ -432,7 +457,115 @@ fn read_mock(r: &mut Reader, node: &Node, path: &str) -> Option<MockDef> {
         .and_then(|n| r.duration(n, &join(path, "delay")))
         .map(|d| d.value);
     mock.vote = f.get("vote").and_then(|n| r.string(n, &join(path, "vote")));
+    mock.usage = f
+        .get("usage")
+        .and_then(|n| read_usage(r, n, &join(path, "usage")));
     Some(mock)
+}
+
+/// What each run of a mock reports: token counts (whole numbers, default 0) and a cost.
+fn read_usage(r: &mut Reader, node: &Node, path: &str) -> Option<Usage> {
+    let f = r.fields(node, path, &USAGE_KEYS)?;
+    let mut tokens = |key: &str| {
+        f.get(key)
+            .and_then(|n| r.whole(n, &join(path, key), 0))
+            .map_or(0, |t| t.value)
+    };
+    let usage = Usage {
+        input_tokens: tokens("input_tokens"),
+        output_tokens: tokens("output_tokens"),
+        cache_read_tokens: tokens("cache_read_tokens"),
+        cache_write_tokens: tokens("cache_write_tokens"),
+        cost_usd: None,
+    };
+    Some(Usage {
+        cost_usd: f
+            .get("cost_usd")
+            .and_then(|n| amount(r, n, &join(path, "cost_usd"), false)),
+        ..usage
+    })
+}
+
+/// A number, whole or decimal: at least 0, or more than 0 when `positive`.
+fn amount(r: &mut Reader, node: &Node, path: &str, positive: bool) -> Option<f64> {
+    let Some(x) = node.number() else {
+        let msg = format!("expected a number, found {}", node.type_name());
+        r.error(node.pos, path, &msg);
+        return None;
+    };
+    let why = if !x.is_finite() {
+        "must be a finite number"
+    } else if positive && x <= 0.0 {
+        "must be more than 0"
+    } else if x < 0.0 {
+        "must be at least 0"
+    } else {
+        return Some(x);
+    };
+    r.error(node.pos, path, why);
+    None
+}
+
+/// `{usd: X, tokens: N}`.
+fn read_budget(r: &mut Reader, node: &Node, path: &str) -> Budget {
+    let Some(f) = r.fields(node, path, &BUDGET_KEYS) else {
+        return Budget::default();
+    };
+    Budget {
+        usd: f
+            .get("usd")
+            .and_then(|n| amount(r, n, &join(path, "usd"), true)),
+        tokens: f
+            .get("tokens")
+            .and_then(|n| r.whole(n, &join(path, "tokens"), 1))
+            .map(|t| t.value),
+    }
+}
+
+/// `{MODEL: {input: X, output: X, cache_read: X, cache_write: X}}`; two names of one model
+/// are an error.
+fn read_pricing(r: &mut Reader, node: &Node) -> Pricing {
+    let mut pricing = Pricing::default();
+    let Some(entries) = r.entries(node, "pricing") else {
+        return pricing;
+    };
+    let mut seen: Vec<(String, Spanned<&str>)> = Vec::new();
+    for (key, value) in entries.iter() {
+        let path = join("pricing", key.value);
+        if key.value.trim().is_empty() {
+            r.error(key.pos, "pricing", "a model name must not be empty");
+            continue;
+        }
+        let id = models::resolve(key.value).id;
+        if let Some((_, first)) = seen.iter().find(|(i, _)| *i == id) {
+            let msg = format!(
+                "'{}' is the same model as '{}' (line {}): give its prices once",
+                sanitize(key.value),
+                sanitize(first.value),
+                first.pos.line
+            );
+            r.error(key.pos, "pricing", &msg);
+            continue;
+        }
+        seen.push((id, key.clone()));
+        if matches!(&value.kind, Kind::Map(e) if e.is_empty()) {
+            let msg = format!("no price given; expected {}", PRICE_KEYS.join(", "));
+            r.error(value.pos, &path, &msg);
+            continue;
+        }
+        let Some(f) = r.fields(value, &path, &PRICE_KEYS) else {
+            continue;
+        };
+        let mut get = |k: &str| f.get(k).and_then(|n| amount(r, n, &join(&path, k), false));
+        let price = Price {
+            input: get("input"),
+            output: get("output"),
+            cache_read: get("cache_read"),
+            cache_write: get("cache_write"),
+        };
+        pricing.set(key.value, price);
+    }
+    pricing
 }
 
 fn read_context(r: &mut Reader, node: Option<&Node>, agents: &[&str]) -> Context {

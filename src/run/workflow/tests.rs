@@ -476,6 +476,193 @@ fn tools_by_backend() {
 }
 
 #[test]
+fn api_backends_get_full_model_ids_and_clis_the_name_as_written() {
+    let name = |def: &str| {
+        let (w, _) = loads(&format!("agents:\n  a: {def}\n"));
+        w.agents[0].model_name().map(str::to_string)
+    };
+    let some = |s: &str| Some(s.to_string());
+    // The APIs need the full id: aliases resolve.
+    assert_eq!(name("{model: anthropic/sonnet}"), some("claude-sonnet-4-5"));
+    assert_eq!(
+        name("{backend: anthropic, model: haiku}"),
+        some("claude-haiku-4-5")
+    );
+    assert_eq!(name("{model: anthropic/opus}"), some("claude-opus-4-5"));
+    assert_eq!(
+        name("{model: anthropic/claude-opus-4-1-20250805}"),
+        some("claude-opus-4-1")
+    );
+    assert_eq!(name("{model: openai/gpt-4o}"), some("gpt-4o"));
+    assert_eq!(name("{model: openai/my-model}"), some("my-model"));
+    // An alias of another provider's model, or another prefix, stays as written.
+    assert_eq!(name("{backend: openai, model: sonnet}"), some("sonnet"));
+    assert_eq!(
+        name("{backend: anthropic, model: openai/gpt-4o}"),
+        some("openai/gpt-4o")
+    );
+    // Claude Code knows its aliases; Codex gets the name as written.
+    assert_eq!(name("{model: sonnet}"), some("sonnet"));
+    assert_eq!(
+        name("{backend: claude, model: anthropic/opus}"),
+        some("opus")
+    );
+    assert_eq!(name("{backend: codex, model: gpt-5}"), some("gpt-5"));
+    assert_eq!(
+        name("{backend: codex, model: openai/gpt-5-codex}"),
+        some("gpt-5-codex")
+    );
+}
+
+#[test]
+fn budgets_pricing_and_mock_usage() {
+    let (w, warnings) = loads(
+        "agents:
+  reviewer:
+    model: sonnet
+    budget: {usd: 0.5, tokens: 20000}
+  coder:
+    mock:
+      usage: {input_tokens: 100, output_tokens: 20, cache_read_tokens: 5, cost_usd: 0.25}
+budget: {usd: 2}
+pricing:
+  sonnet: {input: 6, cache_write: 0}
+  meta-llama/Llama-3-8B: {input: 0.1, output: 0.2}
+",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        w.budget,
+        Budget {
+            usd: Some(2.0),
+            tokens: None
+        }
+    );
+    let reviewer = &w.agents[0];
+    assert_eq!(
+        reviewer.budget,
+        Budget {
+            usd: Some(0.5),
+            tokens: Some(20000)
+        }
+    );
+    assert_eq!(
+        reviewer.price(&w.pricing),
+        Some(Price {
+            input: Some(6.0),
+            output: Some(15.0),
+            cache_read: Some(0.3),
+            cache_write: Some(0.0),
+        })
+    );
+    let coder = &w.agents[1];
+    assert_eq!(coder.budget, Budget::default());
+    assert_eq!(coder.price(&w.pricing), None);
+    assert_eq!(
+        coder.mock.as_ref().unwrap().usage,
+        Some(Usage {
+            input_tokens: 100,
+            output_tokens: 20,
+            cache_read_tokens: 5,
+            cache_write_tokens: 0,
+            cost_usd: Some(0.25),
+        })
+    );
+    let llama = w.pricing.price("meta-llama/Llama-3-8B").unwrap();
+    assert_eq!(
+        (llama.input, llama.output, llama.cache_read),
+        (Some(0.1), Some(0.2), None)
+    );
+    // Without the keys: no budget, the table's prices.
+    let (w, _) = loads("agents:\n  a: {model: openai/gpt-4o}\n");
+    assert_eq!(w.budget, Budget::default());
+    assert_eq!(w.agents[0].budget, Budget::default());
+    assert_eq!(
+        w.agents[0].price(&w.pricing),
+        Some(models::find("gpt-4o").unwrap().price)
+    );
+    assert_eq!(
+        w.agents[0].price(&Pricing::default()).unwrap().input,
+        Some(2.5)
+    );
+}
+
+#[test]
+fn budget_and_pricing_errors() {
+    assert_eq!(
+        problem(&format!("{AGENT}budget: {{usd: 0}}\n")),
+        "w.yaml:3:15: budget.usd: must be more than 0"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}budget: {{usd: '1'}}\n")),
+        "w.yaml:3:15: budget.usd: expected a number, found a string"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}budget: {{usd: .inf}}\n")),
+        "w.yaml:3:15: budget.usd: must be a finite number"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}budget: {{tokens: 0}}\n")),
+        "w.yaml:3:18: budget.tokens: must be at least 1"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}budget: {{dollars: 1}}\n")),
+        "w.yaml:3:10: budget: unknown key 'dollars'"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}budget: 5\n")),
+        "w.yaml:3:9: budget: expected a mapping, found a whole number"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}budgets: {{usd: 1}}\n")),
+        "w.yaml:3:1: unknown key 'budgets' (did you mean 'budget'?)"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    budget: {usd: -1}\n"),
+        "w.yaml:3:19: agents.a.budget.usd: must be more than 0"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    budget: {token: 5}\n"),
+        "w.yaml:3:14: agents.a.budget: unknown key 'token' (did you mean 'tokens'?)"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}pricing:\n  sonnet: {{input: -1}}\n")),
+        "w.yaml:4:19: pricing.sonnet.input: must be at least 0"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}pricing:\n  sonnet: {{inptu: 1}}\n")),
+        "w.yaml:4:12: pricing.sonnet: unknown key 'inptu' (did you mean 'input'?)"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}pricing:\n  sonnet: {{}}\n")),
+        "w.yaml:4:11: pricing.sonnet: no price given; expected input, output, cache_read, cache_write"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}pricing:\n  sonnet: 3\n")),
+        "w.yaml:4:11: pricing.sonnet: expected a mapping, found a whole number"
+    );
+    assert_eq!(
+        problem(&format!("{AGENT}pricing: [sonnet]\n")),
+        "w.yaml:3:10: pricing: expected a mapping, found a list"
+    );
+    assert_eq!(
+        problem(&format!(
+            "{AGENT}pricing:\n  claude-sonnet-4-5: {{input: 1}}\n  anthropic/sonnet: {{input: 2}}\n"
+        )),
+        "w.yaml:5:3: pricing: 'anthropic/sonnet' is the same model as 'claude-sonnet-4-5' \
+         (line 4): give its prices once"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    mock: {usage: {input_tokens: -1}}\n"),
+        "w.yaml:3:34: agents.a.mock.usage.input_tokens: must be at least 0"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    mock: {usage: {cost_uds: 1}}\n"),
+        "w.yaml:3:20: agents.a.mock.usage: unknown key 'cost_uds' (did you mean 'cost_usd'?)"
+    );
+}
+
+#[test]
 fn a_bad_backend_does_not_hide_other_problems() {
     assert_eq!(
         problems("agents:\n  a:\n    backend: gpt\n    max_runs: x\n    mock: {}\n"),
