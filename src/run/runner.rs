@@ -440,7 +440,9 @@ pub fn run(
         started: crate::channel::now(),
         opts,
     };
-    let mut controllers = Vec::new();
+    // Every agent is registered before any is shown as served, so that a message sent
+    // once one is served resolves every mention.
+    let mut built = Vec::new();
     for def in &wf.agents {
         let name = def.name.value.as_str();
         let system = def
@@ -465,8 +467,12 @@ pub fn run(
             },
             true,
         )?;
+        built.push((def, system, secrets, backend));
+    }
+    let mut controllers = Vec::new();
+    for (def, system, secrets, backend) in built {
         let mut c = serving.controller(
-            name,
+            &def.name.value,
             backend,
             system,
             def.timeout.as_ref().map(|t| t.value),
