@@ -1,6 +1,6 @@
 //! The `claude` and `codex` backends against fake programs: the exact argument vector, the
 //! prompt on stdin, the JSON result or event stream read for the reply and the usage, error
-//! results, and a missing program.
+//! results, a missing program, and the watchdog that kills a program gone silent.
 
 mod common;
 
@@ -128,7 +128,78 @@ fn an_error_result_fails_the_run_and_leaves_the_message_unread() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(reason.contains("no JSON result"), "{reason}");
+    assert_eq!(reason, "no result from claude");
+}
+
+const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-1","tools":["Read"],"mcp_servers":[{"name":"aw","status":"connected"}]}"#;
+
+/// `aw-ctl runs --json` of the setup: one JSON object per transcript.
+fn runs(s: &Setup) -> Vec<serde_json::Value> {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "runs", "--json"]);
+    let out = c.output().expect("aw-ctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+#[test]
+fn a_program_gone_silent_is_killed_with_its_whole_group() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    // One line, then silence: it waits for a child that sleeps (in its process group).
+    s.script(
+        "bin/claude",
+        &format!(
+            "cat > /dev/null\necho $$ > pid.txt\nsleep 600 &\necho $! > child.txt\nprintf '%s\\n' '{INIT}'\nwait\n"
+        ),
+    );
+    let wf =
+        "agents:\n  alice:\n    backend: claude\n    idle_timeout: 1s\nkickoff: '@alice look'\n";
+    let out = run_with_fake(&s, wf);
+    assert_code(&out, 1);
+    let list = runs(&s);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["status"], "timeout");
+    assert_eq!(list[0]["reason"], "no output for 1s; killed");
+    assert_eq!(s.transcript("alice", 1)["stdout"], format!("{INIT}\n"));
+    assert_eq!(s.unread("alice"), 1);
+    let pid = |f: &str| -> u32 {
+        let text = std::fs::read_to_string(s.dir().join(f)).unwrap();
+        text.trim().parse().unwrap()
+    };
+    let (leader, child) = (pid("pid.txt"), pid("child.txt"));
+    wait_for("the group to be gone", || {
+        !alive(leader) && !alive(child) && group_members(leader).is_empty()
+    });
+    // An exec program the same way, when it sets an idle timeout.
+    let s = Setup::new();
+    s.script("quiet.sh", "echo started\nexec sleep 600\n");
+    let wf =
+        "agents:\n  bot:\n    command: [./quiet.sh]\n    idle_timeout: 0.5s\nkickoff: '@bot go'\n";
+    let out = run_with_fake(&s, wf);
+    assert_code(&out, 1);
+    let list = runs(&s);
+    assert_eq!(list[0]["status"], "timeout");
+    assert_eq!(list[0]["reason"], "no output for 0.5s; killed");
+    assert_eq!(s.transcript("bot", 1)["stdout"], "started\n");
+    // Output on stderr counts: a program that keeps telling its progress there lives on.
+    let s = Setup::new();
+    s.script(
+        "busy.sh",
+        "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo \"step $i\" >&2; sleep 0.1; done\necho '@user done'\n",
+    );
+    let wf =
+        "agents:\n  bot:\n    command: [./busy.sh]\n    idle_timeout: 1s\nkickoff: '@bot go'\n";
+    assert_code(&run_with_fake(&s, wf), 0);
+    assert_eq!(s.transcript("bot", 1)["status"], "ok");
+    assert_eq!(
+        s.entries().last().unwrap(),
+        &("bot".to_string(), "@user done".to_string())
+    );
 }
 
 #[test]
@@ -262,4 +333,26 @@ fn every_example_workflow_passes_the_check() {
         }
     }
     assert!(n >= 4, "{n} examples");
+}
+
+#[test]
+fn a_prompt_larger_than_a_pipe_reaches_a_reader_and_does_not_hold_a_non_reader() {
+    let s = Setup::new();
+    let big = "x".repeat(300_000);
+    let wf = format!(
+        "agents:\n  counter:\n    command: [wc, -c]\n  deaf:\n    command: [echo, '@user not reading']\nkickoff: '@counter @deaf {big}'\n"
+    );
+    let out = run_with_fake(&s, &wf);
+    assert_code(&out, 0);
+    let t = s.transcript("counter", 1);
+    let prompt = t["prompt"].as_str().unwrap();
+    assert!(prompt.len() > 300_000);
+    let counted = s
+        .entries()
+        .into_iter()
+        .find(|(from, _)| from == "counter")
+        .unwrap()
+        .1;
+    assert_eq!(counted.trim(), prompt.len().to_string());
+    assert_eq!(s.transcript("deaf", 1)["status"], "ok");
 }

@@ -33,6 +33,9 @@
 //!   in either.
 //! - `tools` (list of strings), `max_tokens`, `max_steps`, `max_runs` (whole numbers ≥ 1),
 //!   `timeout` (a duration, see [`parse_duration`]), `reply_fallback` (true/false, default true).
+//! - `idle_timeout` (exec, claude and codex): a duration; a run whose program writes nothing
+//!   on stdout or stderr for that long is killed (its whole process group) and ends with
+//!   status `timeout`. Default: [`CLI_IDLE_TIMEOUT`] for claude and codex, none for exec.
 //! - `cwd`: the backend's working directory, relative to the workflow file's directory.
 //! - `env`: extra environment for the backend, `NAME: value`; names `[A-Za-z_][A-Za-z0-9_]*`,
 //!   not starting with `AW_` (aw sets those); values are scalars, with variables replaced.
@@ -54,6 +57,8 @@
 //! environment as `env.*` and `--var` definitions), `workflow.name`, `workflow.instance`,
 //! `context.*` with a file context, and the setup outputs defined earlier. A kickoff that
 //! mentions an `@name` that is not an agent of the workflow gets a warning.
+//!
+//! [`CLI_IDLE_TIMEOUT`]: crate::run::backend::exec::CLI_IDLE_TIMEOUT
 
 use std::fs;
 use std::io::{self, Read};
@@ -132,6 +137,8 @@ pub struct AgentDef {
     pub max_steps: Option<Spanned<u64>>,
     /// Longest one backend run may take.
     pub timeout: Option<Spanned<Duration>>,
+    /// Longest a backend's program may write nothing (stdout or stderr) before it is killed.
+    pub idle_timeout: Option<Spanned<Duration>>,
     /// Most backend runs for this agent in one workflow run.
     pub max_runs: Option<Spanned<u64>>,
     /// Resolved against the workflow's directory.

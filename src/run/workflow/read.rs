@@ -16,7 +16,7 @@ use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::yaml::{Kind, Node};
 
 const TOP_KEYS: [&str; 6] = ["name", "agents", "context", "setup", "kickoff", "tasks"];
-const AGENT_KEYS: [&str; 13] = [
+const AGENT_KEYS: [&str; 14] = [
     "backend",
     "model",
     "system_prompt",
@@ -24,6 +24,7 @@ const AGENT_KEYS: [&str; 13] = [
     "max_tokens",
     "max_steps",
     "timeout",
+    "idle_timeout",
     "max_runs",
     "cwd",
     "env",
@@ -153,6 +154,9 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .get("max_steps")
             .and_then(|n| r.whole(n, &p("max_steps"), 1)),
         timeout: f.get("timeout").and_then(|n| r.duration(n, &p("timeout"))),
+        idle_timeout: f
+            .get("idle_timeout")
+            .and_then(|n| r.duration(n, &p("idle_timeout"))),
         max_runs: f
             .get("max_runs")
             .and_then(|n| r.whole(n, &p("max_runs"), 1)),
@@ -175,6 +179,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
     }
     if backend_ok {
         check_backend_keys(r, &agent, &f, &path);
+        check_program_keys(r, &agent, &f, &path);
     }
     Some(agent)
 }
@@ -265,6 +270,22 @@ fn check_backend_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) 
     if backend.needs_model() && agent.model.is_none() {
         let msg = format!("backend {} needs a model", backend.name());
         r.error(agent.name.pos, path, &msg);
+    }
+}
+
+/// `idle_timeout` needs a backend that runs a program.
+fn check_program_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
+    let backend = agent.backend.value;
+    let programs = [Backend::Exec, Backend::Claude, Backend::Codex];
+    if let Some((k, _)) = f
+        .entry("idle_timeout")
+        .filter(|_| !programs.contains(&backend))
+    {
+        let msg = format!(
+            "only for backends that run a program: exec, claude, codex (this agent's is {})",
+            backend.name()
+        );
+        r.error(k.pos, &join(path, "idle_timeout"), &msg);
     }
 }
 

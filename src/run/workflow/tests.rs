@@ -381,6 +381,44 @@ fn timeouts() {
 }
 
 #[test]
+fn idle_timeouts() {
+    let (w, _) = loads(
+        "agents:
+  a: {idle_timeout: 90}
+  b: {backend: codex, idle_timeout: 5m}
+  c: {command: [./bot], idle_timeout: '1.5s'}
+  d: {}
+",
+    );
+    let idle = |i: usize| w.agents[i].idle_timeout.as_ref().map(|t| (t.value, t.pos));
+    assert_eq!(idle(0), Some((Duration::from_secs(90), Pos::new(2, 21))));
+    assert_eq!(idle(1).unwrap().0, Duration::from_secs(300));
+    assert_eq!(idle(2).unwrap().0, Duration::from_millis(1500));
+    assert_eq!(idle(3), None);
+    let one = |v: &str| problems(&format!("agents:\n  a:\n    idle_timeout: {v}\n"));
+    assert_eq!(
+        one("0"),
+        ["w.yaml:3:19: agents.a.idle_timeout: must be more than zero"]
+    );
+    assert_eq!(
+        one("later"),
+        [
+            "w.yaml:3:19: agents.a.idle_timeout: invalid duration 'later': expected seconds, or a number with s, m or h (90s, 5m, 1h)"
+        ]
+    );
+    assert_eq!(
+        one("{m: 1}"),
+        [
+            "w.yaml:3:19: agents.a.idle_timeout: expected a duration (90, \"90s\", \"5m\", \"1h\"), found a mapping"
+        ]
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    mock: {}\n    idle_timeout: 1m\n"),
+        "w.yaml:4:5: agents.a.idle_timeout: only for backends that run a program: exec, claude, codex (this agent's is mock)"
+    );
+}
+
+#[test]
 fn backend_errors() {
     assert_eq!(
         problem("agents:\n  a:\n    backend: claud\n"),
