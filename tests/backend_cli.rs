@@ -1,6 +1,6 @@
 //! The `claude` and `codex` backends against fake programs: the exact argument vector, the
-//! prompt on stdin, the JSON result or event stream read for the reply and the usage, error
-//! results, a missing program, and the watchdog that kills a program gone silent.
+//! prompt on stdin, the JSON Lines stream read for the reply and the usage, error results,
+//! garbage, a missing program, and the watchdog that kills a program gone silent.
 
 mod common;
 
@@ -36,6 +36,29 @@ fn run_with_fake_args(s: &Setup, wf: &str, args: &[&str]) -> std::process::Outpu
     run_hang_guarded(c)
 }
 
+/// The arguments the fake `claude` recorded.
+fn claude_argv(s: &Setup) -> Vec<String> {
+    let argv = std::fs::read_to_string(s.dir().join("argv.txt")).unwrap();
+    argv.lines().map(str::to_string).collect()
+}
+
+/// What every run of agent alice passes to `claude`, then `rest` (from the allowed tools on).
+fn argv_with(s: &Setup, rest: &[&str]) -> Vec<String> {
+    let mcp = s.root.inst_dir(INST).join("_state/mcp/alice.json");
+    let mcp = std::path::absolute(mcp).unwrap();
+    let head = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--strict-mcp-config",
+        "--allowedTools",
+    ];
+    head.iter().chain(rest).map(|a| a.to_string()).collect()
+}
+
 const WF: &str = "agents:\n  alice:\n    backend: claude\n    model: anthropic/claude-sonnet-4-5\n    system_prompt: You review code.\n    tools: [Read]\n    max_steps: 4\nkickoff: '@alice look'\n";
 
 #[test]
@@ -48,17 +71,7 @@ fn claude_gets_its_argv_and_prompt_and_its_result_is_the_reply() {
     );
     let out = run_with_fake(&s, WF);
     assert_code(&out, 0);
-    let argv = std::fs::read_to_string(s.dir().join("argv.txt")).unwrap();
-    let mcp = s.root.inst_dir(INST).join("_state/mcp/alice.json");
-    let mcp = std::path::absolute(mcp).unwrap();
     let want = [
-        "-p",
-        "--output-format",
-        "json",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--strict-mcp-config",
-        "--allowedTools",
         "mcp__aw,Read",
         "--model",
         "claude-sonnet-4-5",
@@ -67,7 +80,7 @@ fn claude_gets_its_argv_and_prompt_and_its_result_is_the_reply() {
         "--max-turns",
         "4",
     ];
-    assert_eq!(argv.lines().collect::<Vec<_>>(), want);
+    assert_eq!(claude_argv(&s), argv_with(&s, &want));
     let prompt = std::fs::read_to_string(s.dir().join("stdin.txt")).unwrap();
     assert!(prompt.starts_with("You are @alice"), "{prompt}");
     assert!(prompt.contains("From @system: @alice look"), "{prompt}");
@@ -131,7 +144,99 @@ fn an_error_result_fails_the_run_and_leaves_the_message_unread() {
     assert_eq!(reason, "no result from claude");
 }
 
+/// The lines a fake prints, as a shell `printf '%s\n'` argument list.
+fn quoted(lines: &[&str]) -> String {
+    lines
+        .iter()
+        .map(|l| format!("'{}'", l.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A fake `claude` that records its arguments and stdin, then prints `lines`.
+fn fake_stream(s: &Setup, lines: &[&str], exit: i32) {
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    s.script(
+        "bin/claude",
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > argv.txt\ncat > stdin.txt\nprintf '%s\\n' {}\nexit {exit}\n",
+            quoted(lines)
+        ),
+    );
+}
+
 const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-1","tools":["Read"],"mcp_servers":[{"name":"aw","status":"connected"}]}"#;
+const ASSISTANT: &str = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"mcp__aw__my_inbox","input":{}}],"usage":{"input_tokens":7,"output_tokens":2}},"session_id":"s-1"}"#;
+const USER: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"no messages"}]},"session_id":"s-1"}"#;
+
+#[test]
+fn the_stream_gives_its_result_line_after_the_progress_lines() {
+    let s = Setup::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"@user reviewed","num_turns":3,"session_id":"s-1","total_cost_usd":0.031,"usage":{"input_tokens":40,"output_tokens":9,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}"#;
+    fake_stream(&s, &[INIT, ASSISTANT, USER, "not JSON at all", result], 0);
+    let out = run_with_fake(&s, WF);
+    assert_code(&out, 0);
+    assert_eq!(
+        s.entries().last().unwrap(),
+        &("alice".to_string(), "@user reviewed".to_string())
+    );
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "ok");
+    assert_eq!(t["usage"]["input_tokens"], 40);
+    assert_eq!(t["usage"]["output_tokens"], 9);
+    assert_eq!(t["usage"]["cost_usd"], 0.031);
+    // The transcript keeps the whole (short) stream, the result line with its session last.
+    let stdout = t["stdout"].as_str().unwrap();
+    assert_eq!(
+        stdout,
+        format!("{INIT}\n{ASSISTANT}\n{USER}\nnot JSON at all\n{result}\n")
+    );
+    assert_eq!(t["stdout_cut"], 0);
+    // A stream longer than the transcript keeps: its first lines, then its result line.
+    let s = Setup::new();
+    let progress = vec![ASSISTANT; 400];
+    let mut lines = vec![INIT];
+    lines.extend_from_slice(&progress);
+    lines.push(result);
+    fake_stream(&s, &lines, 0);
+    assert_code(&run_with_fake(&s, WF), 0);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["usage"]["cost_usd"], 0.031);
+    let stdout = t["stdout"].as_str().unwrap();
+    assert!(stdout.len() <= 64 * 1024, "{}", stdout.len());
+    assert!(stdout.starts_with(&format!("{INIT}\n{ASSISTANT}\n")));
+    assert!(stdout.ends_with(&format!("{ASSISTANT}\n{result}\n")));
+    let printed: usize = lines.iter().map(|l| l.len() + 1).sum();
+    assert_eq!(t["stdout_cut"], (printed - stdout.len()) as u64);
+}
+
+#[test]
+fn a_stream_without_a_result_line_or_with_garbage_fails() {
+    for (lines, exit, reason) in [
+        (&[INIT, ASSISTANT, USER][..], 0, "no result from claude"),
+        (
+            &[INIT, ASSISTANT][..],
+            1,
+            "no result from claude (exit status 1)",
+        ),
+        (
+            &["Segmentation fault", "{\"type\":\"result\",", "[1, 2]"][..],
+            0,
+            "no result from claude",
+        ),
+    ] {
+        let s = Setup::new();
+        fake_stream(&s, lines, exit);
+        let out = run_with_fake(&s, WF);
+        assert_code(&out, 1);
+        let t = s.transcript("alice", 1);
+        assert_eq!(t["status"], "failed", "{lines:?}");
+        assert_eq!(t["reason"], reason, "{lines:?}");
+        assert_eq!(t["usage"], serde_json::Value::Null, "{lines:?}");
+        assert_eq!(s.unread("alice"), 1, "{lines:?}");
+        assert_eq!(s.entries().len(), 1, "nothing posted for alice: {lines:?}");
+    }
+}
 
 /// `aw-ctl runs --json` of the setup: one JSON object per transcript.
 fn runs(s: &Setup) -> Vec<serde_json::Value> {

@@ -1,9 +1,9 @@
-//! The `claude` backend: Claude Code in print mode (`claude -p --output-format json`), run
-//! like an `exec` program (own process group, prompt on stdin, timeout, idle timeout, stop).
-//! It gets the agent's MCP configuration alone (`--strict-mcp-config`), the aw tools and the
-//! agent's `tools` allowed by name, the model, the system prompt appended to Claude Code's
-//! own, and the run limits. Its JSON result (the last `result` line printed) gives the final
-//! text, the turns, tokens and cost.
+//! The `claude` backend: Claude Code in print mode (`claude -p --output-format stream-json
+//! --verbose`), run like an `exec` program (own process group, prompt on stdin, timeout,
+//! idle timeout, stop). It gets the agent's MCP configuration alone (`--strict-mcp-config`),
+//! the aw tools and the agent's `tools` allowed by name, the model, the system prompt
+//! appended to Claude Code's own, and the run limits. It prints one JSON object per line
+//! while it works; the last `result` line gives the final text, the turns, tokens and cost.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::exec::{Exec, LineReader, fail_keeping_exit, run_and_read};
-use super::{Backend, RunContext, RunOutcome, Status, Usage};
+use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status, Usage};
 
 /// The MCP tools of the aw server, as Claude Code names them in `--allowedTools`.
 pub const AW_TOOLS: &str = "mcp__aw";
@@ -39,7 +39,8 @@ impl Claude {
             self.program.clone(),
             "-p".into(),
             "--output-format".into(),
-            "json".into(),
+            "stream-json".into(),
+            "--verbose".into(),
             "--mcp-config".into(),
             ctx.mcp_config.to_string_lossy().into_owned(),
             "--strict-mcp-config".into(),
@@ -105,10 +106,11 @@ impl LineReader for ResultLine {
 
     /// Status, final text and usage from the result.
     fn finish(&mut self, out: &mut RunOutcome) {
-        let Some((r, _)) = self.last.take() else {
+        let Some((r, raw)) = self.last.take() else {
             fail_keeping_exit(out, "no result from claude");
             return;
         };
+        keep_result_line(&mut out.stdout, &raw);
         out.usage = Some(usage(&r));
         let answer = r["result"].as_str().unwrap_or("").trim().to_string();
         let subtype = r["subtype"].as_str().unwrap_or("unknown");
@@ -124,6 +126,27 @@ impl LineReader for ResultLine {
         }
         out.reason = Some(why);
     }
+}
+
+/// A stream longer than the capture still shows its result line (session, turns, cost): at
+/// the end of the kept text, in place of the last whole lines it displaces. A result line
+/// longer than the capture is left out.
+fn keep_result_line(c: &mut Capture, raw: &[u8]) {
+    if c.cut == 0 || raw.len() >= MAX_CAPTURE {
+        return;
+    }
+    // The capture is full when anything was cut.
+    let total = MAX_CAPTURE as u64 + c.cut;
+    let room = MAX_CAPTURE - raw.len() - 1;
+    let mut end = room.min(c.text.len());
+    while !c.text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = c.text[..end].rfind('\n').map_or(0, |i| i + 1);
+    c.text.truncate(head);
+    c.text.push_str(&String::from_utf8_lossy(raw));
+    c.text.push('\n');
+    c.cut = total - c.text.len() as u64;
 }
 
 fn usage(r: &Value) -> Usage {
@@ -207,5 +230,31 @@ mod tests {
         );
         assert_eq!((o.status, o.final_text.as_str()), (Status::Ok, "ok"));
         assert_eq!(o.usage.unwrap().cost_usd, None);
+    }
+
+    #[test]
+    fn a_long_stream_keeps_its_head_and_its_result_line() {
+        let progress = format!(
+            "{{\"type\":\"assistant\",\"text\":\"{}\"}}\n",
+            "x".repeat(999)
+        );
+        let result = r#"{"type":"result","subtype":"success","result":"ok","session_id":"s1"}"#;
+        let stream = format!("{}{result}\n", progress.repeat(100));
+        let o = read(&stream, Status::Ok);
+        assert_eq!(o.final_text, "ok");
+        let kept = &o.stdout.text;
+        assert!(kept.len() <= MAX_CAPTURE, "{}", kept.len());
+        assert!(kept.starts_with(&progress));
+        assert!(
+            kept.ends_with(&format!("}}\n{result}\n")),
+            "whole lines, then the result"
+        );
+        assert_eq!(o.stdout.cut, (stream.len() - kept.len()) as u64);
+        // A short stream is kept as it is.
+        let o = read(&format!("{progress}{result}\n"), Status::Ok);
+        assert_eq!(
+            (o.stdout.text, o.stdout.cut),
+            (format!("{progress}{result}\n"), 0)
+        );
     }
 }
