@@ -238,6 +238,59 @@ fn a_stream_without_a_result_line_or_with_garbage_fails() {
     }
 }
 
+#[test]
+fn permission_mode_and_the_budget_left_reach_claude() {
+    let s = Setup::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"@user ok","total_cost_usd":0.0125,"usage":{"input_tokens":1,"output_tokens":1}}"#;
+    fake_stream(&s, &[result], 0);
+    let wf = "agents:\n  alice:\n    backend: claude\n    permission_mode: acceptEdits\n    max_steps: 2\nkickoff: '@alice look'\n";
+    let out = run_with_fake_args(&s, wf, &["--budget-usd", "0.5"]);
+    assert_code(&out, 0);
+    let want = [
+        "mcp__aw",
+        "--permission-mode",
+        "acceptEdits",
+        "--max-turns",
+        "2",
+        "--max-budget-usd",
+        "0.5000",
+    ];
+    assert_eq!(claude_argv(&s), argv_with(&s, &want));
+    // Without a USD budget or a mode, neither flag.
+    let s = Setup::new();
+    fake_stream(&s, &[result], 0);
+    let out = run_with_fake_args(&s, WF, &["--budget-tokens", "1000"]);
+    assert_code(&out, 0);
+    let argv = claude_argv(&s);
+    assert!(!argv.iter().any(|a| a == "--max-budget-usd"), "{argv:?}");
+    assert!(!argv.iter().any(|a| a == "--permission-mode"), "{argv:?}");
+}
+
+#[test]
+fn the_spending_cap_is_what_the_budget_leaves() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    // Each run costs $0.01 and mentions bob, who mentions alice back.
+    s.script(
+        "bin/claude",
+        "cat > /dev/null\nwhile [ $# -gt 0 ]; do\n  [ \"$1\" = --max-budget-usd ] && echo \"$2\" >> caps.txt\n  shift\ndone\nprintf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"@bob again\",\"total_cost_usd\":0.01,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}'\n",
+    );
+    let wf = "agents:\n  alice:\n    backend: claude\n  bob:\n    mock: {replies: ['@alice again']}\nkickoff: '@alice go'\n";
+    let out = run_with_fake_args(&s, wf, &["--budget-usd", "0.02"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("over the $0.02 budget"),
+        "{}",
+        stderr(&out)
+    );
+    let caps = std::fs::read_to_string(s.dir().join("caps.txt")).unwrap();
+    // Nothing left is still a cap Claude Code takes: the smallest.
+    assert_eq!(
+        caps.lines().collect::<Vec<_>>(),
+        ["0.0200", "0.0100", "0.0001"]
+    );
+}
+
 /// `aw-ctl runs --json` of the setup: one JSON object per transcript.
 fn runs(s: &Setup) -> Vec<serde_json::Value> {
     let mut c = s.tool_cmd("aw-ctl");

@@ -36,6 +36,9 @@
 //! - `idle_timeout` (exec, claude and codex): a duration; a run whose program writes nothing
 //!   on stdout or stderr for that long is killed (its whole process group) and ends with
 //!   status `timeout`. Default: [`CLI_IDLE_TIMEOUT`] for claude and codex, none for exec.
+//! - `permission_mode` (claude only): Claude Code's `--permission-mode`, one of
+//!   [`PERMISSION_MODES`]; when absent none is passed (Claude Code then denies in print mode
+//!   every tool not allowed by name).
 //! - `cwd`: the backend's working directory, relative to the workflow file's directory.
 //! - `env`: extra environment for the backend, `NAME: value`; names `[A-Za-z_][A-Za-z0-9_]*`,
 //!   not starting with `AW_` (aw sets those); values are scalars, with variables replaced.
@@ -59,6 +62,7 @@
 //! mentions an `@name` that is not an agent of the workflow gets a warning.
 //!
 //! [`CLI_IDLE_TIMEOUT`]: crate::run::backend::exec::CLI_IDLE_TIMEOUT
+//! [`PERMISSION_MODES`]: crate::run::backend::claude::PERMISSION_MODES
 
 use std::fs;
 use std::io::{self, Read};
@@ -139,6 +143,8 @@ pub struct AgentDef {
     pub timeout: Option<Spanned<Duration>>,
     /// Longest a backend's program may write nothing (stdout or stderr) before it is killed.
     pub idle_timeout: Option<Spanned<Duration>>,
+    /// `claude` only: Claude Code's permission mode, as written (a valid one).
+    pub permission_mode: Option<Spanned<String>>,
     /// Most backend runs for this agent in one workflow run.
     pub max_runs: Option<Spanned<u64>>,
     /// Resolved against the workflow's directory.

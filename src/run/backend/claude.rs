@@ -1,9 +1,11 @@
 //! The `claude` backend: Claude Code in print mode (`claude -p --output-format stream-json
 //! --verbose`), run like an `exec` program (own process group, prompt on stdin, timeout,
 //! idle timeout, stop). It gets the agent's MCP configuration alone (`--strict-mcp-config`),
-//! the aw tools and the agent's `tools` allowed by name, the model, the system prompt
-//! appended to Claude Code's own, and the run limits. It prints one JSON object per line
-//! while it works; the last `result` line gives the final text, the turns, tokens and cost.
+//! the aw tools and the agent's `tools` allowed by name, the permission mode when the agent
+//! names one, the model, the system prompt appended to Claude Code's own, the run limits,
+//! and what a USD budget leaves as its own spending cap (`--max-budget-usd`, at least
+//! $0.0001). It prints one JSON object per line while it works; the last `result` line gives
+//! the final text, the turns, tokens and cost.
 
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -17,6 +19,20 @@ use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status, Usage
 /// The MCP tools of the aw server, as Claude Code names them in `--allowedTools`.
 pub const AW_TOOLS: &str = "mcp__aw";
 
+/// Claude Code's permission modes (`--permission-mode`). Without one, Claude Code's own
+/// default applies: in print mode, a tool not allowed by name is denied.
+pub const PERMISSION_MODES: [&str; 6] = [
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+];
+
+/// The smallest `--max-budget-usd` passed, when the budgets leave less.
+const MIN_CAP_USD: f64 = 0.0001;
+
 pub struct Claude {
     /// The `claude` program.
     pub program: String,
@@ -26,6 +42,8 @@ pub struct Claude {
     pub tools: Vec<String>,
     /// `--max-turns`.
     pub max_turns: Option<u64>,
+    /// `--permission-mode`, one of [`PERMISSION_MODES`].
+    pub permission_mode: Option<String>,
     /// Kill a run that writes nothing for this long.
     pub idle_timeout: Duration,
     pub env: Vec<(String, String)>,
@@ -52,6 +70,9 @@ impl Claude {
                 .collect::<Vec<_>>()
                 .join(","),
         );
+        if let Some(m) = &self.permission_mode {
+            v.extend(["--permission-mode".into(), m.clone()]);
+        }
         if let Some(m) = &self.model {
             v.extend(["--model".into(), m.clone()]);
         }
@@ -60,6 +81,11 @@ impl Claude {
         }
         if let Some(n) = self.max_turns {
             v.extend(["--max-turns".into(), n.to_string()]);
+        }
+        if let Some(usd) = ctx.remaining_usd {
+            // Claude Code wants a cap above zero.
+            let cap = usd.max(MIN_CAP_USD);
+            v.extend(["--max-budget-usd".into(), format!("{cap:.4}")]);
         }
         v
     }

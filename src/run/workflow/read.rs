@@ -10,13 +10,14 @@ use super::{
 use crate::error::Error;
 use crate::mention;
 use crate::names::{self, sanitize};
+use crate::run::backend::claude::PERMISSION_MODES;
 use crate::run::diagnostic::{Pos, Spanned, suggestion};
 use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
 use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::yaml::{Kind, Node};
 
 const TOP_KEYS: [&str; 6] = ["name", "agents", "context", "setup", "kickoff", "tasks"];
-const AGENT_KEYS: [&str; 14] = [
+const AGENT_KEYS: [&str; 15] = [
     "backend",
     "model",
     "system_prompt",
@@ -25,6 +26,7 @@ const AGENT_KEYS: [&str; 14] = [
     "max_steps",
     "timeout",
     "idle_timeout",
+    "permission_mode",
     "max_runs",
     "cwd",
     "env",
@@ -157,6 +159,9 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         idle_timeout: f
             .get("idle_timeout")
             .and_then(|n| r.duration(n, &p("idle_timeout"))),
+        permission_mode: f
+            .get("permission_mode")
+            .and_then(|n| read_permission_mode(r, n, &p("permission_mode"))),
         max_runs: f
             .get("max_runs")
             .and_then(|n| r.whole(n, &p("max_runs"), 1)),
@@ -273,7 +278,7 @@ fn check_backend_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) 
     }
 }
 
-/// `idle_timeout` needs a backend that runs a program.
+/// `idle_timeout` needs a backend that runs a program; `permission_mode` is Claude Code's.
 fn check_program_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
     let backend = agent.backend.value;
     let programs = [Backend::Exec, Backend::Claude, Backend::Codex];
@@ -287,6 +292,32 @@ fn check_program_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) 
         );
         r.error(k.pos, &join(path, "idle_timeout"), &msg);
     }
+    if let Some((k, _)) = f
+        .entry("permission_mode")
+        .filter(|_| backend != Backend::Claude)
+    {
+        let msg = format!(
+            "only for backend claude (this agent's is {})",
+            backend.name()
+        );
+        r.error(k.pos, &join(path, "permission_mode"), &msg);
+    }
+}
+
+/// One of Claude Code's permission modes.
+fn read_permission_mode(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<String>> {
+    let mode = r.string(node, path)?;
+    if PERMISSION_MODES.contains(&mode.value.as_str()) {
+        return Some(mode);
+    }
+    let msg = format!(
+        "unknown permission mode '{}'{}; expected one of: {}",
+        sanitize(&mode),
+        suggestion(&mode, PERMISSION_MODES),
+        PERMISSION_MODES.join(", ")
+    );
+    r.error(mode.pos, path, &msg);
+    None
 }
 
 fn read_prompt(r: &mut Reader, node: &Node, path: &str, dir: &Path) -> Option<SystemPrompt> {

@@ -419,6 +419,48 @@ fn idle_timeouts() {
 }
 
 #[test]
+fn permission_modes() {
+    // Every mode the error message below lists is taken.
+    for mode in crate::run::backend::claude::PERMISSION_MODES {
+        let (w, _) = loads(&format!("agents:\n  a:\n    permission_mode: {mode}\n"));
+        let m = w.agents[0].permission_mode.as_ref().unwrap();
+        assert_eq!((m.value.as_str(), m.pos), (mode, Pos::new(3, 22)));
+    }
+    let (w, _) = loads(AGENT);
+    assert_eq!(w.agents[0].permission_mode, None, "none unless written");
+    let expected = "expected one of: default, acceptEdits, plan, bypassPermissions, dontAsk, auto";
+    assert_eq!(
+        problem("agents:\n  a:\n    permission_mode: acceptedits\n"),
+        format!(
+            "w.yaml:3:22: agents.a.permission_mode: unknown permission mode 'acceptedits' \
+             (did you mean 'acceptEdits'?); {expected}"
+        )
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    permission_mode: yolo\n"),
+        format!(
+            "w.yaml:3:22: agents.a.permission_mode: unknown permission mode 'yolo'; {expected}"
+        )
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    permission_mode: [plan]\n"),
+        "w.yaml:3:22: agents.a.permission_mode: expected a string, found a list"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    backend: codex\n    permission_mode: plan\n"),
+        "w.yaml:4:5: agents.a.permission_mode: only for backend claude (this agent's is codex)"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    command: [./bot]\n    permission_mode: plan\n"),
+        "w.yaml:4:5: agents.a.permission_mode: only for backend claude (this agent's is exec)"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    permision_mode: plan\n"),
+        "w.yaml:3:5: agents.a: unknown key 'permision_mode' (did you mean 'permission_mode'?)"
+    );
+}
+
+#[test]
 fn backend_errors() {
     assert_eq!(
         problem("agents:\n  a:\n    backend: claud\n"),
