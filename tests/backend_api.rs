@@ -264,13 +264,32 @@ fn a_client_error_fails_at_once_with_the_api_message_and_no_key_leaks() {
 
 #[test]
 fn a_hanging_api_is_a_timeout_and_the_message_stays_unread() {
-    let s = Setup::new();
-    let api = FakeApi::start(vec![Reply::Hang]);
-    let wf = ANTHROPIC_WF.replace("    max_steps: 4\n", "    max_steps: 4\n    timeout: 1s\n");
-    let out = run_api(&s, &wf, &api, &[]);
-    assert_code(&out, 1);
-    assert_eq!(s.statuses("alice", 1), ["timeout"]);
-    assert_eq!(s.unread("alice"), 1);
+    // The read timeout of a request (idle_timeout), and the run's own timeout.
+    for (key, reason) in [
+        (
+            "idle_timeout: 1s",
+            "anthropic: no answer within the read timeout",
+        ),
+        ("timeout: 1s", "the run's timeout passed"),
+    ] {
+        let s = Setup::new();
+        let api = FakeApi::start(vec![Reply::Hang]);
+        let wf = ANTHROPIC_WF.replace(
+            "    max_steps: 4\n",
+            &format!("    max_steps: 4\n    {key}\n"),
+        );
+        let out = run_api(&s, &wf, &api, &[]);
+        assert_code(&out, 1);
+        assert_eq!(s.statuses("alice", 1), ["timeout"]);
+        let t = s.transcript("alice", 1);
+        assert!(t["reason"].as_str().unwrap().starts_with(reason), "{t}");
+        assert_eq!(
+            api.requests().len(),
+            1,
+            "a timeout is not retried by the client"
+        );
+        assert_eq!(s.unread("alice"), 1);
+    }
 }
 
 #[test]

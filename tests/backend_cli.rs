@@ -1,6 +1,6 @@
 //! The `claude` and `codex` backends against fake programs: the exact argument vector, the
-//! prompt on stdin, the JSON result or event stream read for the reply and the usage, error
-//! results, and a missing program.
+//! prompt on stdin, the JSON Lines stream read for the reply and the usage, error results,
+//! garbage, a missing program, and the watchdog that kills a program gone silent.
 
 mod common;
 
@@ -36,6 +36,29 @@ fn run_with_fake_args(s: &Setup, wf: &str, args: &[&str]) -> std::process::Outpu
     run_hang_guarded(c)
 }
 
+/// The arguments the fake `claude` recorded.
+fn claude_argv(s: &Setup) -> Vec<String> {
+    let argv = std::fs::read_to_string(s.dir().join("argv.txt")).unwrap();
+    argv.lines().map(str::to_string).collect()
+}
+
+/// What every run of agent alice passes to `claude`, then `rest` (from the allowed tools on).
+fn argv_with(s: &Setup, rest: &[&str]) -> Vec<String> {
+    let mcp = s.root.inst_dir(INST).join("_state/mcp/alice.json");
+    let mcp = std::path::absolute(mcp).unwrap();
+    let head = [
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--mcp-config",
+        mcp.to_str().unwrap(),
+        "--strict-mcp-config",
+        "--allowedTools",
+    ];
+    head.iter().chain(rest).map(|a| a.to_string()).collect()
+}
+
 const WF: &str = "agents:\n  alice:\n    backend: claude\n    model: anthropic/claude-sonnet-4-5\n    system_prompt: You review code.\n    tools: [Read]\n    max_steps: 4\nkickoff: '@alice look'\n";
 
 #[test]
@@ -48,17 +71,7 @@ fn claude_gets_its_argv_and_prompt_and_its_result_is_the_reply() {
     );
     let out = run_with_fake(&s, WF);
     assert_code(&out, 0);
-    let argv = std::fs::read_to_string(s.dir().join("argv.txt")).unwrap();
-    let mcp = s.root.inst_dir(INST).join("_state/mcp/alice.json");
-    let mcp = std::path::absolute(mcp).unwrap();
     let want = [
-        "-p",
-        "--output-format",
-        "json",
-        "--mcp-config",
-        mcp.to_str().unwrap(),
-        "--strict-mcp-config",
-        "--allowedTools",
         "mcp__aw,Read",
         "--model",
         "claude-sonnet-4-5",
@@ -67,7 +80,7 @@ fn claude_gets_its_argv_and_prompt_and_its_result_is_the_reply() {
         "--max-turns",
         "4",
     ];
-    assert_eq!(argv.lines().collect::<Vec<_>>(), want);
+    assert_eq!(claude_argv(&s), argv_with(&s, &want));
     let prompt = std::fs::read_to_string(s.dir().join("stdin.txt")).unwrap();
     assert!(prompt.starts_with("You are @alice"), "{prompt}");
     assert!(prompt.contains("From @system: @alice look"), "{prompt}");
@@ -128,7 +141,223 @@ fn an_error_result_fails_the_run_and_leaves_the_message_unread() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(reason.contains("no JSON result"), "{reason}");
+    assert_eq!(reason, "no result from claude");
+}
+
+/// The lines a fake prints, as a shell `printf '%s\n'` argument list.
+fn quoted(lines: &[&str]) -> String {
+    lines
+        .iter()
+        .map(|l| format!("'{}'", l.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A fake `claude` that records its arguments and stdin, then prints `lines`.
+fn fake_stream(s: &Setup, lines: &[&str], exit: i32) {
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    s.script(
+        "bin/claude",
+        &format!(
+            "for a in \"$@\"; do printf '%s\\n' \"$a\"; done > argv.txt\ncat > stdin.txt\nprintf '%s\\n' {}\nexit {exit}\n",
+            quoted(lines)
+        ),
+    );
+}
+
+const INIT: &str = r#"{"type":"system","subtype":"init","session_id":"s-1","tools":["Read"],"mcp_servers":[{"name":"aw","status":"connected"}]}"#;
+const ASSISTANT: &str = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"mcp__aw__my_inbox","input":{}}],"usage":{"input_tokens":7,"output_tokens":2}},"session_id":"s-1"}"#;
+const USER: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"no messages"}]},"session_id":"s-1"}"#;
+
+#[test]
+fn the_stream_gives_its_result_line_after_the_progress_lines() {
+    let s = Setup::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"@user reviewed","num_turns":3,"session_id":"s-1","total_cost_usd":0.031,"usage":{"input_tokens":40,"output_tokens":9,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}"#;
+    fake_stream(&s, &[INIT, ASSISTANT, USER, "not JSON at all", result], 0);
+    let out = run_with_fake(&s, WF);
+    assert_code(&out, 0);
+    assert_eq!(
+        s.entries().last().unwrap(),
+        &("alice".to_string(), "@user reviewed".to_string())
+    );
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "ok");
+    assert_eq!(t["usage"]["input_tokens"], 40);
+    assert_eq!(t["usage"]["output_tokens"], 9);
+    assert_eq!(t["usage"]["cost_usd"], 0.031);
+    // The transcript keeps the whole (short) stream, the result line with its session last.
+    let stdout = t["stdout"].as_str().unwrap();
+    assert_eq!(
+        stdout,
+        format!("{INIT}\n{ASSISTANT}\n{USER}\nnot JSON at all\n{result}\n")
+    );
+    assert_eq!(t["stdout_cut"], 0);
+    // A stream longer than the transcript keeps: its first lines, then its result line.
+    let s = Setup::new();
+    let progress = vec![ASSISTANT; 400];
+    let mut lines = vec![INIT];
+    lines.extend_from_slice(&progress);
+    lines.push(result);
+    fake_stream(&s, &lines, 0);
+    assert_code(&run_with_fake(&s, WF), 0);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["usage"]["cost_usd"], 0.031);
+    let stdout = t["stdout"].as_str().unwrap();
+    assert!(stdout.len() <= 64 * 1024, "{}", stdout.len());
+    assert!(stdout.starts_with(&format!("{INIT}\n{ASSISTANT}\n")));
+    assert!(stdout.ends_with(&format!("{ASSISTANT}\n{result}\n")));
+    let printed: usize = lines.iter().map(|l| l.len() + 1).sum();
+    assert_eq!(t["stdout_cut"], (printed - stdout.len()) as u64);
+}
+
+#[test]
+fn a_stream_without_a_result_line_or_with_garbage_fails() {
+    for (lines, exit, reason) in [
+        (&[INIT, ASSISTANT, USER][..], 0, "no result from claude"),
+        (
+            &[INIT, ASSISTANT][..],
+            1,
+            "no result from claude (exit status 1)",
+        ),
+        (
+            &["Segmentation fault", "{\"type\":\"result\",", "[1, 2]"][..],
+            0,
+            "no result from claude",
+        ),
+    ] {
+        let s = Setup::new();
+        fake_stream(&s, lines, exit);
+        let out = run_with_fake(&s, WF);
+        assert_code(&out, 1);
+        let t = s.transcript("alice", 1);
+        assert_eq!(t["status"], "failed", "{lines:?}");
+        assert_eq!(t["reason"], reason, "{lines:?}");
+        assert_eq!(t["usage"], serde_json::Value::Null, "{lines:?}");
+        assert_eq!(s.unread("alice"), 1, "{lines:?}");
+        assert_eq!(s.entries().len(), 1, "nothing posted for alice: {lines:?}");
+    }
+}
+
+#[test]
+fn permission_mode_and_the_budget_left_reach_claude() {
+    let s = Setup::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"@user ok","total_cost_usd":0.0125,"usage":{"input_tokens":1,"output_tokens":1}}"#;
+    fake_stream(&s, &[result], 0);
+    let wf = "agents:\n  alice:\n    backend: claude\n    permission_mode: acceptEdits\n    max_steps: 2\nkickoff: '@alice look'\n";
+    let out = run_with_fake_args(&s, wf, &["--budget-usd", "0.5"]);
+    assert_code(&out, 0);
+    let want = [
+        "mcp__aw",
+        "--permission-mode",
+        "acceptEdits",
+        "--max-turns",
+        "2",
+        "--max-budget-usd",
+        "0.5000",
+    ];
+    assert_eq!(claude_argv(&s), argv_with(&s, &want));
+    // Without a USD budget or a mode, neither flag.
+    let s = Setup::new();
+    fake_stream(&s, &[result], 0);
+    let out = run_with_fake_args(&s, WF, &["--budget-tokens", "1000"]);
+    assert_code(&out, 0);
+    let argv = claude_argv(&s);
+    assert!(!argv.iter().any(|a| a == "--max-budget-usd"), "{argv:?}");
+    assert!(!argv.iter().any(|a| a == "--permission-mode"), "{argv:?}");
+}
+
+#[test]
+fn the_spending_cap_is_what_the_budget_leaves() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    // Each run costs $0.01 and mentions bob, who mentions alice back.
+    s.script(
+        "bin/claude",
+        "cat > /dev/null\nwhile [ $# -gt 0 ]; do\n  [ \"$1\" = --max-budget-usd ] && echo \"$2\" >> caps.txt\n  shift\ndone\nprintf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"@bob again\",\"total_cost_usd\":0.01,\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}'\n",
+    );
+    let wf = "agents:\n  alice:\n    backend: claude\n  bob:\n    mock: {replies: ['@alice again']}\nkickoff: '@alice go'\n";
+    let out = run_with_fake_args(&s, wf, &["--budget-usd", "0.02"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("over the $0.02 budget"),
+        "{}",
+        stderr(&out)
+    );
+    let caps = std::fs::read_to_string(s.dir().join("caps.txt")).unwrap();
+    // Nothing left is still a cap Claude Code takes: the smallest.
+    assert_eq!(
+        caps.lines().collect::<Vec<_>>(),
+        ["0.0200", "0.0100", "0.0001"]
+    );
+}
+
+/// `aw-ctl runs --json` of the setup: one JSON object per transcript.
+fn runs(s: &Setup) -> Vec<serde_json::Value> {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "runs", "--json"]);
+    let out = c.output().expect("aw-ctl runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect()
+}
+
+#[test]
+fn a_program_gone_silent_is_killed_with_its_whole_group() {
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    // One line, then silence: it waits for a child that sleeps (in its process group).
+    s.script(
+        "bin/claude",
+        &format!(
+            "cat > /dev/null\necho $$ > pid.txt\nsleep 600 &\necho $! > child.txt\nprintf '%s\\n' '{INIT}'\nwait\n"
+        ),
+    );
+    let wf =
+        "agents:\n  alice:\n    backend: claude\n    idle_timeout: 1s\nkickoff: '@alice look'\n";
+    let out = run_with_fake(&s, wf);
+    assert_code(&out, 1);
+    let list = runs(&s);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["status"], "timeout");
+    assert_eq!(list[0]["reason"], "no output for 1s; killed");
+    assert_eq!(s.transcript("alice", 1)["stdout"], format!("{INIT}\n"));
+    assert_eq!(s.unread("alice"), 1);
+    let pid = |f: &str| -> u32 {
+        let text = std::fs::read_to_string(s.dir().join(f)).unwrap();
+        text.trim().parse().unwrap()
+    };
+    let (leader, child) = (pid("pid.txt"), pid("child.txt"));
+    wait_for("the group to be gone", || {
+        !alive(leader) && !alive(child) && group_members(leader).is_empty()
+    });
+    // An exec program the same way, when it sets an idle timeout.
+    let s = Setup::new();
+    s.script("quiet.sh", "echo started\nexec sleep 600\n");
+    let wf =
+        "agents:\n  bot:\n    command: [./quiet.sh]\n    idle_timeout: 0.5s\nkickoff: '@bot go'\n";
+    let out = run_with_fake(&s, wf);
+    assert_code(&out, 1);
+    let list = runs(&s);
+    assert_eq!(list[0]["status"], "timeout");
+    assert_eq!(list[0]["reason"], "no output for 0.5s; killed");
+    assert_eq!(s.transcript("bot", 1)["stdout"], "started\n");
+    // Output on stderr counts: a program that keeps telling its progress there lives on.
+    let s = Setup::new();
+    s.script(
+        "busy.sh",
+        "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do echo \"step $i\" >&2; sleep 0.1; done\necho '@user done'\n",
+    );
+    let wf =
+        "agents:\n  bot:\n    command: [./busy.sh]\n    idle_timeout: 1s\nkickoff: '@bot go'\n";
+    assert_code(&run_with_fake(&s, wf), 0);
+    assert_eq!(s.transcript("bot", 1)["status"], "ok");
+    assert_eq!(
+        s.entries().last().unwrap(),
+        &("bot".to_string(), "@user done".to_string())
+    );
 }
 
 #[test]
@@ -196,8 +425,8 @@ fn codex_gets_the_mcp_server_as_overrides_and_its_events_give_the_reply() {
     let t = s.transcript("bob", 1);
     assert_eq!(
         t["usage"],
-        serde_json::json!({"input_tokens": 20, "output_tokens": 4, "cache_read_tokens": 8,
-            "cache_write_tokens": 0, "cost_usd": 0.000066})
+        serde_json::json!({"input_tokens": 12, "output_tokens": 4, "cache_read_tokens": 8,
+            "cache_write_tokens": 0, "cost_usd": 0.000056})
     );
 }
 
@@ -267,4 +496,26 @@ fn every_example_workflow_passes_the_check() {
         }
     }
     assert!(n >= 4, "{n} examples");
+}
+
+#[test]
+fn a_prompt_larger_than_a_pipe_reaches_a_reader_and_does_not_hold_a_non_reader() {
+    let s = Setup::new();
+    let big = "x".repeat(300_000);
+    let wf = format!(
+        "agents:\n  counter:\n    command: [wc, -c]\n  deaf:\n    command: [echo, '@user not reading']\nkickoff: '@counter @deaf {big}'\n"
+    );
+    let out = run_with_fake(&s, &wf);
+    assert_code(&out, 0);
+    let t = s.transcript("counter", 1);
+    let prompt = t["prompt"].as_str().unwrap();
+    assert!(prompt.len() > 300_000);
+    let counted = s
+        .entries()
+        .into_iter()
+        .find(|(from, _)| from == "counter")
+        .unwrap()
+        .1;
+    assert_eq!(counted.trim(), prompt.len().to_string());
+    assert_eq!(s.transcript("deaf", 1)["status"], "ok");
 }

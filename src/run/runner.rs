@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::backend::claude::Claude;
 use super::backend::codex::Codex;
-use super::backend::exec::Exec;
+use super::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
 use super::backend::files::FileTool;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
@@ -116,6 +116,7 @@ fn backend(
     instance: &str,
 ) -> Result<Box<dyn RunBackend>> {
     let def = wf.agent(name).expect("agent of the workflow");
+    let idle = def.idle_timeout.as_ref().map(|t| t.value);
     match def.backend.value {
         Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
         Backend::Exec => {
@@ -139,6 +140,7 @@ fn backend(
                 argv,
                 env,
                 cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+                idle_timeout: idle,
             }))
         }
         Backend::Claude => Ok(Box::new(Claude {
@@ -151,6 +153,8 @@ fn backend(
                 .transpose()?,
             tools: def.tools.iter().map(|t| t.value.clone()).collect(),
             max_turns: def.max_steps.as_ref().map(|m| m.value),
+            permission_mode: def.permission_mode.as_ref().map(|m| m.value.clone()),
+            idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
         })),
@@ -162,6 +166,7 @@ fn backend(
                 root,
                 &format!("{name}@{instance}"),
             ),
+            idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
         })),
@@ -176,7 +181,7 @@ fn backend(
                 max_tokens: def.max_tokens.as_ref().map(|m| m.value),
                 max_steps: def.max_steps.as_ref().map(|m| m.value),
                 env: &env,
-                read_timeout: super::backend::api::DEFAULT_READ_TIMEOUT,
+                read_timeout: idle.unwrap_or(super::backend::api::DEFAULT_READ_TIMEOUT),
                 files: def
                     .tools
                     .iter()
@@ -632,6 +637,8 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                 system: a.system_prompt.clone(),
                 tools: a.tools.clone(),
                 max_turns: a.limits.get("max_steps").and_then(|v| v.as_u64()),
+                permission_mode: None,
+                idle_timeout: CLI_IDLE_TIMEOUT,
                 env: Vec::new(),
                 cwd: None,
             }),
@@ -639,6 +646,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                 argv: a.command.clone(),
                 env: Vec::new(),
                 cwd: None,
+                idle_timeout: None,
             }),
         };
         let timeout = a

@@ -37,6 +37,14 @@
 //!   name (an unknown name is an error that lists the valid ones). Other backends refuse it.
 //! - `max_tokens`, `max_steps`, `max_runs` (whole numbers ≥ 1), `timeout` (a duration, see
 //!   [`parse_duration`]), `reply_fallback` (true/false, default true).
+//! - `idle_timeout` (all but mock): a duration; a run whose program writes nothing on stdout
+//!   or stderr for that long is killed (its whole process group) and ends with status
+//!   `timeout`. Default: [`CLI_IDLE_TIMEOUT`] for claude and codex, none for exec. For
+//!   `anthropic` and `openai` it is the read timeout of every request (default
+//!   [`DEFAULT_READ_TIMEOUT`](super::backend::api::DEFAULT_READ_TIMEOUT)).
+//! - `permission_mode` (claude only): Claude Code's `--permission-mode`, one of
+//!   [`PERMISSION_MODES`]; when absent none is passed (Claude Code then denies in print mode
+//!   every tool not allowed by name).
 //! - `cwd`: the backend's working directory, relative to the workflow file's directory.
 //! - `env`: extra environment for the backend, `NAME: value`; names `[A-Za-z_][A-Za-z0-9_]*`,
 //!   not starting with `AW_` (aw sets those); values are scalars, with variables replaced.
@@ -72,6 +80,9 @@
 //! environment as `env.*` and `--var` definitions), `workflow.name`, `workflow.instance`,
 //! `context.*` with a file context, and the setup outputs defined earlier. A kickoff that
 //! mentions an `@name` that is not an agent of the workflow gets a warning.
+//!
+//! [`CLI_IDLE_TIMEOUT`]: crate::run::backend::exec::CLI_IDLE_TIMEOUT
+//! [`PERMISSION_MODES`]: crate::run::backend::claude::PERMISSION_MODES
 
 use std::fs;
 use std::io::{self, Read};
@@ -156,6 +167,10 @@ pub struct AgentDef {
     pub max_steps: Option<Spanned<u64>>,
     /// Longest one backend run may take.
     pub timeout: Option<Spanned<Duration>>,
+    /// Longest a backend's program may write nothing (stdout or stderr) before it is killed.
+    pub idle_timeout: Option<Spanned<Duration>>,
+    /// `claude` only: Claude Code's permission mode, as written (a valid one).
+    pub permission_mode: Option<Spanned<String>>,
     /// Most backend runs for this agent in one workflow run.
     pub max_runs: Option<Spanned<u64>>,
     /// Resolved against the workflow's directory.

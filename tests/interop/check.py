@@ -16,6 +16,11 @@
       Standard input is `aw-peek --json -n 0`: at least COUNT entries are from FROM with
       exactly MESSAGE as their text.
 
+  check.py stream FLAG...
+      Standard input is one transcript (`aw-ctl runs AGENT N --json`) of a claude agent: the
+      run is ok, its command has every FLAG, and its stdout is Claude Code's JSON Lines
+      stream: a system line first, a successful result line last.
+
 Standard library only.
 """
 
@@ -166,6 +171,23 @@ def channel(sender, message, count):
     print("%d channel entries from %r saying %r" % (n, sender, message))
 
 
+def stream(flags):
+    t = json.load(sys.stdin)
+    if t.get("status") != "ok":
+        fail("the run was %s: %s" % (t.get("status"), t.get("reason")))
+    missing = [f for f in flags if f not in t.get("command", [])]
+    if missing:
+        fail("the command lacks %s: %s" % (" ".join(missing), t.get("command")))
+    lines = [json.loads(line) for line in t.get("stdout", "").splitlines() if line.strip()]
+    if len(lines) < 2 or lines[0].get("type") != "system":
+        fail("the stream does not start with a system line: %s" % t.get("stdout", "")[:300])
+    last = lines[-1]
+    if last.get("type") != "result" or last.get("subtype") != "success":
+        fail("the stream does not end with a successful result: %s" % json.dumps(last)[:300])
+    print("a stream of %d lines, its result last; the command has %s"
+          % (len(lines), " ".join(flags)))
+
+
 def main():
     a = sys.argv[1:]
     if a[:1] == ["tools"] and len(a) == 2:
@@ -176,6 +198,8 @@ def main():
         results(a[1], a[2], a[3] if len(a) == 4 else None)
     elif a[:1] == ["channel"] and len(a) == 4:
         channel(a[1], a[2], int(a[3]))
+    elif a[:1] == ["stream"]:
+        stream(a[1:])
     else:
         print(__doc__.strip(), file=sys.stderr)
         sys.exit(64)

@@ -8,7 +8,8 @@
 #   - the first model request offers every aw-mcp tool (what `alwaysLoad: true` is for),
 #   - the tool results reached the model and none was a permission refusal,
 #   - the agent's channel_send landed in the channel as "reviewer",
-#   - aw-run with a `backend: claude` agent does the same by itself.
+#   - aw-run with a `backend: claude` agent does the same by itself, Claude Code taking its
+#     flags (stream-json output, permission mode, spending cap) and its stream read.
 # Needs npm, node and python3; no API key. See common.sh for the other settings.
 
 . "$(dirname -- "$0")/common.sh"
@@ -70,7 +71,7 @@ aw-peek --root "$project/.workflow" -i review --json -n 0 >"$tmp/channel.jsonl"
 check channel reviewer "@coder done" 2 <"$tmp/channel.jsonl"
 
 # aw-run with a claude agent: it runs Claude Code itself, prompt on stdin, and reads its
-# JSON result.
+# JSON Lines stream.
 cd "$project"
 cat >workflow.yaml <<'YAML'
 name: review
@@ -78,12 +79,17 @@ agents:
   reviewer:
     backend: claude
     timeout: 5m
+    idle_timeout: 2m
+    permission_mode: default
 kickoff: "@reviewer please review PR 43"
 YAML
 say "run 3: aw-run workflow.yaml with a claude agent"
-run "$tmp/aw-run.out" aw-run -q --retries 1 workflow.yaml
+run "$tmp/aw-run.out" aw-run -q --retries 1 --budget-usd 5 workflow.yaml
 aw-peek -i review --json -n 0 >"$tmp/channel.jsonl"
 check channel reviewer "@coder done" 3 <"$tmp/channel.jsonl"
 [ "$(aw-peek -i review reviewer | wc -l)" = 0 ] || fail "aw-run left reviewer's inbox unread"
+aw-ctl -i review runs reviewer 1 --json >"$tmp/transcript.json"
+check stream --output-format stream-json --verbose --permission-mode --max-budget-usd \
+	<"$tmp/transcript.json"
 
 say "OK: the Claude Code recipe works"

@@ -1,18 +1,37 @@
-//! The `claude` backend: Claude Code in print mode (`claude -p --output-format json`), run
-//! like an `exec` program (own process group, prompt on stdin, timeout, stop). It gets the
-//! agent's MCP configuration alone (`--strict-mcp-config`), the aw tools and the agent's
-//! `tools` allowed by name, the model, the system prompt appended to Claude Code's own, and
-//! the run limits; its JSON result gives the final text, the turns, tokens and cost.
+//! The `claude` backend: Claude Code in print mode (`claude -p --output-format stream-json
+//! --verbose`), run like an `exec` program (own process group, prompt on stdin, timeout,
+//! idle timeout, stop). It gets the agent's MCP configuration alone (`--strict-mcp-config`),
+//! the aw tools and the agent's `tools` allowed by name, the permission mode when the agent
+//! names one, the model, the system prompt appended to Claude Code's own, the run limits,
+//! and what a USD budget leaves as its own spending cap (`--max-budget-usd`, at least
+//! $0.0001). It prints one JSON object per line while it works; the last `result` line gives
+//! the final text, the turns, tokens and cost.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::exec::run_and_read;
-use super::{Backend, RunContext, RunOutcome, Status, Usage};
+use super::exec::{Exec, LineReader, fail_keeping_exit, run_and_read};
+use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status, Usage};
 
 /// The MCP tools of the aw server, as Claude Code names them in `--allowedTools`.
 pub const AW_TOOLS: &str = "mcp__aw";
+
+/// Claude Code's permission modes (`--permission-mode`). Without one, Claude Code's own
+/// default applies: in print mode, a tool not allowed by name is denied.
+pub const PERMISSION_MODES: [&str; 6] = [
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+];
+
+/// The smallest `--max-budget-usd` passed, when the budgets leave less.
+const MIN_CAP_USD: f64 = 0.0001;
 
 pub struct Claude {
     /// The `claude` program.
@@ -23,6 +42,10 @@ pub struct Claude {
     pub tools: Vec<String>,
     /// `--max-turns`.
     pub max_turns: Option<u64>,
+    /// `--permission-mode`, one of [`PERMISSION_MODES`].
+    pub permission_mode: Option<String>,
+    /// Kill a run that writes nothing for this long.
+    pub idle_timeout: Duration,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
 }
@@ -34,7 +57,8 @@ impl Claude {
             self.program.clone(),
             "-p".into(),
             "--output-format".into(),
-            "json".into(),
+            "stream-json".into(),
+            "--verbose".into(),
             "--mcp-config".into(),
             ctx.mcp_config.to_string_lossy().into_owned(),
             "--strict-mcp-config".into(),
@@ -46,6 +70,9 @@ impl Claude {
                 .collect::<Vec<_>>()
                 .join(","),
         );
+        if let Some(m) = &self.permission_mode {
+            v.extend(["--permission-mode".into(), m.clone()]);
+        }
         if let Some(m) = &self.model {
             v.extend(["--model".into(), m.clone()]);
         }
@@ -55,19 +82,24 @@ impl Claude {
         if let Some(n) = self.max_turns {
             v.extend(["--max-turns".into(), n.to_string()]);
         }
+        if let Some(usd) = ctx.remaining_usd {
+            // Claude Code wants a cap above zero.
+            let cap = usd.max(MIN_CAP_USD);
+            v.extend(["--max-budget-usd".into(), format!("{cap:.4}")]);
+        }
         v
     }
 }
 
 impl Backend for Claude {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
-        run_and_read(
-            self.argv(ctx),
-            &self.env,
-            self.cwd.as_ref(),
-            ctx,
-            read_result,
-        )
+        let exec = Exec {
+            argv: self.argv(ctx),
+            env: self.env.clone(),
+            cwd: self.cwd.clone(),
+            idle_timeout: Some(self.idle_timeout),
+        };
+        run_and_read(&exec, ctx, &mut ResultLine::default())
     }
 
     fn takes_system_prompt(&self) -> bool {
@@ -75,38 +107,72 @@ impl Backend for Claude {
     }
 }
 
-/// Read Claude Code's JSON result from the run's output: status, final text, usage.
-fn read_result(out: &mut RunOutcome) {
-    let text = std::mem::take(&mut out.final_text);
-    // The result is the last JSON object printed (stream-json prints one per line).
-    let result: Option<Value> = serde_json::from_str(&text).ok().or_else(|| {
-        text.lines()
-            .rev()
-            .find_map(|l| serde_json::from_str::<Value>(l).ok())
-    });
-    let Some(r) = result.filter(|r| r["type"] == "result") else {
+/// Keeps the last `result` line of Claude Code's stream; the others tell of its progress.
+#[derive(Default)]
+struct ResultLine {
+    /// The line parsed, and as printed.
+    last: Option<(Value, Vec<u8>)>,
+}
+
+/// The type of a line of the stream, read without the rest.
+#[derive(serde::Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+}
+
+impl LineReader for ResultLine {
+    fn line(&mut self, line: &[u8]) {
+        let is_result =
+            serde_json::from_slice::<Kind>(line).is_ok_and(|k| k.kind.as_deref() == Some("result"));
+        if is_result && let Ok(v) = serde_json::from_slice::<Value>(line) {
+            self.last = Some((v, line.to_vec()));
+        }
+    }
+
+    /// Status, final text and usage from the result.
+    fn finish(&mut self, out: &mut RunOutcome) {
+        let Some((r, raw)) = self.last.take() else {
+            fail_keeping_exit(out, "no result from claude");
+            return;
+        };
+        keep_result_line(&mut out.stdout, &raw);
+        out.usage = Some(usage(&r));
+        let answer = r["result"].as_str().unwrap_or("").trim().to_string();
+        let subtype = r["subtype"].as_str().unwrap_or("unknown");
+        if subtype == "success" && r["is_error"] != true && out.status == Status::Ok {
+            out.final_text = answer;
+            return;
+        }
         out.status = Status::Failed;
-        let exit = out
-            .reason
-            .take()
-            .map_or(String::new(), |r| format!(" ({r})"));
-        out.reason = Some(format!("claude printed no JSON result{exit}"));
-        return;
-    };
-    out.usage = Some(usage(&r));
-    let answer = r["result"].as_str().unwrap_or("").trim().to_string();
-    let subtype = r["subtype"].as_str().unwrap_or("unknown");
-    if subtype == "success" && r["is_error"] != true && out.status == Status::Ok {
-        out.final_text = answer;
+        let mut why = format!("claude: {subtype}");
+        if !answer.is_empty() {
+            why.push_str(": ");
+            why.push_str(answer.lines().next().unwrap_or(""));
+        }
+        out.reason = Some(why);
+    }
+}
+
+/// A stream longer than the capture still shows its result line (session, turns, cost): at
+/// the end of the kept text, in place of the last whole lines it displaces. A result line
+/// longer than the capture is left out.
+fn keep_result_line(c: &mut Capture, raw: &[u8]) {
+    if c.cut == 0 || raw.len() >= MAX_CAPTURE {
         return;
     }
-    out.status = Status::Failed;
-    let mut why = format!("claude: {subtype}");
-    if !answer.is_empty() {
-        why.push_str(": ");
-        why.push_str(answer.lines().next().unwrap_or(""));
+    // The capture is full when anything was cut.
+    let total = MAX_CAPTURE as u64 + c.cut;
+    let room = MAX_CAPTURE - raw.len() - 1;
+    let mut end = room.min(c.text.len());
+    while !c.text.is_char_boundary(end) {
+        end -= 1;
     }
-    out.reason = Some(why);
+    let head = c.text[..end].rfind('\n').map_or(0, |i| i + 1);
+    c.text.truncate(head);
+    c.text.push_str(&String::from_utf8_lossy(raw));
+    c.text.push('\n');
+    c.cut = total - c.text.len() as u64;
 }
 
 fn usage(r: &Value) -> Usage {
@@ -123,15 +189,19 @@ fn usage(r: &Value) -> Usage {
 
 #[cfg(test)]
 mod tests {
+    use super::super::exec::read_printed;
     use super::*;
+
+    fn read(stdout: &str, status: Status) -> RunOutcome {
+        read_printed(&mut ResultLine::default(), stdout, status)
+    }
 
     #[test]
     fn a_success_gives_the_answer_and_the_usage() {
-        let mut o = RunOutcome::printed(
+        let o = read(
             r#"{"type":"result","subtype":"success","is_error":false,"result":"done\n","num_turns":2,"total_cost_usd":0.0125,"usage":{"input_tokens":10,"output_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":7}}"#,
             Status::Ok,
         );
-        read_result(&mut o);
         assert_eq!(o.status, Status::Ok);
         assert_eq!(o.final_text, "done");
         let u = o.usage.unwrap();
@@ -149,11 +219,10 @@ mod tests {
 
     #[test]
     fn an_error_subtype_fails_with_its_name_and_keeps_the_usage() {
-        let mut o = RunOutcome::printed(
+        let o = read(
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"usage":{"input_tokens":3}}"#,
             Status::Failed,
         );
-        read_result(&mut o);
         assert_eq!(o.status, Status::Failed);
         assert_eq!(o.reason.as_deref(), Some("claude: error_max_turns"));
         assert_eq!(o.usage.unwrap().input_tokens, 3);
@@ -161,22 +230,57 @@ mod tests {
 
     #[test]
     fn garbage_or_nothing_is_a_failure() {
-        for text in ["", "not json", r#"{"type":"assistant"}"#] {
-            let mut o = RunOutcome::printed(text, Status::Ok);
-            read_result(&mut o);
+        let lines = [
+            "",
+            "not json",
+            r#"{"type":"assistant"}"#,
+            "{\"type\":\"result\"",
+        ];
+        for text in lines {
+            let o = read(text, Status::Ok);
             assert_eq!(o.status, Status::Failed, "{text}");
-            assert!(o.reason.unwrap().contains("no JSON result"));
+            assert_eq!(o.reason.as_deref(), Some("no result from claude"), "{text}");
         }
     }
 
     #[test]
-    fn stream_json_takes_the_last_result_line() {
-        let mut o = RunOutcome::printed(
-            "{\"type\":\"system\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}",
+    fn the_stream_gives_its_last_result_line() {
+        let o = read(
+            concat!(
+                "{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s1\"}\n",
+                "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"early\"}\n",
+                "{\"type\":\"assistant\",\"message\":{\"content\":[]}}\n",
+                "{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}\n",
+            ),
             Status::Ok,
         );
-        read_result(&mut o);
         assert_eq!((o.status, o.final_text.as_str()), (Status::Ok, "ok"));
         assert_eq!(o.usage.unwrap().cost_usd, None);
+    }
+
+    #[test]
+    fn a_long_stream_keeps_its_head_and_its_result_line() {
+        let progress = format!(
+            "{{\"type\":\"assistant\",\"text\":\"{}\"}}\n",
+            "x".repeat(999)
+        );
+        let result = r#"{"type":"result","subtype":"success","result":"ok","session_id":"s1"}"#;
+        let stream = format!("{}{result}\n", progress.repeat(100));
+        let o = read(&stream, Status::Ok);
+        assert_eq!(o.final_text, "ok");
+        let kept = &o.stdout.text;
+        assert!(kept.len() <= MAX_CAPTURE, "{}", kept.len());
+        assert!(kept.starts_with(&progress));
+        assert!(
+            kept.ends_with(&format!("}}\n{result}\n")),
+            "whole lines, then the result"
+        );
+        assert_eq!(o.stdout.cut, (stream.len() - kept.len()) as u64);
+        // A short stream is kept as it is.
+        let o = read(&format!("{progress}{result}\n"), Status::Ok);
+        assert_eq!(
+            (o.stdout.text, o.stdout.cut),
+            (format!("{progress}{result}\n"), 0)
+        );
     }
 }

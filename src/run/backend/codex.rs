@@ -1,15 +1,16 @@
 //! The `codex` backend: `codex exec --json -`, run like an `exec` program (own process group,
-//! prompt on stdin, timeout, stop). The aw MCP server is given as `-c mcp_servers.aw.*`
+//! prompt on stdin, timeout, idle timeout, stop). The aw MCP server is given as `-c mcp_servers.aw.*`
 //! overrides (required, its tools approved), so the user's configuration files are never
 //! edited. The event stream gives the final text (the last agent message), the failure
 //! (`turn.failed`, `error`) and the tokens (`turn.completed`, summed over turns). Codex
 //! reports no cost.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::exec::run_and_read;
+use super::exec::{Exec, LineReader, fail_keeping_exit, run_and_read};
 use super::{Backend, RunContext, RunOutcome, Status, Usage};
 
 pub struct Codex {
@@ -18,6 +19,8 @@ pub struct Codex {
     pub model: Option<String>,
     /// The `mcp_servers.aw` keys and their TOML values.
     pub mcp_keys: Vec<(&'static str, String)>,
+    /// Kill a run that writes nothing for this long.
+    pub idle_timeout: Duration,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
 }
@@ -54,60 +57,73 @@ fn in_git_repository(dir: &Path) -> bool {
 
 impl Backend for Codex {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
-        run_and_read(self.argv(), &self.env, self.cwd.as_ref(), ctx, read_events)
+        let exec = Exec {
+            argv: self.argv(),
+            env: self.env.clone(),
+            cwd: self.cwd.clone(),
+            idle_timeout: Some(self.idle_timeout),
+        };
+        run_and_read(&exec, ctx, &mut Events::default())
     }
 }
 
-/// Read Codex's JSON Lines events from the run's output: status, final text, usage.
-fn read_events(out: &mut RunOutcome) {
-    let text = std::mem::take(&mut out.final_text);
-    let mut usage = Usage::default();
-    let (mut last_message, mut failure, mut turns) = (None, None, 0);
-    for e in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
+/// What Codex's JSON Lines events told so far.
+#[derive(Default)]
+struct Events {
+    usage: Usage,
+    last_message: Option<String>,
+    failure: Option<String>,
+    turns: u64,
+}
+
+impl LineReader for Events {
+    fn line(&mut self, line: &[u8]) {
+        let Ok(e) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
         match e["type"].as_str() {
             Some("turn.completed") => {
-                turns += 1;
-                add_usage(&mut usage, &e["usage"]);
+                self.turns += 1;
+                add_usage(&mut self.usage, &e["usage"]);
             }
             Some("turn.failed") => {
-                add_usage(&mut usage, &e["usage"]);
-                failure = Some(message(&e["error"]));
+                add_usage(&mut self.usage, &e["usage"]);
+                self.failure = Some(message(&e["error"]));
             }
-            Some("error") => failure = Some(message(&e)),
+            Some("error") => self.failure = Some(message(&e)),
             Some("item.completed") => {
                 let item = &e["item"];
                 let kind = item["type"].as_str().or(item["item_type"].as_str());
                 if kind == Some("agent_message") {
-                    last_message = item["text"].as_str().map(|t| t.trim().to_string());
+                    self.last_message = item["text"].as_str().map(|t| t.trim().to_string());
                 }
             }
             _ => {}
         }
     }
-    out.usage = Some(usage);
-    if let Some(why) = failure {
-        out.status = Status::Failed;
-        out.reason = Some(format!("codex: {why}"));
-    } else if turns == 0 {
-        out.status = Status::Failed;
-        let exit = out
-            .reason
-            .take()
-            .map_or(String::new(), |r| format!(" ({r})"));
-        out.reason = Some(format!("codex completed no turn{exit}"));
-    } else if out.status == Status::Ok {
-        out.final_text = last_message.unwrap_or_default();
+
+    /// Status, final text and usage from the events.
+    fn finish(&mut self, out: &mut RunOutcome) {
+        out.usage = Some(std::mem::take(&mut self.usage));
+        if let Some(why) = self.failure.take() {
+            out.status = Status::Failed;
+            out.reason = Some(format!("codex: {why}"));
+        } else if self.turns == 0 {
+            fail_keeping_exit(out, "codex completed no turn");
+        } else if out.status == Status::Ok {
+            out.final_text = self.last_message.take().unwrap_or_default();
+        }
     }
 }
 
+/// Codex counts cached input inside `input_tokens`; [`Usage`] keeps them apart, so that
+/// each is priced once.
 fn add_usage(u: &mut Usage, v: &Value) {
     let n = |k: &str| v[k].as_u64().unwrap_or(0);
-    u.input_tokens += n("input_tokens");
+    let cached = n("cached_input_tokens");
+    u.input_tokens += n("input_tokens").saturating_sub(cached);
     u.output_tokens += n("output_tokens");
-    u.cache_read_tokens += n("cached_input_tokens");
+    u.cache_read_tokens += cached;
 }
 
 fn message(v: &Value) -> String {
@@ -122,11 +138,16 @@ fn message(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::exec::read_printed;
     use super::*;
+
+    fn read(stdout: &str, status: Status) -> RunOutcome {
+        read_printed(&mut Events::default(), stdout, status)
+    }
 
     #[test]
     fn turns_give_the_last_agent_message_and_summed_tokens() {
-        let mut o = RunOutcome::printed(
+        let o = read(
             concat!(
                 "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n",
                 "{\"type\":\"item.completed\",\"item\":{\"id\":\"i0\",\"type\":\"agent_message\",\"text\":\"first\"}}\n",
@@ -136,7 +157,6 @@ mod tests {
             ),
             Status::Ok,
         );
-        read_events(&mut o);
         assert_eq!(
             (o.status, o.final_text.as_str()),
             (Status::Ok, "@user done")
@@ -144,26 +164,22 @@ mod tests {
         let u = o.usage.unwrap();
         assert_eq!(
             (u.input_tokens, u.cache_read_tokens, u.output_tokens),
-            (15, 5, 5)
+            (10, 5, 5)
         );
         assert_eq!(u.cost_usd, None);
     }
 
     #[test]
     fn a_failed_turn_or_an_error_fails_the_run() {
-        let mut o = RunOutcome::printed(
+        let o = read(
             "{\"type\":\"turn.failed\",\"error\":{\"message\":\"stream disconnected\\nmore\"}}",
             Status::Ok,
         );
-        read_events(&mut o);
         assert_eq!(o.status, Status::Failed);
         assert_eq!(o.reason.as_deref(), Some("codex: stream disconnected"));
-        let mut o =
-            RunOutcome::printed("{\"type\":\"error\",\"message\":\"quota\"}", Status::Failed);
-        read_events(&mut o);
+        let o = read("{\"type\":\"error\",\"message\":\"quota\"}", Status::Failed);
         assert_eq!(o.reason.as_deref(), Some("codex: quota"));
-        let mut o = RunOutcome::printed("garbage", Status::Ok);
-        read_events(&mut o);
+        let o = read("garbage", Status::Ok);
         assert_eq!(o.status, Status::Failed);
         assert!(o.reason.unwrap().starts_with("codex completed no turn"));
     }

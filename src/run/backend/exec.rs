@@ -1,33 +1,52 @@
 //! The `exec` backend: run an argument vector (never a shell string) with the prompt on
 //! stdin. Exit 0 is success and stdout is the final reply.
 //!
-//! The child runs in its own process group, gets SIGKILL when the thread that started it
-//! (its controller) dies, and on a timeout or a stop its whole group gets SIGTERM, then
-//! SIGKILL after [`GRACE`].
+//! The child runs in its own process group and gets SIGKILL when the thread that started it
+//! (its controller) dies. One poll(2) loop feeds it the prompt and reads its stdout and
+//! stderr. On a timeout, a stop, or when it writes nothing on either for its idle timeout,
+//! its whole group gets SIGTERM, then SIGKILL after [`GRACE`].
+//!
+//! CLI backends ([`run_and_read`]) read stdout line by line as it streams (a
+//! [`LineReader`]), so a long stream is never held whole; the outcome keeps the first
+//! [`MAX_CAPTURE`](super::MAX_CAPTURE) bytes of each stream.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::thread::JoinHandle;
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
+use nix::poll::{PollFd, PollFlags, poll};
 use nix::sys::signal::{self, Signal};
 use nix::unistd::Pid;
 
-use super::{Backend, Capture, RunContext, RunOutcome, Status};
+use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status};
 
-/// How long a process group has between SIGTERM and SIGKILL.
+/// How long a process group has between SIGTERM and SIGKILL; also how long the output left
+/// in the pipes is read once the program is gone, after the last byte that came.
 pub const GRACE: Duration = Duration::from_millis(500);
 
-/// How often a running child is checked for its end, its timeout, or a stop.
+/// How often a running child is checked for its end, its timeouts, or a stop.
 const TICK: Duration = Duration::from_millis(20);
+
+/// How long a `claude` or `codex` run may write nothing (stdout or stderr) before it is
+/// killed, unless the agent sets `idle_timeout`. An `exec` program has no idle timeout unless
+/// it sets one.
+pub const CLI_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Longest stdout line a [`LineReader`] is given, in bytes (16 MiB); a longer line is
+/// skipped.
+pub const MAX_LINE: usize = 16 << 20;
 
 pub struct Exec {
     /// Program first; a relative program path is already resolved.
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// Kill the run when the program writes nothing on stdout or stderr for this long.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// Make a command safe to start from aw-run: signals unblocked (aw-run blocks them in its
@@ -56,17 +75,6 @@ pub fn prepare(cmd: &mut Command, own_group: bool) {
     }
 }
 
-/// Read a stream to its end on a thread.
-fn drain<R: Read + Send + 'static>(r: Option<R>) -> JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut r) = r {
-            let _ = r.read_to_end(&mut buf);
-        }
-        buf
-    })
-}
-
 /// SIGTERM the group of `child`, then SIGKILL it after [`GRACE`] if it is still there.
 pub fn kill_group(child: &mut Child) {
     let pgid = Pid::from_raw(child.id() as i32);
@@ -83,8 +91,181 @@ pub fn kill_group(child: &mut Child) {
     let _ = child.wait();
 }
 
-impl Backend for Exec {
-    fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+/// `10m`, `1h`, `90s`, `1.5s`: a duration as a workflow file writes it.
+pub fn short_duration(d: Duration) -> String {
+    let (secs, whole) = (d.as_secs(), d.subsec_nanos() == 0 && d.as_secs() > 0);
+    if whole && secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if whole && secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{}s", d.as_secs_f64())
+    }
+}
+
+/// The first [`MAX_CAPTURE`] bytes of a stream, and how long it was.
+#[derive(Default)]
+struct Head {
+    kept: Vec<u8>,
+    total: u64,
+}
+
+impl Head {
+    fn push(&mut self, bytes: &[u8]) {
+        let room = MAX_CAPTURE.saturating_sub(self.kept.len());
+        self.kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        self.total += bytes.len() as u64;
+    }
+
+    fn capture(&self) -> Capture {
+        Capture {
+            text: String::from_utf8_lossy(&self.kept).into_owned(),
+            cut: self.total - self.kept.len() as u64,
+        }
+    }
+}
+
+/// The child's pipes, moved by one loop: the prompt in, the output out.
+struct Pipes {
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    prompt: Vec<u8>,
+    written: usize,
+    out: Head,
+    err: Head,
+    buf: Vec<u8>,
+}
+
+impl Pipes {
+    fn new(child: &mut Child, prompt: &[u8]) -> Pipes {
+        // Written without blocking: a program that does not read its stdin must not hold
+        // the run. Closed at once for an empty prompt.
+        let stdin = child.stdin.take().filter(|w| {
+            !prompt.is_empty() && fcntl(w, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_ok()
+        });
+        Pipes {
+            stdin,
+            stdout: child.stdout.take(),
+            stderr: child.stderr.take(),
+            prompt: prompt.to_vec(),
+            written: 0,
+            out: Head::default(),
+            err: Head::default(),
+            buf: vec![0; 64 * 1024],
+        }
+    }
+
+    /// Can more output come?
+    fn open(&self) -> bool {
+        self.stdout.is_some() || self.stderr.is_some()
+    }
+
+    /// Wait at most `wait` for a pipe to be ready, then move what is ready; stdout goes to
+    /// `on_stdout` too. Did the program write anything?
+    fn pump(&mut self, wait: Duration, on_stdout: &mut dyn FnMut(&[u8])) -> bool {
+        // Which of stdin, stdout, stderr are ready.
+        let mut ready = [false; 3];
+        {
+            let mut fds = Vec::with_capacity(3);
+            let mut slots = Vec::with_capacity(3);
+            if let Some(w) = &self.stdin {
+                fds.push(PollFd::new(w.as_fd(), PollFlags::POLLOUT));
+                slots.push(0);
+            }
+            if let Some(r) = &self.stdout {
+                fds.push(PollFd::new(r.as_fd(), PollFlags::POLLIN));
+                slots.push(1);
+            }
+            if let Some(r) = &self.stderr {
+                fds.push(PollFd::new(r.as_fd(), PollFlags::POLLIN));
+                slots.push(2);
+            }
+            if fds.is_empty() {
+                std::thread::sleep(wait);
+                return false;
+            }
+            let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+            // An interrupted wait only ends this round early.
+            if poll(&mut fds, ms).is_err() {
+                return false;
+            }
+            for (fd, &slot) in fds.iter().zip(&slots) {
+                ready[slot] = fd.revents().is_some_and(|r| !r.is_empty());
+            }
+        }
+        if ready[0] {
+            self.feed();
+        }
+        let mut wrote = false;
+        if ready[1] {
+            let n = read_ready(&mut self.stdout, &mut self.buf);
+            if n > 0 {
+                self.out.push(&self.buf[..n]);
+                on_stdout(&self.buf[..n]);
+                wrote = true;
+            }
+        }
+        if ready[2] {
+            let n = read_ready(&mut self.stderr, &mut self.buf);
+            if n > 0 {
+                self.err.push(&self.buf[..n]);
+                wrote = true;
+            }
+        }
+        wrote
+    }
+
+    /// Write what stdin takes of the prompt; close it at the end.
+    fn feed(&mut self) {
+        let Some(w) = &mut self.stdin else { return };
+        match w.write(&self.prompt[self.written..]) {
+            Ok(n) => self.written += n,
+            Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock) => {}
+            // The program closed its stdin: the rest is not for it.
+            Err(_) => self.written = self.prompt.len(),
+        }
+        if self.written >= self.prompt.len() {
+            self.stdin = None;
+        }
+    }
+
+    /// Read what is left once the program is gone: until the pipes close, or nothing came
+    /// for [`GRACE`] (a descendant outside the group may hold them open).
+    fn drain(&mut self, on_stdout: &mut dyn FnMut(&[u8])) {
+        self.stdin = None;
+        let mut last = Instant::now();
+        while self.open() && last.elapsed() < GRACE {
+            if self.pump(TICK, on_stdout) {
+                last = Instant::now();
+            }
+        }
+    }
+}
+
+/// Read what is ready on `pipe` into `buf`: the byte count, 0 for none. At its end (or on
+/// an error) the pipe is closed.
+fn read_ready<R: Read>(pipe: &mut Option<R>, buf: &mut [u8]) -> usize {
+    let Some(r) = pipe else { return 0 };
+    match r.read(buf) {
+        Ok(0) => {
+            *pipe = None;
+            0
+        }
+        Ok(n) => n,
+        Err(e) if matches!(e.kind(), ErrorKind::Interrupted | ErrorKind::WouldBlock) => 0,
+        Err(_) => {
+            *pipe = None;
+            0
+        }
+    }
+}
+
+impl Exec {
+    /// Run the program, giving each piece of its stdout to `on_stdout` as it comes. The
+    /// outcome has the status, the exit and the first bytes of stdout and stderr; no final
+    /// text.
+    fn run_with(&self, ctx: &RunContext, on_stdout: &mut dyn FnMut(&[u8])) -> RunOutcome {
         let mut cmd = Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..])
             .stdin(Stdio::piped())
@@ -109,20 +290,20 @@ impl Backend for Exec {
                 return out;
             }
         };
-        let stdout = drain(child.stdout.take());
-        let stderr = drain(child.stderr.take());
-        let stdin = child.stdin.take();
-        let prompt = ctx.prompt.as_bytes().to_vec();
-        // A child that does not read its stdin must not block the run.
-        let feeder = std::thread::spawn(move || {
-            if let Some(mut w) = stdin {
-                let _ = w.write_all(&prompt);
-            }
-        });
-        let deadline = ctx.timeout.map(|t| Instant::now() + t);
+        let mut pipes = Pipes::new(&mut child, ctx.prompt.as_bytes());
+        let started = Instant::now();
+        let deadline = ctx.timeout.map(|t| started + t);
+        let mut last_output = started;
         let status = loop {
+            if pipes.pump(TICK, on_stdout) {
+                last_output = Instant::now();
+            }
             match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
+                Ok(Some(s)) => {
+                    // Descendants that kept the pipes open must not hold the run.
+                    let _ = signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+                    break Some(s);
+                }
                 Ok(None) => {}
                 Err(e) => {
                     out.reason = Some(format!("cannot wait for {}: {e}", self.argv[0]));
@@ -143,19 +324,18 @@ impl Backend for Exec {
                 out.reason = Some(format!("timed out after {} s", t.as_secs_f64()));
                 break None;
             }
-            std::thread::sleep(TICK);
+            if let Some(idle) = self.idle_timeout
+                && last_output.elapsed() >= idle
+            {
+                kill_group(&mut child);
+                out.status = Status::Timeout;
+                out.reason = Some(format!("no output for {}; killed", short_duration(idle)));
+                break None;
+            }
         };
-        if status.is_some() {
-            // Descendants that kept the pipes open must not hold the run.
-            let _ = signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
-        }
-        let _ = feeder.join();
-        let so = stdout.join().unwrap_or_default();
-        let se = stderr.join().unwrap_or_default();
-        out.stdout = Capture::of(&so);
-        out.stderr = Capture::of(&se);
-        // Kept whatever the status: a backend that reads structured output parses it.
-        out.final_text = String::from_utf8_lossy(&so).trim().to_string();
+        pipes.drain(on_stdout);
+        out.stdout = pipes.out.capture();
+        out.stderr = pipes.err.capture();
         if let Some(s) = status {
             out.exit_code = s.code();
             if s.success() {
@@ -172,24 +352,166 @@ impl Backend for Exec {
     }
 }
 
-/// Run `argv` as [`Exec`] does, then let `read` interpret its output (the final text holds
-/// all of stdout) unless the run timed out or was stopped: for CLI backends with structured
-/// output.
-pub fn run_and_read(
-    argv: Vec<String>,
-    env: &[(String, String)],
-    cwd: Option<&PathBuf>,
-    ctx: &RunContext,
-    read: fn(&mut RunOutcome),
-) -> RunOutcome {
-    let mut exec = Exec {
-        argv,
-        env: env.to_vec(),
-        cwd: cwd.cloned(),
-    };
-    let mut out = exec.run(ctx);
+impl Backend for Exec {
+    fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        let mut all = Vec::new();
+        let mut out = self.run_with(ctx, &mut |b: &[u8]| all.extend_from_slice(b));
+        // Kept whatever the status.
+        out.final_text = String::from_utf8_lossy(&all).trim().to_string();
+        out
+    }
+}
+
+/// What a CLI backend makes of its program's stdout, read line by line as it streams.
+pub trait LineReader {
+    /// One line, without its newline (the last one may have had none).
+    fn line(&mut self, line: &[u8]);
+
+    /// Set the outcome from the lines read, once the program ended by itself (not on a
+    /// timeout or a stop). `out.stdout` holds the first bytes of the stream.
+    fn finish(&mut self, out: &mut RunOutcome);
+}
+
+/// Cuts a stream into lines for a [`LineReader`]; a line longer than [`MAX_LINE`] is
+/// skipped.
+#[derive(Default)]
+struct Lines {
+    partial: Vec<u8>,
+    skipping: bool,
+}
+
+impl Lines {
+    fn push(&mut self, mut bytes: &[u8], reader: &mut dyn LineReader) {
+        while let Some(i) = bytes.iter().position(|&b| b == b'\n') {
+            self.add(&bytes[..i]);
+            if !self.skipping {
+                reader.line(&self.partial);
+            }
+            self.partial.clear();
+            self.skipping = false;
+            bytes = &bytes[i + 1..];
+        }
+        self.add(bytes);
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        if self.skipping {
+            return;
+        }
+        if self.partial.len() + bytes.len() > MAX_LINE {
+            self.skipping = true;
+            self.partial = Vec::new();
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+
+    /// The last line, when the stream did not end with a newline.
+    fn end(&mut self, reader: &mut dyn LineReader) {
+        if !self.skipping && !self.partial.is_empty() {
+            reader.line(&self.partial);
+        }
+    }
+}
+
+/// Run `exec` as its backend does, its stdout given line by line to `reader`, which then
+/// sets the outcome (final text, status, usage) unless the run timed out or was stopped:
+/// for CLI backends with structured output.
+pub fn run_and_read(exec: &Exec, ctx: &RunContext, reader: &mut dyn LineReader) -> RunOutcome {
+    let mut lines = Lines::default();
+    let mut out = exec.run_with(ctx, &mut |b: &[u8]| lines.push(b, reader));
+    lines.end(reader);
     if !matches!(out.status, Status::Timeout | Status::Killed) {
-        read(&mut out);
+        reader.finish(&mut out);
     }
     out
+}
+
+/// Fail `out` for `why`, keeping how the program ended: `why (exit status 1)`.
+pub fn fail_keeping_exit(out: &mut RunOutcome, why: &str) {
+    out.status = Status::Failed;
+    out.reason = Some(match out.reason.take() {
+        Some(exit) => format!("{why} ({exit})"),
+        None => why.to_string(),
+    });
+}
+
+/// The outcome of a run with `status` whose program printed `stdout`, as `reader` sets it:
+/// for the tests of output readers.
+#[cfg(test)]
+pub fn read_printed(reader: &mut dyn LineReader, stdout: &str, status: Status) -> RunOutcome {
+    let mut out = RunOutcome::printed(stdout, status);
+    let text = std::mem::take(&mut out.final_text);
+    let mut head = Head::default();
+    head.push(text.as_bytes());
+    out.stdout = head.capture();
+    let mut lines = Lines::default();
+    lines.push(text.as_bytes(), reader);
+    lines.end(reader);
+    reader.finish(&mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects the lines it is given.
+    #[derive(Default)]
+    struct Collect(Vec<String>);
+
+    impl LineReader for Collect {
+        fn line(&mut self, line: &[u8]) {
+            self.0.push(String::from_utf8_lossy(line).into_owned());
+        }
+
+        fn finish(&mut self, _: &mut RunOutcome) {}
+    }
+
+    #[test]
+    fn lines_are_whole_however_the_stream_is_cut() {
+        let text = "one\ntwo\n\nthree";
+        for size in 1..text.len() {
+            let mut c = Collect::default();
+            let mut lines = Lines::default();
+            for piece in text.as_bytes().chunks(size) {
+                lines.push(piece, &mut c);
+            }
+            lines.end(&mut c);
+            assert_eq!(c.0, ["one", "two", "", "three"], "pieces of {size}");
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_skipped() {
+        let mut c = Collect::default();
+        let mut lines = Lines::default();
+        lines.push(b"a\n", &mut c);
+        let long = vec![b'x'; MAX_LINE / 2 + 1];
+        lines.push(&long, &mut c);
+        lines.push(&long, &mut c);
+        lines.push(b"\nb\n", &mut c);
+        lines.end(&mut c);
+        assert_eq!(c.0, ["a", "b"]);
+    }
+
+    #[test]
+    fn the_head_keeps_the_first_bytes_and_counts_the_rest() {
+        let mut h = Head::default();
+        h.push(&vec![b'a'; MAX_CAPTURE - 1]);
+        h.push(b"bcd");
+        let c = h.capture();
+        assert_eq!(c.text.len(), MAX_CAPTURE);
+        assert!(c.text.ends_with("ab"));
+        assert_eq!(c.cut, 2);
+    }
+
+    #[test]
+    fn durations_read_as_written() {
+        let s = |secs: f64| short_duration(Duration::from_secs_f64(secs));
+        assert_eq!(
+            [s(600.0), s(7200.0), s(90.0), s(1.0), s(1.5)],
+            ["10m", "2h", "90s", "1s", "1.5s"]
+        );
+    }
 }

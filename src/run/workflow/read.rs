@@ -11,6 +11,7 @@ use super::{
 use crate::error::Error;
 use crate::mention;
 use crate::names::{self, sanitize};
+use crate::run::backend::claude::PERMISSION_MODES;
 use crate::run::backend::files::FileTool;
 use crate::run::diagnostic::{Pos, Spanned, suggestion};
 use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
@@ -20,7 +21,7 @@ use crate::run::yaml::{Kind, Node};
 const TOP_KEYS: [&str; 8] = [
     "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks",
 ];
-const AGENT_KEYS: [&str; 14] = [
+const AGENT_KEYS: [&str; 16] = [
     "backend",
     "model",
     "system_prompt",
@@ -28,6 +29,8 @@ const AGENT_KEYS: [&str; 14] = [
     "max_tokens",
     "max_steps",
     "timeout",
+    "idle_timeout",
+    "permission_mode",
     "max_runs",
     "cwd",
     "env",
@@ -175,6 +178,12 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .get("max_steps")
             .and_then(|n| r.whole(n, &p("max_steps"), 1)),
         timeout: f.get("timeout").and_then(|n| r.duration(n, &p("timeout"))),
+        idle_timeout: f
+            .get("idle_timeout")
+            .and_then(|n| r.duration(n, &p("idle_timeout"))),
+        permission_mode: f
+            .get("permission_mode")
+            .and_then(|n| read_permission_mode(r, n, &p("permission_mode"))),
         max_runs: f
             .get("max_runs")
             .and_then(|n| r.whole(n, &p("max_runs"), 1)),
@@ -202,6 +211,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
     if backend_ok {
         check_backend_keys(r, &agent, &f, &path);
         check_tools(r, &agent, &f, &path);
+        check_program_keys(r, &agent, &f, &path);
     }
     Some(agent)
 }
@@ -337,6 +347,42 @@ fn check_tools(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
             }
         }
     }
+}
+
+/// `idle_timeout` needs a backend that waits on a program or a service; `permission_mode`
+/// is Claude Code's.
+fn check_program_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
+    let backend = agent.backend.value;
+    if let Some((k, _)) = f.entry("idle_timeout").filter(|_| backend == Backend::Mock) {
+        let msg = "only for backends that wait on a program or a service (this agent's is mock)";
+        r.error(k.pos, &join(path, "idle_timeout"), msg);
+    }
+    if let Some((k, _)) = f
+        .entry("permission_mode")
+        .filter(|_| backend != Backend::Claude)
+    {
+        let msg = format!(
+            "only for backend claude (this agent's is {})",
+            backend.name()
+        );
+        r.error(k.pos, &join(path, "permission_mode"), &msg);
+    }
+}
+
+/// One of Claude Code's permission modes.
+fn read_permission_mode(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<String>> {
+    let mode = r.string(node, path)?;
+    if PERMISSION_MODES.contains(&mode.value.as_str()) {
+        return Some(mode);
+    }
+    let msg = format!(
+        "unknown permission mode '{}'{}; expected one of: {}",
+        sanitize(&mode),
+        suggestion(&mode, PERMISSION_MODES),
+        PERMISSION_MODES.join(", ")
+    );
+    r.error(mode.pos, path, &msg);
+    None
 }
 
 fn read_prompt(r: &mut Reader, node: &Node, path: &str, dir: &Path) -> Option<SystemPrompt> {

@@ -382,6 +382,86 @@ fn timeouts() {
 }
 
 #[test]
+fn idle_timeouts() {
+    let (w, _) = loads(
+        "agents:
+  a: {idle_timeout: 90}
+  b: {backend: codex, idle_timeout: 5m}
+  c: {command: [./bot], idle_timeout: '1.5s'}
+  d: {}
+",
+    );
+    let idle = |i: usize| w.agents[i].idle_timeout.as_ref().map(|t| (t.value, t.pos));
+    assert_eq!(idle(0), Some((Duration::from_secs(90), Pos::new(2, 21))));
+    assert_eq!(idle(1).unwrap().0, Duration::from_secs(300));
+    assert_eq!(idle(2).unwrap().0, Duration::from_millis(1500));
+    assert_eq!(idle(3), None);
+    let one = |v: &str| problems(&format!("agents:\n  a:\n    idle_timeout: {v}\n"));
+    assert_eq!(
+        one("0"),
+        ["w.yaml:3:19: agents.a.idle_timeout: must be more than zero"]
+    );
+    assert_eq!(
+        one("later"),
+        [
+            "w.yaml:3:19: agents.a.idle_timeout: invalid duration 'later': expected seconds, or a number with s, m or h (90s, 5m, 1h)"
+        ]
+    );
+    assert_eq!(
+        one("{m: 1}"),
+        [
+            "w.yaml:3:19: agents.a.idle_timeout: expected a duration (90, \"90s\", \"5m\", \"1h\"), found a mapping"
+        ]
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    mock: {}\n    idle_timeout: 1m\n"),
+        "w.yaml:4:5: agents.a.idle_timeout: only for backends that wait on a program or a service (this agent's is mock)"
+    );
+}
+
+#[test]
+fn permission_modes() {
+    // Every mode the error message below lists is taken.
+    for mode in crate::run::backend::claude::PERMISSION_MODES {
+        let (w, _) = loads(&format!("agents:\n  a:\n    permission_mode: {mode}\n"));
+        let m = w.agents[0].permission_mode.as_ref().unwrap();
+        assert_eq!((m.value.as_str(), m.pos), (mode, Pos::new(3, 22)));
+    }
+    let (w, _) = loads(AGENT);
+    assert_eq!(w.agents[0].permission_mode, None, "none unless written");
+    let expected = "expected one of: default, acceptEdits, plan, bypassPermissions, dontAsk, auto";
+    assert_eq!(
+        problem("agents:\n  a:\n    permission_mode: acceptedits\n"),
+        format!(
+            "w.yaml:3:22: agents.a.permission_mode: unknown permission mode 'acceptedits' \
+             (did you mean 'acceptEdits'?); {expected}"
+        )
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    permission_mode: yolo\n"),
+        format!(
+            "w.yaml:3:22: agents.a.permission_mode: unknown permission mode 'yolo'; {expected}"
+        )
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    permission_mode: [plan]\n"),
+        "w.yaml:3:22: agents.a.permission_mode: expected a string, found a list"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    backend: codex\n    permission_mode: plan\n"),
+        "w.yaml:4:5: agents.a.permission_mode: only for backend claude (this agent's is codex)"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    command: [./bot]\n    permission_mode: plan\n"),
+        "w.yaml:4:5: agents.a.permission_mode: only for backend claude (this agent's is exec)"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    permision_mode: plan\n"),
+        "w.yaml:3:5: agents.a: unknown key 'permision_mode' (did you mean 'permission_mode'?)"
+    );
+}
+
+#[test]
 fn backend_errors() {
     assert_eq!(
         problem("agents:\n  a:\n    backend: claud\n"),
