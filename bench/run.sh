@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-BENCHES="send read follow mcp run"
+BENCHES="send read follow mcp run backend"
 
 QUICK=
 for a in "$@"; do

@@ -11,7 +11,7 @@
 //! [`MAX_CAPTURE`](super::MAX_CAPTURE) bytes of each stream.
 
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
@@ -135,6 +135,17 @@ struct Pipes {
     out: Head,
     err: Head,
     buf: Vec<u8>,
+    /// Readable once the child has exited (Linux 5.3 and later): its exit ends a wait at
+    /// once instead of at the next tick.
+    exited: Option<OwnedFd>,
+}
+
+/// A pidfd of `pid`, when the kernel has them.
+fn pidfd(pid: u32) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid as nix::libc::pid_t, 0) };
+    // SAFETY: a non-negative result is a descriptor this process now owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 impl Pipes {
@@ -153,6 +164,7 @@ impl Pipes {
             out: Head::default(),
             err: Head::default(),
             buf: vec![0; 64 * 1024],
+            exited: pidfd(child.id()),
         }
     }
 
@@ -164,8 +176,8 @@ impl Pipes {
     /// Wait at most `wait` for a pipe to be ready, then move what is ready; stdout goes to
     /// `on_stdout` too. Did the program write anything?
     fn pump(&mut self, wait: Duration, on_stdout: &mut dyn FnMut(&[u8])) -> bool {
-        // Which of stdin, stdout, stderr are ready.
-        let mut ready = [false; 3];
+        // Which of stdin, stdout, stderr, the exit are ready.
+        let mut ready = [false; 4];
         {
             let mut fds = Vec::with_capacity(3);
             let mut slots = Vec::with_capacity(3);
@@ -180,6 +192,10 @@ impl Pipes {
             if let Some(r) = &self.stderr {
                 fds.push(PollFd::new(r.as_fd(), PollFlags::POLLIN));
                 slots.push(2);
+            }
+            if let Some(p) = &self.exited {
+                fds.push(PollFd::new(p.as_fd(), PollFlags::POLLIN));
+                slots.push(3);
             }
             if fds.is_empty() {
                 std::thread::sleep(wait);
@@ -234,6 +250,8 @@ impl Pipes {
     /// for [`GRACE`] (a descendant outside the group may hold them open).
     fn drain(&mut self, on_stdout: &mut dyn FnMut(&[u8])) {
         self.stdin = None;
+        // The exit is known: it would make every wait end at once.
+        self.exited = None;
         let mut last = Instant::now();
         while self.open() && last.elapsed() < GRACE {
             if self.pump(TICK, on_stdout) {
