@@ -488,7 +488,12 @@ fn every_example_workflow_passes_the_check() {
         let p = e.path();
         if p.extension().is_some_and(|x| x == "yaml") {
             let mut c = common::tool("aw-run");
-            c.env("PATH", &path).arg("--check").arg(&p);
+            // API examples need their keys: any value does for the check.
+            c.env("PATH", &path)
+                .env("ANTHROPIC_API_KEY", "sk-ant-example")
+                .env("OPENAI_API_KEY", "sk-example")
+                .arg("--check")
+                .arg(&p);
             let out = run_hang_guarded(c);
             assert_code(&out, 0);
             assert!(out.stderr.is_empty(), "{}: {}", p.display(), stderr(&out));
