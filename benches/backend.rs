@@ -204,14 +204,16 @@ fn openai_answer(message: Value, finish: &str) -> Value {
 
 fn api(inst: &Instance, root: &Path, opts: &Opts, table: &mut Table) {
     let n = opts.reps(300);
-    let tool = |id: &str, name: &str| json!({"type": "tool_use", "id": id, "name": name, "input": {}});
-    let call = |id: &str, name: &str| {
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]})
-    };
+    let tool =
+        |id: &str, name: &str| json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+    let call = |id: &str, name: &str| json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]});
     let cases: Vec<(&str, Vec<Value>, bool)> = vec![
         (
             "anthropic, 1 step",
-            vec![anthropic_answer(json!([{"type": "text", "text": "ok"}]), "end_turn")],
+            vec![anthropic_answer(
+                json!([{"type": "text", "text": "ok"}]),
+                "end_turn",
+            )],
             true,
         ),
         (
@@ -225,7 +227,10 @@ fn api(inst: &Instance, root: &Path, opts: &Opts, table: &mut Table) {
         ),
         (
             "openai, 1 step",
-            vec![openai_answer(json!({"role": "assistant", "content": "ok"}), "stop")],
+            vec![openai_answer(
+                json!({"role": "assistant", "content": "ok"}),
+                "stop",
+            )],
             false,
         ),
         (
@@ -320,7 +325,11 @@ fn cli(inst: &Instance, root: &Path, opts: &Opts, table: &mut Table) {
             "claude" => "claude (fake CLI)",
             _ => "codex (fake CLI)",
         };
-        table.stats(label, &Stats::of(&over), vec![common::fmt(Stats::of(&own).median)]);
+        table.stats(
+            label,
+            &Stats::of(&over),
+            vec![common::fmt(Stats::of(&own).median)],
+        );
     }
 }
 

@@ -589,3 +589,76 @@ fn file_tools_are_given_by_name_and_confined_to_the_cwd() {
         "# Result\n"
     );
 }
+
+#[test]
+fn my_inbox_does_not_wait_inside_an_api_run() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(
+            json!([
+                tool_use("a", "my_inbox_ack", json!({"until": 1})),
+                tool_use("b", "my_inbox", json!({"wait_seconds": 120})),
+            ]),
+            "tool_use",
+            1,
+            1,
+        ),
+        end("@user nothing more"),
+    ]);
+    let t0 = std::time::Instant::now();
+    assert_code(&run_api(&s, ANTHROPIC_WF, &api, &[]), 0);
+    // Bound only against a hang: a wait would take 120 s.
+    assert!(t0.elapsed() < std::time::Duration::from_secs(60));
+    let reqs = api.requests();
+    let results = &reqs[1].body["messages"][2]["content"];
+    assert_eq!(results[1]["is_error"], false, "{results}");
+}
+
+#[test]
+fn a_key_from_a_setup_output_is_checked_once_known_and_file_tools_need_their_cwd() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![end("@user ok")]);
+    let wf = format!(
+        "agents:
+  alice:
+    backend: anthropic
+    model: claude-test
+    env:
+      ANTHROPIC_API_KEY: ${{{{ key }}}}
+      ANTHROPIC_BASE_URL: {}
+setup:
+  - shell: echo from-setup-5678
+    as: key
+kickoff: '@alice go'
+",
+        api.url
+    );
+    s.write("wf.yaml", &wf);
+    let mut c = s.cmd(&["-q"]);
+    c.env_remove("ANTHROPIC_API_KEY");
+    assert_code(&run_hang_guarded(c), 0);
+    assert_eq!(
+        api.requests()[0].header("x-api-key"),
+        Some("from-setup-5678")
+    );
+
+    // File tools in a cwd that does not exist: refused by the check, before anything runs.
+    let s = Setup::new();
+    let wf = ANTHROPIC_WF.replace(
+        "    max_steps: 4\n",
+        "    max_steps: 4\n    cwd: nowhere\n    tools: [read_file]\n",
+    );
+    s.write("wf.yaml", &wf);
+    for args in [vec!["--check"], vec!["-q"]] {
+        let mut c = s.cmd(&args);
+        c.env("ANTHROPIC_API_KEY", KEY);
+        let out = run_hang_guarded(c);
+        assert_code(&out, 66);
+        let err = stderr(&out);
+        assert!(
+            err.contains("alice: cwd ") && err.contains("nowhere: no such folder"),
+            "{err}"
+        );
+    }
+    assert!(!s.root.inst_dir(INST).exists());
+}

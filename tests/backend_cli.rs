@@ -524,3 +524,55 @@ fn a_prompt_larger_than_a_pipe_reaches_a_reader_and_does_not_hold_a_non_reader()
     assert_eq!(counted.trim(), prompt.len().to_string());
     assert_eq!(s.transcript("deaf", 1)["status"], "ok");
 }
+
+#[test]
+fn a_stopped_run_still_counts_what_it_spent() {
+    // Claude Code: two model calls seen (one on two lines), then silence.
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    let call = |id: &str, block: &str| {
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"{id}","role":"assistant","content":[{block}],"usage":{{"input_tokens":100,"output_tokens":10,"cache_read_input_tokens":50}}}}}}"#
+        )
+    };
+    let lines = [
+        INIT.to_string(),
+        call("m1", r#"{"type":"text","text":"looking"}"#),
+        call(
+            "m1",
+            r#"{"type":"tool_use","id":"t","name":"Read","input":{}}"#,
+        ),
+        call("m2", r#"{"type":"text","text":"still looking"}"#),
+    ];
+    s.script(
+        "bin/claude",
+        &format!(
+            "cat > /dev/null\nprintf '%s\\n' {}\nexec sleep 600\n",
+            quoted(&lines.iter().map(String::as_str).collect::<Vec<_>>())
+        ),
+    );
+    let wf =
+        "agents:\n  alice:\n    backend: claude\n    idle_timeout: 1s\nkickoff: '@alice look'\n";
+    assert_code(&run_with_fake(&s, wf), 1);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "timeout");
+    assert_eq!(t["usage"]["input_tokens"], 200, "{t}");
+    assert_eq!(t["usage"]["output_tokens"], 20);
+    assert_eq!(t["usage"]["cache_read_tokens"], 100);
+
+    // Codex: one turn completed, then silence.
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("bin")).unwrap();
+    let turn = r#"{"type":"turn.completed","usage":{"input_tokens":30,"cached_input_tokens":10,"output_tokens":5}}"#;
+    s.script(
+        "bin/codex",
+        &format!("cat > /dev/null\nprintf '%s\\n' '{turn}'\nexec sleep 600\n"),
+    );
+    let wf = "agents:\n  bob:\n    backend: codex\n    idle_timeout: 1s\nkickoff: '@bob fix'\n";
+    assert_code(&run_with_fake(&s, wf), 1);
+    let t = s.transcript("bob", 1);
+    assert_eq!(t["status"], "timeout");
+    assert_eq!(t["usage"]["input_tokens"], 20, "{t}");
+    assert_eq!(t["usage"]["cache_read_tokens"], 10);
+    assert_eq!(t["usage"]["output_tokens"], 5);
+}

@@ -230,3 +230,23 @@ fn a_model_with_no_known_price_has_no_cost_but_its_tokens_count() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_budget_flag_of_nothing_is_refused() {
+    let s = Setup::new();
+    for (flag, why) in [
+        (
+            "--budget-tokens",
+            "--budget-tokens: expected a whole number of tokens above 0",
+        ),
+        ("--budget-usd", "--budget-usd: expected dollars above 0"),
+    ] {
+        let out = run(&s, &ping_pong(""), &[flag, "0"]);
+        assert_code(&out, 64);
+        assert_eq!(
+            stderr(&out).lines().next().unwrap(),
+            format!("aw-run: {why}")
+        );
+        assert!(!s.root.inst_dir(INST).exists());
+    }
+}

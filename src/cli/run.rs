@@ -159,7 +159,13 @@ fn parse() -> Result<Parsed> {
                 a.opts.budget.usd = Some(usd);
             }
             Long("budget-tokens") => {
-                a.opts.budget.tokens = Some(cli::number(&mut p, "--budget-tokens")?);
+                let n: u64 = cli::number(&mut p, "--budget-tokens")?;
+                if n == 0 {
+                    return Err(Error::Usage(
+                        "--budget-tokens: expected a whole number of tokens above 0".into(),
+                    ));
+                }
+                a.opts.budget.tokens = Some(n);
             }
             Short('q') | Long("quiet") => a.opts.quiet = true,
             Long("json") => a.opts.json = true,

@@ -388,18 +388,40 @@ pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
                 }
             }
             Backend::Anthropic | Backend::Openai => {
-                // Values that need a setup output are not known yet: checked again once they are.
-                let env: Vec<(String, String)> = def
-                    .env
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.value.clone(), v.value.render(vars).ok()?)))
-                    .collect();
+                let mut env = Vec::new();
+                let mut later = false;
+                for (k, v) in &def.env {
+                    match v.value.render(vars) {
+                        Ok(v) => env.push((k.value.clone(), v)),
+                        // A value that needs a setup output is not known yet: the key may
+                        // be in it, and is checked once it is.
+                        Err(_) => later = true,
+                    }
+                }
                 let found = if def.backend.value == Backend::Anthropic {
                     anthropic::credentials(&env).map(drop)
                 } else {
                     openai::credentials(&env).map(drop)
                 };
-                found.map_err(|why| Error::Unavailable(format!("{name}: {why}")))?;
+                if !later {
+                    found.map_err(|why| Error::Unavailable(format!("{name}: {why}")))?;
+                }
+                if def
+                    .tools
+                    .iter()
+                    .any(|t| FileTool::from_name(&t.value).is_some())
+                {
+                    let cwd = def
+                        .cwd
+                        .as_ref()
+                        .map_or(Path::new("."), |c| c.value.as_path());
+                    if !cwd.is_dir() {
+                        return Err(Error::NotFound(format!(
+                            "{name}: cwd {}: no such folder (the file tools work in it)",
+                            cwd.display()
+                        )));
+                    }
+                }
             }
             other => return Err(unavailable(name, other)),
         }

@@ -26,6 +26,7 @@ use super::files::{FileTool, Sandbox};
 use super::http::{CallError, Client};
 use super::{Backend, Capture, RunContext, RunOutcome, Status, Usage};
 use crate::mcp::Server;
+use crate::mcp::tools::Tool;
 
 /// Model calls per run when the agent sets no `max_steps`.
 pub const DEFAULT_MAX_STEPS: u64 = 20;
@@ -196,9 +197,16 @@ impl<D: Dialect> Api<D> {
         Some((sandbox, t))
     }
 
-    /// Run one tool call as the agent.
+    /// Run one tool call as the agent. `my_inbox` does not wait here: the run would hold
+    /// its controller, and aw-run wakes the agent anyway when a message comes.
     fn call(&self, server: &Server, call: &Call) -> ToolResult {
-        let outcome = match &call.input {
+        let input = call.input.clone().map(|mut args| {
+            if call.name == Tool::MyInbox.name() {
+                args.remove("wait_seconds");
+            }
+            args
+        });
+        let outcome = match &input {
             Err(why) => Err(why.clone()),
             Ok(args) => match self.file_tool(&call.name) {
                 Some((sandbox, t)) => sandbox.call(t, args).map_err(|e| e.to_string()),

@@ -8,6 +8,7 @@
 //! the final text, the turns, tokens and cost.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -112,6 +113,9 @@ impl Backend for Claude {
 struct ResultLine {
     /// The line parsed, and as printed.
     last: Option<(Value, Vec<u8>)>,
+    /// The usage of each model call (assistant message) seen so far, by message id: what a
+    /// stopped run spent.
+    calls: BTreeMap<String, Usage>,
 }
 
 /// The type of a line of the stream, read without the rest.
@@ -127,7 +131,25 @@ impl LineReader for ResultLine {
             serde_json::from_slice::<Kind>(line).is_ok_and(|k| k.kind.as_deref() == Some("result"));
         if is_result && let Ok(v) = serde_json::from_slice::<Value>(line) {
             self.last = Some((v, line.to_vec()));
+        } else if serde_json::from_slice::<Kind>(line)
+            .is_ok_and(|k| k.kind.as_deref() == Some("assistant"))
+            && let Ok(v) = serde_json::from_slice::<Value>(line)
+            && let Some(id) = v["message"]["id"].as_str()
+        {
+            // Each content block of a message comes on a line of its own, with the
+            // message's usage: counted once per message.
+            let mut u = usage(&v["message"]);
+            u.cost_usd = None;
+            self.calls.insert(id.to_string(), u);
         }
+    }
+
+    fn spent(&self) -> Option<Usage> {
+        let mut total: Option<Usage> = None;
+        for u in self.calls.values() {
+            total.get_or_insert_with(Usage::default).add(u);
+        }
+        total
     }
 
     /// Status, final text and usage from the result.

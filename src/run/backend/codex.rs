@@ -77,6 +77,10 @@ struct Events {
 }
 
 impl LineReader for Events {
+    fn spent(&self) -> Option<Usage> {
+        (self.turns > 0).then(|| self.usage.clone())
+    }
+
     fn line(&mut self, line: &[u8]) {
         let Ok(e) = serde_json::from_slice::<Value>(line) else {
             return;

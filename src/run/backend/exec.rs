@@ -388,6 +388,12 @@ pub trait LineReader {
     /// Set the outcome from the lines read, once the program ended by itself (not on a
     /// timeout or a stop). `out.stdout` holds the first bytes of the stream.
     fn finish(&mut self, out: &mut RunOutcome);
+
+    /// What the lines read so far say was spent, for a run that was stopped or timed out
+    /// (what it spent counts against the budgets all the same).
+    fn spent(&self) -> Option<super::Usage> {
+        None
+    }
 }
 
 /// Cuts a stream into lines for a [`LineReader`]; a line longer than [`MAX_LINE`] is
@@ -439,7 +445,9 @@ pub fn run_and_read(exec: &Exec, ctx: &RunContext, reader: &mut dyn LineReader) 
     let mut lines = Lines::default();
     let mut out = exec.run_with(ctx, &mut |b: &[u8]| lines.push(b, reader));
     lines.end(reader);
-    if !matches!(out.status, Status::Timeout | Status::Killed) {
+    if matches!(out.status, Status::Timeout | Status::Killed) {
+        out.usage = reader.spent();
+    } else {
         reader.finish(&mut out);
     }
     out

@@ -116,6 +116,9 @@ impl Client {
                     )));
                 }
                 Err(Attempt::Transport(e)) => (format!("{}: {e}", self.service), None),
+                Err(Attempt::Fatal(e)) => {
+                    return Err(CallError::Failed(format!("{}: {e}", self.service)));
+                }
                 Ok(a) if (200..300).contains(&a.status) => {
                     return serde_json::from_str(&a.body).map_err(|e| {
                         CallError::Failed(format!("{}: answer is not JSON: {e}", self.service))
@@ -198,6 +201,8 @@ impl Client {
 enum Attempt {
     Stopped,
     Deadline,
+    /// Not worth another attempt (an answer over [`MAX_BODY`]).
+    Fatal(String),
     Timeout(String),
     Transport(String),
 }
@@ -237,6 +242,9 @@ fn transport(e: ureq::Error) -> Attempt {
         ureq::Error::Timeout(t) => Attempt::Timeout(t.to_string()),
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
             Attempt::Timeout(io.to_string())
+        }
+        ureq::Error::BodyExceedsLimit(_) => {
+            Attempt::Fatal(format!("answer larger than {} MiB", MAX_BODY >> 20))
         }
         other => Attempt::Transport(other.to_string()),
     }
