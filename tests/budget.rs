@@ -250,3 +250,43 @@ fn a_budget_flag_of_nothing_is_refused() {
         assert!(!s.root.inst_dir(INST).exists());
     }
 }
+
+#[test]
+fn the_summary_shows_what_each_agent_and_all_of_them_spent() {
+    let wf = "agents:
+  alice:
+    mock:
+      replies: ['@bob your turn']
+      usage: {input_tokens: 100, output_tokens: 50, cost_usd: 0.02}
+  bob:
+    mock:
+      replies: ['done']
+      usage: {input_tokens: 10, output_tokens: 5, cost_usd: 0.001}
+kickoff: '@alice go'
+";
+    let s = Setup::new();
+    s.write("wf.yaml", wf);
+    let out = run_hang_guarded(s.cmd(&[]));
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("aw-run: summary: "))
+        .unwrap();
+    assert!(line.contains("alice 1 run(s) 0 failure(s) "), "{line}");
+    assert!(line.contains(" 150 tokens $0.0200"), "{line}");
+    assert!(line.contains(" 15 tokens $0.0010"), "{line}");
+    assert!(line.ends_with("; total 165 tokens $0.0210"), "{line}");
+
+    let s = Setup::new();
+    s.write("wf.yaml", wf);
+    let out = run_hang_guarded(s.cmd(&["--json"]));
+    assert_code(&out, 0);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!(summary["agents"]["bob"]["usage"]["input_tokens"], 10);
+    assert_eq!(summary["usage"]["input_tokens"], 110);
+    assert_eq!(summary["usage"]["output_tokens"], 55);
+    assert!((summary["usage"]["cost_usd"].as_f64().unwrap() - 0.021).abs() < 1e-9);
+}

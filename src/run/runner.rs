@@ -1019,6 +1019,10 @@ fn summary(shared: &Shared, opts: &Options) {
     if opts.quiet {
         return;
     }
+    let mut total = super::backend::Usage::default();
+    for a in st.agents.values() {
+        total.add(&a.usage);
+    }
     if opts.json {
         let agents: serde_json::Map<String, serde_json::Value> = st
             .agents
@@ -1033,7 +1037,7 @@ fn summary(shared: &Shared, opts: &Options) {
         let _ = writeln!(
             std::io::stdout().lock(),
             "{}",
-            json!({"event": "summary", "agents": agents})
+            json!({"event": "summary", "agents": agents, "usage": total})
         );
     } else {
         let parts: Vec<String> = st
@@ -1055,9 +1059,16 @@ fn summary(shared: &Shared, opts: &Options) {
                 line
             })
             .collect();
+        let mut all = String::new();
+        if total.tokens() > 0 || total.cost_usd.is_some() {
+            all = format!("; total {} tokens", total.tokens());
+            if let Some(c) = total.cost_usd {
+                all.push_str(&format!(" ${c:.4}"));
+            }
+        }
         let _ = writeln!(
             std::io::stderr().lock(),
-            "aw-run: summary: {}",
+            "aw-run: summary: {}{all}",
             parts.join(", ")
         );
     }

@@ -34,6 +34,14 @@ pub const PERMISSION_MODES: [&str; 6] = [
 /// The smallest `--max-budget-usd` passed, when the budgets leave less.
 const MIN_CAP_USD: f64 = 0.0001;
 
+/// `--max-budget-usd` for what the budgets leave: rounded down to 4 decimals, never past
+/// what is left (a float error of far less than a ten-thousandth is not a cent taken away),
+/// and at least [`MIN_CAP_USD`]: Claude Code wants a cap above zero.
+fn spending_cap(usd: f64) -> String {
+    let cap = ((usd * 10_000.0 + 1e-6).floor() / 10_000.0).max(MIN_CAP_USD);
+    format!("{cap:.4}")
+}
+
 pub struct Claude {
     /// The `claude` program.
     pub program: String,
@@ -84,9 +92,7 @@ impl Claude {
             v.extend(["--max-turns".into(), n.to_string()]);
         }
         if let Some(usd) = ctx.remaining_usd {
-            // Claude Code wants a cap above zero.
-            let cap = usd.max(MIN_CAP_USD);
-            v.extend(["--max-budget-usd".into(), format!("{cap:.4}")]);
+            v.extend(["--max-budget-usd".into(), spending_cap(usd)]);
         }
         v
     }
@@ -213,6 +219,15 @@ fn usage(r: &Value) -> Usage {
 mod tests {
     use super::super::exec::read_printed;
     use super::*;
+
+    #[test]
+    fn the_spending_cap_never_passes_what_is_left() {
+        assert_eq!(spending_cap(4.999475), "4.9994");
+        assert_eq!(spending_cap(0.02 - 0.01), "0.0100");
+        assert_eq!(spending_cap(0.3 - 0.1), "0.2000");
+        assert_eq!(spending_cap(0.0), "0.0001");
+        assert_eq!(spending_cap(0.00009), "0.0001");
+    }
 
     fn read(stdout: &str, status: Status) -> RunOutcome {
         read_printed(&mut ResultLine::default(), stdout, status)
