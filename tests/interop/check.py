@@ -16,6 +16,17 @@
       Standard input is `aw-peek --json -n 0`: at least COUNT entries are from FROM with
       exactly MESSAGE as their text.
 
+  check.py entries FROM MESSAGE [FROM MESSAGE]...
+      Standard input is `aw-peek --json -n 0`: the channel holds exactly these entries, in
+      this order.
+
+  check.py runs AGENT=COUNT...
+      Standard input is `aw-ctl runs --json`: every transcript is ok and has a usage
+      object, and each AGENT has exactly COUNT transcripts (no other agent has any).
+
+  check.py requests LOG SUFFIX
+      Some POST of LOG went to a path ending in SUFFIX.
+
   check.py stream FLAG...
       Standard input is one transcript (`aw-ctl runs AGENT N --json`) of a claude agent: the
       run is ok, its command has every FLAG, and its stdout is Claude Code's JSON Lines
@@ -171,6 +182,47 @@ def channel(sender, message, count):
     print("%d channel entries from %r saying %r" % (n, sender, message))
 
 
+def entries(pairs):
+    want = list(zip(pairs[0::2], pairs[1::2]))
+    got = [json.loads(line) for line in sys.stdin if line.strip()]
+    if [(e.get("from"), e.get("message")) for e in got] != want:
+        fail("the channel should hold, in order:\n%s\nit has:\n%s"
+             % ("\n".join("%s: %s" % w for w in want),
+                "\n".join(json.dumps(e) for e in got)))
+    for e in got:
+        print("%s: %s" % (e["from"], e["message"]))
+
+
+def runs(counts):
+    want = {}
+    for c in counts:
+        agent, _, n = c.partition("=")
+        want[agent] = int(n)
+    got = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        t = json.loads(line)
+        if t.get("status") != "ok":
+            fail("%s's run %s was %s: %s" % (t.get("agent"), t.get("run"), t.get("status"),
+                                              t.get("reason")))
+        if not isinstance(t.get("usage"), dict):
+            fail("%s's run %s has no usage: %s" % (t.get("agent"), t.get("run"), t.get("usage")))
+        got[t.get("agent")] = got.get(t.get("agent"), 0) + 1
+    if got != want:
+        fail("runs per agent: %s, expected %s" % (got, want))
+    print("runs per agent, all ok with their usage: %s" % got)
+
+
+def posted(log, suffix):
+    n = sum(1 for r in requests(log)
+            if r.get("method") == "POST" and r.get("path", "").split("?")[0].endswith(suffix))
+    if n == 0:
+        fail("no POST to a path ending in %s; the paths: %s"
+             % (suffix, sorted({r.get("path") for r in requests(log)})))
+    print("%d POST requests to .../%s" % (n, suffix.lstrip("/")))
+
+
 def stream(flags):
     t = json.load(sys.stdin)
     if t.get("status") != "ok":
@@ -198,6 +250,12 @@ def main():
         results(a[1], a[2], a[3] if len(a) == 4 else None)
     elif a[:1] == ["channel"] and len(a) == 4:
         channel(a[1], a[2], int(a[3]))
+    elif a[:1] == ["entries"] and len(a) >= 3 and len(a) % 2 == 1:
+        entries(a[1:])
+    elif a[:1] == ["runs"] and len(a) >= 2 and all("=" in c for c in a[1:]):
+        runs(a[1:])
+    elif a[:1] == ["requests"] and len(a) == 3:
+        posted(a[1], a[2])
     elif a[:1] == ["stream"]:
         stream(a[1:])
     else:

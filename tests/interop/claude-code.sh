@@ -12,20 +12,10 @@
 #     flags (stream-json output, permission mode, spending cap) and its stream read.
 # Needs npm, node and python3; no API key. See common.sh for the other settings.
 
+# shellcheck source=common.sh
 . "$(dirname -- "$0")/common.sh"
 
-npm_install "${AW_INTEROP_CLAUDE_CODE:-@anthropic-ai/claude-code}"
-mkdir "$tmp/bin"
-if "$tmp/npm/node_modules/.bin/claude" --version >/dev/null 2>&1; then
-	ln -s "$tmp/npm/node_modules/.bin/claude" "$tmp/bin/claude"
-else
-	# npm did not run the package's install script: start it through its launcher.
-	printf '#!/bin/sh\nexec node "%s" "$@"\n' \
-		"$tmp/npm/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs" >"$tmp/bin/claude"
-	chmod +x "$tmp/bin/claude"
-fi
-PATH=$tmp/bin:$PATH
-say "claude $(claude --version)"
+install_claude
 
 check tools "$bin_dir/aw-mcp" >"$tmp/tools.txt"
 start_mock "@coder done"
@@ -47,7 +37,7 @@ export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC DISABLE_AUTOUPDATER ENABLE_TOOL_
 project=$tmp/project
 elsewhere=$tmp/elsewhere
 mkdir "$project" "$elsewhere"
-cd "$project"
+cd "$project" || exit
 
 # The README recipe, as written.
 aw-ctl -i review new reviewer --backend claude >/dev/null
@@ -62,7 +52,7 @@ aw-peek -i review --json -n 0 >"$tmp/channel.jsonl"
 check channel reviewer "@coder done" 1 <"$tmp/channel.jsonl"
 
 # The same configuration from another directory.
-cd "$elsewhere"
+cd "$elsewhere" || exit
 say "run 2: the same from another directory"
 run "$tmp/claude-2.out" claude -p "Check your inbox with my_inbox and do the work" \
 	--mcp-config "$project/reviewer.json" --allowedTools mcp__aw
@@ -72,7 +62,7 @@ check channel reviewer "@coder done" 2 <"$tmp/channel.jsonl"
 
 # aw-run with a claude agent: it runs Claude Code itself, prompt on stdin, and reads its
 # JSON Lines stream.
-cd "$project"
+cd "$project" || exit
 cat >workflow.yaml <<'YAML'
 name: review
 agents:

@@ -11,12 +11,11 @@
 #   - aw-run with a `backend: codex` agent does the same by itself.
 # Needs npm, node, python3 and git; no API key. See common.sh for the other settings.
 
+# shellcheck source=common.sh
 . "$(dirname -- "$0")/common.sh"
 
 command -v git >/dev/null 2>&1 || fail "git is needed"
-npm_install "${AW_INTEROP_CODEX:-@openai/codex}"
-PATH=$tmp/npm/node_modules/.bin:$PATH
-say "$(codex --version)"
+install_codex
 
 check tools "$bin_dir/aw-mcp" >"$tmp/tools.txt"
 start_mock "@reviewer done"
@@ -24,22 +23,12 @@ start_mock "@reviewer done"
 # Codex talks to the mock only: a CODEX_HOME of its own whose default provider is the mock.
 CODEX_HOME=$tmp/codex-home
 export CODEX_HOME
-mkdir "$CODEX_HOME"
-cat >"$CODEX_HOME/config.toml" <<TOML
-model = "mock-model"
-model_provider = "mock"
-check_for_update_on_startup = false
-
-[model_providers.mock]
-name = "mock"
-base_url = "http://127.0.0.1:$port/v1"
-wire_api = "responses"
-TOML
+codex_home "$CODEX_HOME" "$port"
 
 project=$tmp/project
 elsewhere=$tmp/elsewhere
 mkdir "$project" "$elsewhere"
-cd "$project"
+cd "$project" || exit
 git init -q .
 
 # The README recipe, as written.
@@ -53,7 +42,7 @@ check channel coder "@reviewer done" 1 <"$tmp/channel.jsonl"
 
 # Now that aw-mcp registered coder, give it work, and run from outside any repository.
 aw-send -i review "@coder please fix PR 42" >/dev/null
-cd "$elsewhere"
+cd "$elsewhere" || exit
 say "run 2: codex exec --skip-git-repo-check \"\$@\" ... from another directory"
 run "$tmp/codex-2.out" codex exec --skip-git-repo-check "$@" \
 	"Check your inbox with my_inbox and do the work"
@@ -64,7 +53,7 @@ check channel coder "@reviewer done" 2 <"$tmp/channel.jsonl"
 
 # aw-run with a codex agent: it runs `codex exec --json -` itself, prompt on stdin, the
 # server as -c overrides, and reads the event stream.
-cd "$project"
+cd "$project" || exit
 cat >workflow.yaml <<'YAML'
 name: review
 agents:

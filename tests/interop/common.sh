@@ -1,4 +1,6 @@
-# Shared set-up of the interop scripts (claude-code.sh, codex.sh): sourced, not run.
+# shellcheck shell=sh
+# Shared set-up of the interop scripts (claude-code.sh, codex.sh, together.sh): sourced,
+# not run.
 #
 # Environment:
 #   AW_BIN_DIR        where aw-ctl, aw-mcp, aw-peek and aw-send are (default: target/release)
@@ -12,7 +14,7 @@ repo=$(CDPATH='' cd -- "$here/../.." && pwd)
 name=$(basename -- "$0" .sh)
 tmp=
 keep=${AW_INTEROP_KEEP:-}
-mock_pid=
+mock_pids=
 
 say() {
 	printf '%s: %s\n' "$name" "$*"
@@ -28,9 +30,9 @@ fail() {
 }
 
 cleanup() {
-	if [ -n "$mock_pid" ]; then
-		kill "$mock_pid" 2>/dev/null || :
-	fi
+	for p in $mock_pids; do
+		kill "$p" 2>/dev/null || :
+	done
 	if [ -n "$tmp" ] && [ -z "$keep" ]; then
 		rm -rf "$tmp"
 	fi
@@ -51,6 +53,9 @@ PATH=$bin_dir:$PATH
 export PATH
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/aw-interop.XXXXXX")
+# The CLIs that install_claude and install_codex put in.
+mkdir "$tmp/bin"
+PATH=$tmp/bin:$PATH
 
 # npm_install SPEC: install an npm package into the scratch prefix $tmp/npm.
 npm_install() {
@@ -62,19 +67,70 @@ npm_install() {
 	}
 }
 
-# start_mock SAY: start mock_model.py, whose agent posts SAY; sets $port.
+# install_claude: install Claude Code (AW_INTEROP_CLAUDE_CODE, an npm spec) as
+# $tmp/bin/claude.
+install_claude() {
+	npm_install "${AW_INTEROP_CLAUDE_CODE:-@anthropic-ai/claude-code}"
+	if "$tmp/npm/node_modules/.bin/claude" --version >/dev/null 2>&1; then
+		ln -s "$tmp/npm/node_modules/.bin/claude" "$tmp/bin/claude"
+	else
+		# npm did not run the package's install script: start it through its launcher.
+		printf '#!/bin/sh\nexec node "%s" "$@"\n' \
+			"$tmp/npm/node_modules/@anthropic-ai/claude-code/cli-wrapper.cjs" >"$tmp/bin/claude"
+		chmod +x "$tmp/bin/claude"
+	fi
+	say "claude $(claude --version)"
+}
+
+# install_codex: install Codex (AW_INTEROP_CODEX, an npm spec) as $tmp/bin/codex.
+install_codex() {
+	npm_install "${AW_INTEROP_CODEX:-@openai/codex}"
+	ln -s "$tmp/npm/node_modules/.bin/codex" "$tmp/bin/codex"
+	say "$(codex --version)"
+}
+
+# codex_home DIR PORT: make DIR a CODEX_HOME whose default provider is the mock on PORT.
+codex_home() {
+	mkdir "$1"
+	cat >"$1/config.toml" <<TOML
+model = "mock-model"
+model_provider = "mock"
+check_for_update_on_startup = false
+
+[model_providers.mock]
+name = "mock"
+base_url = "http://127.0.0.1:$2/v1"
+wire_api = "responses"
+TOML
+}
+
+# start_mock [-d DIR] SAY...: start mock_model.py, whose agent posts the first SAY in its
+# first conversation, the next one in the next, the last one repeating; sets $port. Its
+# request log is DIR/requests.jsonl, DIR being $tmp unless given (one for each mock when a
+# script starts several).
 start_mock() {
-	python3 "$here/mock_model.py" --log "$tmp/requests.jsonl" --port-file "$tmp/port" \
-		--say "$1" 2>"$tmp/mock.log" &
-	mock_pid=$!
+	dir=$tmp
+	if [ "$1" = -d ]; then
+		dir=$2
+		shift 2
+		mkdir -p "$dir"
+	fi
+	for s in "$@"; do
+		set -- "$@" --say "$s"
+		shift
+	done
+	python3 "$here/mock_model.py" --log "$dir/requests.jsonl" --port-file "$dir/port" \
+		"$@" 2>"$dir/mock.log" &
+	mock_pids="$mock_pids $!"
 	i=0
-	while [ ! -s "$tmp/port" ]; do
+	while [ ! -s "$dir/port" ]; do
 		i=$((i + 1))
-		[ "$i" -le 100 ] || fail "the mock model did not start: $(cat "$tmp/mock.log")"
+		[ "$i" -le 100 ] || fail "the mock model did not start: $(cat "$dir/mock.log")"
 		sleep 0.1
 	done
-	port=$(cat "$tmp/port")
-	: >"$tmp/requests.jsonl"
+	# shellcheck disable=SC2034 # for the script that sources this file
+	port=$(cat "$dir/port")
+	: >"$dir/requests.jsonl"
 }
 
 # run OUT CMD...: run a CLI with no input, its output to OUT, within the time limit.

@@ -13,10 +13,15 @@ channel_send), it answers, one request at a time:
   2. one tool result       -> call <prefix>channel_send {"message": SAY}
   3. two or more results   -> a final text, "Done."
 
+--say may be given more than once: the n-th conversation to reach step 2 sends the n-th
+SAY, the last one repeating. A conversation is known by the id of its first tool call, so a
+request sent again gets the same answer. So an agent run again (each run is a new
+conversation) can say something else, and two agents need not mention each other forever.
+
 Any other request (titles, summaries, quota checks) gets a short text answer. Every request
 is appended to the log as one JSON line: {"method", "path", "body"}.
 
-Usage: mock_model.py --log FILE [--port N] [--port-file FILE] [--say TEXT]
+Usage: mock_model.py --log FILE [--port N] [--port-file FILE] [--say TEXT]...
 
 With --port 0 (the default) the system picks a free port; it is written to --port-file,
 once the server is listening.
@@ -25,6 +30,7 @@ Standard library only.
 """
 
 import argparse
+import functools
 import gzip
 import json
 import os
@@ -74,6 +80,23 @@ def aw_namespace(tools):
     return None
 
 
+def first_call_anthropic(body):
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        for b in content if isinstance(content, list) else []:
+            if isinstance(b, dict) and b.get("type") == "tool_use":
+                return b.get("id")
+    return None
+
+
+def first_call_responses(body):
+    items = body.get("input")
+    for i in items if isinstance(items, list) else []:
+        if isinstance(i, dict) and i.get("type") == "function_call":
+            return i.get("call_id")
+    return None
+
+
 def count_results_anthropic(body):
     n = 0
     for m in body.get("messages") or []:
@@ -95,7 +118,7 @@ def count_results_responses(body):
 
 
 class Plan:
-    """What to answer: a tool call (name, arguments) or a text."""
+    """What to answer: a tool call (name, arguments) or a text. say() gives the message."""
 
     def __init__(self, names, results, say):
         self.tool = None
@@ -107,7 +130,7 @@ class Plan:
         elif results == 0:
             self.tool, self.args = prefix + "my_inbox", {}
         elif results == 1:
-            self.tool, self.args = prefix + "channel_send", {"message": say}
+            self.tool, self.args = prefix + "channel_send", {"message": say()}
         else:
             self.text = "Done."
 
@@ -186,7 +209,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # Anthropic Messages API.
     def anthropic(self, body):
-        plan = Plan(tool_names(body.get("tools")), count_results_anthropic(body), self.server.say)
+        say = functools.partial(self.server.say_in, first_call_anthropic(body))
+        plan = Plan(tool_names(body.get("tools")), count_results_anthropic(body), say)
         model = body.get("model") or "mock"
         if plan.tool:
             block = {"type": "tool_use", "id": next_id("toolu"), "name": plan.tool, "input": plan.args}
@@ -231,7 +255,8 @@ class Handler(BaseHTTPRequestHandler):
 
     # OpenAI Responses API.
     def openai_responses(self, body):
-        plan = Plan(tool_names(body.get("tools")), count_results_responses(body), self.server.say)
+        say = functools.partial(self.server.say_in, first_call_responses(body))
+        plan = Plan(tool_names(body.get("tools")), count_results_responses(body), say)
         rid = next_id("resp")
         if plan.tool:
             item = {
@@ -299,17 +324,32 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, log_path, says):
+        super().__init__(address, Handler)
+        self.log_path = log_path
+        self.says = says
+        self.conversations = {}
+
+    def say_in(self, conversation):
+        """The message of a conversation, known by its first tool call's id."""
+        with LOCK:
+            n = self.conversations.setdefault(conversation, len(self.conversations))
+        return self.says[min(n, len(self.says) - 1)]
+
+
 def main():
     p = argparse.ArgumentParser(description="Scripted model server for interop checks.")
     p.add_argument("--log", required=True, help="append every request here, one JSON line each")
     p.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: any free one)")
     p.add_argument("--port-file", help="write the port here once listening")
-    p.add_argument("--say", default="done: inbox checked", help="the channel_send message")
+    p.add_argument("--say", action="append",
+                   help="the channel_send message (default: done: inbox checked); again: "
+                   "that of the next conversation, the last one repeating")
     a = p.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    srv.daemon_threads = True
-    srv.log_path = a.log
-    srv.say = a.say
+    srv = Server(("127.0.0.1", a.port), a.log, a.say or ["done: inbox checked"])
     port = srv.server_address[1]
     if a.port_file:
         tmp = a.port_file + ".tmp"
