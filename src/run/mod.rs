@@ -18,6 +18,7 @@
 pub mod backend;
 pub mod controller;
 pub mod diagnostic;
+pub mod expr;
 pub mod interpolate;
 pub mod models;
 pub mod prompt;
