@@ -6,6 +6,9 @@
 //! | `workflow`    | the workflow file: its types ([`Workflow`], [`AgentDef`], [`Context`], [`SetupTask`]), [`load`]/[`check`] with every problem as `FILE:LINE:COL: what`; the reading itself in `workflow/read.rs` |
 //! | `interpolate` | `${{ name }}` templates ([`Template`]), variable values ([`Vars`]), plain-text and shell-safe rendering |
 //! | `shell`       | (private) how `sh` reads a place in a command text: quotes, comments, here-documents |
+//! | `expr`        | the `if:` expressions of tasks: parsing with error columns, the variables referenced, evaluation |
+//! | `pipeline`    | running `tasks:`: shell, send, if, parallel; the last output and the `as:` results |
+//! | `reply`       | waiting for an agent to handle one channel entry, and its reply |
 //! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`], did-you-mean suggestions |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
@@ -18,10 +21,13 @@
 pub mod backend;
 pub mod controller;
 pub mod diagnostic;
+pub mod expr;
 pub mod interpolate;
 pub mod models;
+pub mod pipeline;
 pub mod prompt;
 mod reader;
+pub mod reply;
 pub mod runner;
 pub mod serve;
 mod shell;

@@ -65,36 +65,40 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
     for (i, task) in wf.setup.iter().enumerate() {
         let first = task.shell.value.text().lines().next().unwrap_or("").trim();
         let name = format!("setup task {} ({first})", i + 1);
-        let cmd = task
-            .shell
-            .value
-            .render_shell(vars)
-            .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
-        let mut c = Command::new("sh");
-        c.arg("-c")
-            .arg(&cmd.text)
-            .env_remove(READY_FD)
-            .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let out = c
-            .output()
-            .map_err(|e| Error::No(format!("{name}: cannot run sh: {e}")))?;
-        if !out.status.success() {
-            let how = match out.status.code() {
-                Some(c) => format!("exit status {c}"),
-                None => "killed by a signal".to_string(),
-            };
-            return Err(Error::No(format!("{name} failed: {how}")));
-        }
+        let out = shell(&name, &task.shell.value, vars)?;
         if let Some(var) = &task.output {
-            let text = String::from_utf8_lossy(&out.stdout);
-            let text = text.strip_suffix('\n').unwrap_or(&text);
-            vars.set(&var.value, text);
+            vars.set(&var.value, out);
         }
     }
     Ok(())
+}
+
+/// Run `template` with `sh -c`, values passed through the environment; its stdout without
+/// one trailing newline. A failure is an error naming `name`.
+pub(super) fn shell(name: &str, template: &super::Template, vars: &Vars) -> Result<String> {
+    let cmd = template
+        .render_shell(vars)
+        .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(&cmd.text)
+        .env_remove(READY_FD)
+        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let out = c
+        .output()
+        .map_err(|e| Error::No(format!("{name}: cannot run sh: {e}")))?;
+    if !out.status.success() {
+        let how = match out.status.code() {
+            Some(c) => format!("exit status {c}"),
+            None => "killed by a signal".to_string(),
+        };
+        return Err(Error::No(format!("{name} failed: {how}")));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
 }
 
 /// The values of an agent's `env` map, rendered.
@@ -265,8 +269,9 @@ fn limits(
 }
 
 /// Print controller events: lines on stderr, or JSON Lines on stdout.
-fn reporter(opts: &Options) -> Arc<Report> {
-    let (quiet, json) = (opts.quiet, opts.json);
+/// With tasks, stdout is their result: the events go to stderr as lines.
+fn reporter(opts: &Options, has_tasks: bool) -> Arc<Report> {
+    let (quiet, json) = (opts.quiet, opts.json && !has_tasks);
     Arc::new(move |ev: &Event| {
         if quiet {
             return;
@@ -529,7 +534,12 @@ pub fn run(
         .as_ref()
         .map(|k| k.value.render(&vars))
         .transpose()?;
-    let start = Start { election, kickoff };
+    let tasks = (!wf.tasks.is_empty()).then(|| (wf.tasks.clone(), vars));
+    let start = Start {
+        election,
+        kickoff,
+        tasks,
+    };
     drive(inst, controllers, opts, before, start)
 }
 
@@ -576,10 +586,12 @@ fn start_election(inst: &Instance, agents: &[&str]) -> Result<String> {
 struct Start {
     election: Option<String>,
     kickoff: Option<String>,
+    /// The tasks and the variables they start from.
+    tasks: Option<(Vec<super::workflow::Task>, Vars)>,
 }
 
 impl Start {
-    fn begin(self, inst: &Instance, shared: &Shared) -> Result<()> {
+    fn begin(&self, inst: &Instance, shared: &Shared) -> Result<()> {
         if let Some(id) = &self.election {
             wait_election(inst, shared, id);
         }
@@ -775,6 +787,7 @@ fn drive(
         });
     }
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
+    let has_tasks = start.tasks.is_some();
     if let Some(why) = waiter.fallback() {
         crate::cli::warn(
             "aw-run",
@@ -783,7 +796,7 @@ fn drive(
     }
     {
         let shared = shared.clone();
-        let mut printer = Printer::new(inst, opts, before);
+        let mut printer = Printer::new(inst, opts, before, has_tasks);
         printer.print();
         std::thread::spawn(move || {
             loop {
@@ -793,18 +806,32 @@ fn drive(
             }
         });
     }
-    let report = reporter(opts);
+    let report = reporter(opts, has_tasks);
     let mut handles = Vec::new();
     for c in controllers {
         let (shared, report) = (shared.clone(), report.clone());
         handles.push(std::thread::spawn(move || c.run(&shared, &*report)));
     }
+    let t0 = Instant::now();
+    let mut outcome = None;
     let (code, reason) = match start.begin(inst, &shared) {
         Ok(()) => {
             if let Some(ready) = &opts.ready {
                 let _ = (&**ready).write_all(b"1");
             }
-            wait_done(inst, &shared, opts)
+            let done = match &start.tasks {
+                Some((tasks, vars)) => {
+                    let mut vars = vars.clone();
+                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop)
+                        .map(|o| outcome = Some(o))
+                }
+                None => Ok(()),
+            };
+            match done {
+                Ok(()) => wait_done(inst, &shared, opts),
+                Err(Error::Interrupted) => (exit::INTERRUPTED, None),
+                Err(e) => (e.exit_code(), Some(e.to_string())),
+            }
         }
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };
@@ -812,7 +839,7 @@ fn drive(
     for h in handles {
         let _ = h.join();
     }
-    summary(&shared, opts);
+    summary(&shared, opts, has_tasks);
     if let Some(why) = shared.lock().over_budget.clone() {
         return Err(Error::No(why));
     }
@@ -824,6 +851,9 @@ fn drive(
     if let Some(r) = reason {
         return Err(Error::No(r));
     }
+    if let (Some(o), exit::OK) = (outcome, code) {
+        o.print(opts.json, t0.elapsed());
+    }
     Ok(code)
 }
 
@@ -832,14 +862,17 @@ struct Printer {
     channel: Option<Channel>,
     json: bool,
     after: u64,
+    /// Print on stderr, as human lines (stdout is the tasks' result).
+    stderr: bool,
 }
 
 impl Printer {
-    fn new(inst: &Instance, opts: &Options, after: u64) -> Printer {
+    fn new(inst: &Instance, opts: &Options, after: u64, stderr: bool) -> Printer {
         Printer {
             channel: (!opts.quiet).then(|| Channel::new(inst)),
-            json: opts.json,
+            json: opts.json && !stderr,
             after,
+            stderr,
         }
     }
 
@@ -848,7 +881,11 @@ impl Printer {
         let Ok(batch) = ch.read_since(self.after) else {
             return;
         };
-        let mut out = std::io::stdout().lock();
+        let mut out: Box<dyn Write> = if self.stderr {
+            Box::new(std::io::stderr().lock())
+        } else {
+            Box::new(std::io::stdout().lock())
+        };
         for e in &batch.entries {
             let line = if self.json {
                 let mut v: serde_json::Value =
@@ -1014,7 +1051,7 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
 }
 
 /// Print runs and failures per agent.
-fn summary(shared: &Shared, opts: &Options) {
+fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
     let st = shared.lock();
     if opts.quiet {
         return;
@@ -1023,7 +1060,7 @@ fn summary(shared: &Shared, opts: &Options) {
     for a in st.agents.values() {
         total.add(&a.usage);
     }
-    if opts.json {
+    if opts.json && !has_tasks {
         let agents: serde_json::Map<String, serde_json::Value> = st
             .agents
             .iter()

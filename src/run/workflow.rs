@@ -18,7 +18,7 @@
 //! Every key is checked: an unknown key anywhere is an error (with the nearest valid key
 //! when one is close), and so is a value of the wrong type. [`load`] reports every problem it
 //! finds as a [`Diagnostic`] (`FILE:LINE:COL: what`), sorted by position; warnings do not stop
-//! loading. `tasks:` is refused for now.
+//! loading.
 //!
 //! Agent keys, all optional:
 //!
@@ -92,6 +92,7 @@ use std::time::Duration;
 use super::backend::{Budget, Usage};
 use super::diagnostic::Diagnostics;
 pub use super::diagnostic::{Diagnostic, Pos, Spanned};
+use super::expr::Expr;
 use super::interpolate::{Template, Vars};
 use super::models::{self, Price, Pricing};
 use super::reader::Reader;
@@ -124,6 +125,8 @@ pub struct Workflow {
     pub context: Context,
     pub setup: Vec<SetupTask>,
     pub kickoff: Option<Spanned<Template>>,
+    /// `tasks:`, run in order after the kickoff.
+    pub tasks: Vec<Task>,
     /// `pricing:`: the built-in prices with this workflow's overrides.
     pub pricing: Pricing,
     /// `budget:`: what the whole workflow may spend (the command line's flags win).
@@ -294,6 +297,53 @@ pub enum DocumentOwner {
     Agent(String),
     /// `election`: the agents choose one.
     Election,
+}
+
+/// One task of `tasks:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// The position of the task's first key.
+    pub pos: Pos,
+    pub kind: TaskKind,
+    /// `if:`: run only when it is true.
+    pub when: Option<Spanned<Expr>>,
+    /// `as:`: the variable that stores the task's output.
+    pub output: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskKind {
+    /// Run with `sh -c`, values passed as in [`Template::render_shell`].
+    Shell(Spanned<Template>),
+    /// Post the text as `system` to `to` and wait for its reply.
+    Send {
+        text: Spanned<Template>,
+        to: Spanned<String>,
+        timeout: Option<Duration>,
+    },
+    /// Run these at the same time (none of them is a group).
+    Parallel(Vec<Task>),
+}
+
+impl Task {
+    /// How the task is named in messages: `shell: FIRST LINE`, `send to AGENT: FIRST LINE`,
+    /// or `parallel`.
+    pub fn describe(&self) -> String {
+        let first = |t: &Template| t.text().lines().next().unwrap_or("").trim().to_string();
+        match &self.kind {
+            TaskKind::Shell(t) => format!("shell: {}", first(t)),
+            TaskKind::Send { text, to, .. } => format!("send to {}: {}", to.value, first(text)),
+            TaskKind::Parallel(_) => "parallel".to_string(),
+        }
+    }
+
+    /// The variables the task sets (for a group, its sub-tasks').
+    pub fn outputs(&self) -> Vec<&Spanned<String>> {
+        match &self.kind {
+            TaskKind::Parallel(tasks) => tasks.iter().flat_map(Task::outputs).collect(),
+            _ => self.output.iter().collect(),
+        }
+    }
 }
 
 /// One setup command.

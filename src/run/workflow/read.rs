@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::{
     AgentDef, Backend, Budget, Context, DEFAULT_CHANNEL, DocumentOwner, ELECTION, FileConfig,
-    MockDef, Price, Pricing, SetupTask, SystemPrompt, Usage, Workflow, models, names_prompt_file,
-    read_capped,
+    MockDef, Price, Pricing, SetupTask, SystemPrompt, Task, TaskKind, Usage, Workflow, models,
+    names_prompt_file, read_capped,
 };
 use crate::error::Error;
 use crate::mention;
@@ -14,7 +14,9 @@ use crate::names::{self, sanitize};
 use crate::run::backend::claude::PERMISSION_MODES;
 use crate::run::backend::files::FileTool;
 use crate::run::diagnostic::{Pos, Spanned, suggestion};
+use crate::run::expr::Expr;
 use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
+use crate::run::reader::Reference;
 use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::yaml::{Kind, Node};
 
@@ -52,6 +54,7 @@ const PRICE_KEYS: [&str; 4] = ["input", "output", "cache_read", "cache_write"];
 const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
 const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];
 const SETUP_KEYS: [&str; 2] = ["shell", "as"];
+const TASK_KEYS: [&str; 7] = ["shell", "send", "parallel", "to", "as", "timeout", "if"];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     let dir = match path.parent() {
@@ -67,6 +70,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         context: Context::default(),
         setup: Vec::new(),
         kickoff: None,
+        tasks: Vec::new(),
         pricing: Pricing::default(),
         budget: Budget::default(),
     };
@@ -81,9 +85,6 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
             None => return workflow,
         },
     };
-    if let Some((key, _)) = fields.entry("tasks") {
-        r.error(key.pos, "tasks", "not supported yet; use setup and kickoff");
-    }
     if let Some(node) = fields.get("name") {
         workflow.name = r.name(node, "name").unwrap_or(workflow.name);
     }
@@ -97,6 +98,9 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     if let Some(node) = fields.get("kickoff") {
         workflow.kickoff = r.template(node, "kickoff", Use::TEXT);
         warn_mentions(r, node, &agents);
+    }
+    if let Some(node) = fields.get("tasks") {
+        workflow.tasks = read_tasks(r, node, workflow.setup.len(), &agents);
     }
     if let Some(node) = fields.get("pricing") {
         workflow.pricing = read_pricing(r, node);
@@ -799,6 +803,199 @@ fn read_output(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<String
     }
 }
 
+/// `tasks:`. References in top-level task `i` (and in its sub-tasks) see the setup outputs
+/// and the outputs of the tasks before it: they are step `base + i`.
+fn read_tasks(r: &mut Reader, node: &Node, base: usize, agents: &[&str]) -> Vec<Task> {
+    let Some(items) = node.seq().map_err(|m| r.error(node.pos, "tasks", &m)).ok() else {
+        return Vec::new();
+    };
+    items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, item)| {
+            read_one_task(r, &format!("tasks[{i}]"), item, base + i, agents, false)
+        })
+        .collect()
+}
+
+/// One task at `path`, whose references see the variables of step `step`; `nested` inside
+/// a parallel group (where another group is refused).
+fn read_one_task(
+    r: &mut Reader,
+    path: &str,
+    item: &Node,
+    step: usize,
+    agents: &[&str],
+    nested: bool,
+) -> Option<Task> {
+    if item.str().is_ok() {
+        let msg =
+            "expected a mapping like {shell: COMMAND} or {send: TEXT, to: AGENT}, found a string";
+        r.error(item.pos, path, msg);
+        return None;
+    }
+    let f = r.fields(item, path, &TASK_KEYS)?;
+    let p = |key: &str| join(path, key);
+    let kinds: Vec<_> = ["shell", "send", "parallel"]
+        .into_iter()
+        .filter_map(|k| f.entry(k).map(|(key, _)| key))
+        .collect();
+    if kinds.len() != 1 {
+        let msg = if kinds.is_empty() {
+            "expected one of 'shell:', 'send:' or 'parallel:'".to_string()
+        } else {
+            let names: Vec<&str> = kinds.iter().map(|k| k.value).collect();
+            format!("one task does one thing; found {}", names.join(" and "))
+        };
+        r.error(kinds.get(1).map_or(item.pos, |k| k.pos), path, &msg);
+        return None;
+    }
+    let kind = kinds[0].value;
+    let refuse = |r: &mut Reader, key: &str, why: &str| {
+        if let Some((k, _)) = f.entry(key) {
+            r.error(k.pos, &p(key), why);
+        }
+    };
+    if kind != "send" {
+        refuse(r, "to", "only for a send task");
+        refuse(r, "timeout", "only for a send task");
+    }
+    if kind == "parallel" {
+        refuse(r, "if", "not on a parallel group: put it on its tasks");
+        refuse(r, "as", "not on a parallel group: put it on its tasks");
+    }
+    let how = Use {
+        before_task: Some(step),
+        shell: true,
+    };
+    let text_use = Use {
+        shell: false,
+        ..how
+    };
+    let kind = match kind {
+        "shell" => TaskKind::Shell(r.template(f.get("shell")?, &p("shell"), how)?),
+        "send" => {
+            let text = r.template(f.get("send")?, &p("send"), text_use);
+            let to = match f.get("to") {
+                Some(n) => read_to(r, n, &p("to"), agents),
+                None => {
+                    r.error(item.pos, path, "a send task needs 'to: AGENT'");
+                    None
+                }
+            };
+            let timeout = f.get("timeout").and_then(|n| r.duration(n, &p("timeout")));
+            TaskKind::Send {
+                text: text?,
+                to: to?,
+                timeout: timeout.map(|t| t.value),
+            }
+        }
+        _ => {
+            let (key, node) = f.entry("parallel")?;
+            if nested {
+                let msg = "a parallel group inside a parallel group is not supported: list its tasks in the outer group";
+                r.error(key.pos, path, msg);
+                return None;
+            }
+            read_group(r, node, &p("parallel"), step, agents)?
+        }
+    };
+    let when = f.get("if").and_then(|n| read_if(r, n, &p("if"), step));
+    let output = f.get("as").and_then(|n| read_output(r, n, &p("as")));
+    Some(Task {
+        pos: item.pos,
+        kind,
+        when,
+        output,
+    })
+}
+
+/// The sub-tasks of a parallel group; two of them setting one variable is an error.
+fn read_group(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    step: usize,
+    agents: &[&str],
+) -> Option<TaskKind> {
+    let items = node.seq().map_err(|m| r.error(node.pos, path, &m)).ok()?;
+    if items.is_empty() {
+        r.error(node.pos, path, "an empty group: list at least one task");
+        return None;
+    }
+    let tasks: Vec<Task> = items
+        .iter()
+        .enumerate()
+        .filter_map(|(j, item)| read_one_task(r, &format!("{path}[{j}]"), item, step, agents, true))
+        .collect();
+    let outputs: Vec<&Spanned<String>> = tasks.iter().flat_map(Task::outputs).collect();
+    for (j, out) in outputs.iter().enumerate() {
+        if let Some(first) = outputs[..j].iter().find(|o| o.value == out.value) {
+            let msg = format!(
+                "'{}' is also set by the task at line {}: tasks of one group run at the same time, give each its own name",
+                out.value, first.pos.line
+            );
+            r.error(out.pos, path, &msg);
+        }
+    }
+    Some(TaskKind::Parallel(tasks))
+}
+
+fn read_to(r: &mut Reader, node: &Node, path: &str, agents: &[&str]) -> Option<Spanned<String>> {
+    let name = r.name(node, path)?;
+    if agents.contains(&name.value.as_str()) {
+        return Some(name);
+    }
+    let msg = format!(
+        "'{}' is not an agent of this workflow{}",
+        sanitize(&name),
+        suggestion(&name, agents.iter().copied())
+    );
+    r.error(name.pos, path, &msg);
+    None
+}
+
+/// An `if:` expression; its variables are checked with the other references.
+fn read_if(r: &mut Reader, node: &Node, path: &str, step: usize) -> Option<Spanned<Expr>> {
+    let text = match &node.kind {
+        Kind::Scalar(text, _) if !node.is_null() => text.clone(),
+        _ => {
+            let msg = format!("expected an expression, found {}", node.type_name());
+            r.error(node.pos, path, &msg);
+            return None;
+        }
+    };
+    // Where a byte of the value is in the file: exact for a value written on one line, plain
+    // or quoted without escapes; else the value's start.
+    let raw = r.doc.raw(node);
+    let start = if raw.starts_with(text.as_str()) {
+        Some(node.pos)
+    } else if raw.len() > 1 && raw[1..].starts_with(text.as_str()) {
+        Some(node.pos.advance(&raw[..1]))
+    } else {
+        None
+    };
+    let locate = |offset: usize| start.map_or(node.pos, |s| s.advance(&text[..offset]));
+    match Expr::parse(&text) {
+        Ok(expr) => {
+            for (name, offset) in expr.vars() {
+                r.refs.push(Reference {
+                    name: name.to_string(),
+                    path: path.to_string(),
+                    pos: locate(offset),
+                    file: None,
+                    before_task: Some(step),
+                });
+            }
+            Some(Spanned::new(expr, node.pos))
+        }
+        Err(e) => {
+            r.error(locate(e.offset), path, &e.message);
+            None
+        }
+    }
+}
+
 /// Warn about each `@name` in the kickoff that is not an agent of the workflow.
 fn warn_mentions(r: &mut Reader, node: &Node, agents: &[&str]) {
     let Some(text) = node.scalar_text() else {
@@ -825,30 +1022,35 @@ pub(super) fn check_references(r: &mut Reader, workflow: &Workflow, vars: &Vars)
             scope.set(name, "");
         }
     }
-    let setup = &workflow.setup;
+    // What each step defines: each setup task, then each task (a group: all its tasks').
+    let setup = workflow.setup.len();
+    let steps: Vec<Vec<&Spanned<String>>> = workflow
+        .setup
+        .iter()
+        .map(|t| t.output.iter().collect())
+        .chain(workflow.tasks.iter().map(Task::outputs))
+        .collect();
     let mut refs = std::mem::take(&mut r.refs);
-    refs.sort_by_key(|x| x.before_task.unwrap_or(usize::MAX));
+    refs.sort_by_key(|x| x.before_task.unwrap_or(setup));
     let mut defined = 0;
     for x in refs {
         // References come by increasing limit, so the scope only grows.
-        let limit = x.before_task.unwrap_or(setup.len()).min(setup.len());
-        for out in setup[defined..limit]
-            .iter()
-            .filter_map(|t| t.output.as_ref())
-        {
+        let limit = x.before_task.unwrap_or(setup).min(steps.len());
+        for out in steps[defined..limit.max(defined)].iter().flatten() {
             scope.set(out, "");
         }
-        defined = limit;
+        defined = defined.max(limit);
         if scope.contains(&x.name) {
             continue;
         }
-        let later = setup[limit..]
-            .iter()
-            .find_map(|t| t.output.as_ref().filter(|o| o.value == x.name));
+        let later = (limit..steps.len())
+            .find_map(|i| steps[i].iter().find(|o| o.value == x.name).map(|o| (i, o)));
         let msg = match later {
-            Some(o) => format!(
-                "undefined variable '{}': the setup task at line {} sets it later",
-                x.name, o.pos.line
+            Some((i, o)) => format!(
+                "undefined variable '{}': the {} at line {} sets it later",
+                x.name,
+                if i < setup { "setup task" } else { "task" },
+                o.pos.line
             ),
             None if !has_files && BUILTINS.contains(&x.name.as_str()) => {
                 format!(

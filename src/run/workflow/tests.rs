@@ -881,9 +881,92 @@ fn setup_errors() {
         "w.yaml:4:18: setup[0].shell: '${{ ticket }}' follows a backslash that would escape its \
          expansion; remove the backslash"
     );
+}
+
+#[test]
+fn tasks_are_read() {
+    let (w, warnings) = loads(
+        "agents:\n  rev: {mock: {}}\n  gen: {mock: {}}\ntasks:\n  - shell: git diff\n    as: diff\n  \
+         - send: \"Review ${{ diff }}\"\n    to: rev\n    as: review\n    timeout: 2m\n  \
+         - if: review contains 'LGTM'\n    send: ok\n    to: gen\n  \
+         - parallel:\n      - {send: a, to: rev, as: a}\n      - {shell: echo, as: b}\n  \
+         - shell: echo ${{ a }}${{ b }}\n    as: review\n",
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(w.tasks.len(), 5);
+    assert_eq!(w.tasks[0].describe(), "shell: git diff");
+    assert!(
+        matches!(&w.tasks[1].kind, TaskKind::Send { to, timeout, .. }
+        if to.value == "rev" && *timeout == Some(Duration::from_secs(120)))
+    );
     assert_eq!(
-        problem(&format!("{AGENT}tasks:\n  - shell: x\n")),
-        "w.yaml:3:1: tasks: not supported yet; use setup and kickoff"
+        w.tasks[2].when.as_ref().unwrap().text(),
+        "review contains 'LGTM'"
+    );
+    let TaskKind::Parallel(group) = &w.tasks[3].kind else {
+        panic!()
+    };
+    assert_eq!(group.len(), 2);
+    let outs: Vec<&str> = w.tasks[3]
+        .outputs()
+        .iter()
+        .map(|o| o.value.as_str())
+        .collect();
+    assert_eq!(outs, ["a", "b"]);
+    // A later task may set a variable again.
+    assert_eq!(w.tasks[4].output.as_ref().unwrap().value, "review");
+}
+
+#[test]
+fn task_errors() {
+    let tasks = |t: &str| problem(&format!("{AGENT}tasks:\n{t}"));
+    assert_eq!(
+        tasks("  - send: hi\n    to: alcie\n"),
+        "w.yaml:5:9: tasks[0].to: 'alcie' is not an agent of this workflow (did you mean 'alice'?)"
+    );
+    assert_eq!(
+        tasks("  - send: hi\n"),
+        "w.yaml:4:5: tasks[0]: a send task needs 'to: AGENT'"
+    );
+    assert_eq!(
+        tasks("  - if: x == 'a' &&\n    shell: echo\n"),
+        "w.yaml:4:20: tasks[0].if: expected a value, found the end of the expression"
+    );
+    assert_eq!(
+        tasks("  - if: \"x = 'é'\"\n    shell: echo\n"),
+        "w.yaml:4:12: tasks[0].if: unexpected '=' (did you mean '=='?)"
+    );
+    assert_eq!(
+        tasks("  - if: ok && ${{ ticket }}\n    shell: echo\n    as: ok\n"),
+        "w.yaml:4:9: tasks[0].if: undefined variable 'ok': the task at line 6 sets it later"
+    );
+    assert_eq!(
+        tasks("  - parallel:\n      - {shell: a, as: x}\n      - shell: echo ${{ x }}\n"),
+        "w.yaml:6:21: tasks[0].parallel[1].shell: undefined variable 'x': the task at line 5 sets it later"
+    );
+    assert_eq!(
+        tasks("  - parallel:\n      - {shell: a, as: x}\n      - {shell: b, as: x}\n"),
+        "w.yaml:6:24: tasks[0].parallel: 'x' is also set by the task at line 5: tasks of one group \
+         run at the same time, give each its own name"
+    );
+    assert!(
+        tasks("  - parallel:\n      - parallel:\n          - shell: a\n")
+            .contains("a parallel group inside a parallel group is not supported")
+    );
+    assert_eq!(
+        tasks("  - shell: a\n    send: b\n"),
+        "w.yaml:5:5: tasks[0]: one task does one thing; found shell and send"
+    );
+    assert_eq!(
+        tasks("  - as: x\n"),
+        "w.yaml:4:5: tasks[0]: expected one of 'shell:', 'send:' or 'parallel:'"
+    );
+    // The kickoff runs before the tasks: it does not see their outputs.
+    assert_eq!(
+        problem(&format!(
+            "{AGENT}kickoff: ${{{{ x }}}}\ntasks:\n  - {{shell: a, as: x}}\n"
+        )),
+        "w.yaml:3:10: kickoff: undefined variable 'x': the task at line 5 sets it later"
     );
 }
 

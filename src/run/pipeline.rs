@@ -1,0 +1,152 @@
+//! Running the `tasks:` of a workflow: in order, a `parallel` group's tasks at the same time
+//! (each in its own thread, all finishing even when one fails), `if:` deciding whether a
+//! task runs, `as:` storing its output (a later task may store another value under the
+//! same name).
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::backend::Stop;
+use super::interpolate::Vars;
+use super::reply::{reply_text, wait_reply};
+use super::workflow::{Task, TaskKind};
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::post::{self, PostOptions};
+
+/// What the tasks gave: the output of the last task that ran, and every `as:` value.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub output: Option<String>,
+    pub results: Vec<(String, String)>,
+}
+
+impl Outcome {
+    /// On stdout: the output (with a final newline when it has none), or with `json` one
+    /// object `{"output", "results", "duration_ms"}`.
+    pub fn print(&self, json: bool, took: Duration) {
+        let mut out = std::io::stdout().lock();
+        if json {
+            let results: serde_json::Map<String, serde_json::Value> = self
+                .results
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect();
+            let v = json!({"output": self.output, "results": results,
+                "duration_ms": took.as_millis() as u64});
+            let _ = writeln!(out, "{v}");
+        } else if let Some(o) = &self.output {
+            let _ = write!(out, "{o}");
+            if !o.is_empty() && !o.ends_with('\n') {
+                let _ = writeln!(out);
+            }
+        }
+        let _ = out.flush();
+    }
+
+    fn set(&mut self, name: &str, value: &str, vars: &mut Vars) {
+        vars.set(name, value);
+        self.results.retain(|(k, _)| k != name);
+        self.results.push((name.to_string(), value.to_string()));
+    }
+}
+
+/// Run `tasks` in order; the first failure stops them (an error naming the task).
+pub fn run_tasks(inst: &Instance, tasks: &[Task], vars: &mut Vars, stop: &Stop) -> Result<Outcome> {
+    let mut outcome = Outcome::default();
+    for (i, task) in tasks.iter().enumerate() {
+        let label = format!("task {}", i + 1);
+        match &task.kind {
+            TaskKind::Parallel(group) => {
+                let results: Vec<Result<Option<String>>> = std::thread::scope(|s| {
+                    let handles: Vec<_> = group
+                        .iter()
+                        .enumerate()
+                        .map(|(j, t)| {
+                            let label = format!("{label}.{}", j + 1);
+                            let vars = &*vars;
+                            s.spawn(move || run_one(inst, t, &label, vars, stop))
+                        })
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|_| Err(Error::No("a task panicked".into())))
+                        })
+                        .collect()
+                });
+                let mut first_error = None;
+                for (t, r) in group.iter().zip(results) {
+                    match r {
+                        Ok(Some(out)) => {
+                            if let Some(name) = &t.output {
+                                outcome.set(name, &out, vars);
+                            }
+                            outcome.output = Some(out);
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            first_error.get_or_insert(e);
+                        }
+                    }
+                }
+                if let Some(e) = first_error {
+                    return Err(e);
+                }
+            }
+            _ => {
+                if let Some(out) = run_one(inst, task, &label, vars, stop)? {
+                    if let Some(name) = &task.output {
+                        outcome.set(name, &out, vars);
+                    }
+                    outcome.output = Some(out);
+                }
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// One shell or send task; `None` when its `if:` was false.
+fn run_one(
+    inst: &Instance,
+    task: &Task,
+    label: &str,
+    vars: &Vars,
+    stop: &Stop,
+) -> Result<Option<String>> {
+    let name = format!("{label} ({})", task.describe());
+    if let Some(when) = &task.when {
+        let yes = when
+            .value
+            .eval(vars)
+            .map_err(|e| Error::invalid(format!("{name}: if: {e}")))?;
+        if !yes {
+            return Ok(None);
+        }
+    }
+    match &task.kind {
+        TaskKind::Shell(t) => super::runner::shell(&name, &t.value, vars).map(Some),
+        TaskKind::Send { text, to, timeout } => {
+            let mut text = text
+                .value
+                .render(vars)
+                .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+            let (mentions, _) = crate::mention::resolve(&text, |n| n == to.value);
+            if !mentions.contains(&to.value) {
+                text = format!("@{} {text}", to.value);
+            }
+            let posted = post::post(inst, "system", &text, &PostOptions::default())
+                .map_err(|e| Error::No(format!("{name}: {e}")))?;
+            match wait_reply(inst, &to.value, posted.entry.id, *timeout, stop) {
+                Ok(entries) => Ok(Some(reply_text(&entries))),
+                Err(Error::Interrupted) => Err(Error::Interrupted),
+                Err(e) => Err(Error::No(format!("{name} failed: {e}"))),
+            }
+        }
+        TaskKind::Parallel(_) => unreachable!("groups are not nested"),
+    }
+}

@@ -1,0 +1,162 @@
+//! Workflow tasks end to end with real aw-run processes and exec agents: the changeset
+//! pipeline, `if`, `parallel`, values that stay data, failures, `--json`.
+
+mod common;
+
+use common::runner::{Setup, assert_code, stderr};
+
+/// An exec agent that answers `reply` (a shell word list) after reading its prompt.
+fn agent(name: &str, script: &str) -> String {
+    format!("  {name}:\n    command: [sh, -c, {script:?}]\n")
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_changeset_pipeline_runs_end_to_end() {
+    let s = Setup::new();
+    s.write("change.txt", "fix: typo in README\n");
+    let wf = format!(
+        "agents:\n{}{}tasks:\n  - shell: cat change.txt\n    as: diff\n  \
+         - send: |\n      Review these changes:\n      ${{{{ diff }}}}\n    to: reviewer\n    as: review\n  \
+         - send: |\n      Generate changeset based on:\n      ${{{{ review }}}}\n    to: generator\n    as: changeset\n  \
+         - shell: |\n      mkdir -p .changeset\n      printf '%s\\n' \"${{{{ changeset }}}}\" > .changeset/auto.md\n      cat .changeset/auto.md\n",
+        agent("reviewer", "grep -q typo && echo 'LGTM: typo fix'"),
+        agent("generator", "grep -q LGTM && echo '---\npatch\n---'"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "---\npatch\n---\n", "{}", stderr(&out));
+    let file = std::fs::read_to_string(s.dir().join(".changeset/auto.md")).unwrap();
+    assert_eq!(file, "---\npatch\n---\n");
+}
+
+#[test]
+fn if_runs_a_task_only_when_true() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: review\n    to: rev\n    as: review\n  \
+         - if: review contains \"LGTM\"\n    shell: echo approved\n    as: verdict\n  \
+         - if: \"!(review contains 'LGTM')\"\n    shell: echo rejected\n    as: verdict\n  \
+         - shell: echo \"${{{{ verdict }}}}\"\n",
+        agent("rev", "cat >/dev/null; echo 'LGTM \"quoted\" ☃'"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "approved\n", "{}", stderr(&out));
+    let wf = wf.replace("echo 'LGTM", "echo 'NOPE");
+    let out = s.run(&wf, &["-i", "w2"]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "rejected\n", "{}", stderr(&out));
+}
+
+#[test]
+fn parallel_tasks_run_at_the_same_time() {
+    let s = Setup::new();
+    let body = "cat >/dev/null; date +%s.%N > \"$0.start\"; sleep 0.3; date +%s.%N > \"$0.end\"; echo done";
+    let mut agents = String::new();
+    let mut group = String::new();
+    for n in ["a", "b", "c"] {
+        let stamp = s.dir().join(n);
+        agents.push_str(&format!(
+            "  {n}:\n    command: [sh, -c, {body:?}, {:?}]\n",
+            stamp.to_str().unwrap()
+        ));
+        group.push_str(&format!(
+            "      - send: go\n        to: {n}\n        as: r{n}\n"
+        ));
+    }
+    let wf = format!(
+        "agents:\n{agents}tasks:\n  - parallel:\n{group}  - shell: echo ${{{{ ra }}}}${{{{ rb }}}}${{{{ rc }}}}\n"
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "donedonedone\n", "{}", stderr(&out));
+    let read = |n: &str, what: &str| -> f64 {
+        let p = s.dir().join(format!("{n}.{what}"));
+        std::fs::read_to_string(p).unwrap().trim().parse().unwrap()
+    };
+    let latest_start = ["a", "b", "c"]
+        .map(|n| read(n, "start"))
+        .into_iter()
+        .fold(0.0, f64::max);
+    let earliest_end = ["a", "b", "c"]
+        .map(|n| read(n, "end"))
+        .into_iter()
+        .fold(f64::MAX, f64::min);
+    assert!(latest_start < earliest_end, "the three runs overlap");
+}
+
+#[test]
+fn a_reply_is_only_data_in_a_later_shell_task() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: hi\n    to: rev\n    as: r\n  - shell: echo ${{{{ r }}}}; echo \"${{{{ r }}}}\"\n",
+        agent(
+            "rev",
+            "cat >/dev/null; echo '$(touch pwned) `touch pwned2` \"'"
+        ),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert!(!s.dir().join("pwned").exists());
+    assert!(!s.dir().join("pwned2").exists());
+    assert_eq!(
+        stdout(&out),
+        "$(touch pwned) `touch pwned2` \"\n$(touch pwned) `touch pwned2` \"\n"
+    );
+}
+
+#[test]
+fn a_failing_shell_task_stops_the_pipeline() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - shell: echo one\n  - shell: |\n      exit 3\n      more\n  - shell: touch after\n",
+        agent("rev", "cat"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 1);
+    assert!(stdout(&out).is_empty());
+    let err = stderr(&out);
+    assert!(
+        err.contains("aw-run: task 2 (shell: exit 3) failed: exit status 3"),
+        "{err}"
+    );
+    assert!(!s.dir().join("after").exists());
+}
+
+#[test]
+fn a_failing_agent_stops_the_pipeline() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: |\n      please review\n      this\n    to: rev\n  - shell: touch after\n",
+        agent("rev", "cat >/dev/null; exit 4"),
+    );
+    let out = s.run(&wf, &["--retries", "1"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("aw-run: task 1 (send to rev: please review) failed: rev failed"),
+        "{err}"
+    );
+    assert!(!s.dir().join("after").exists());
+}
+
+#[test]
+fn json_prints_one_object() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - shell: echo a\n    as: x\n  - send: hi\n    to: rev\n    as: y\n",
+        agent("rev", "cat >/dev/null; echo answer"),
+    );
+    let out = s.run(&wf, &["--json"]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["output"], "answer");
+    assert_eq!(v["results"], serde_json::json!({"x": "a", "y": "answer"}));
+    assert!(v["duration_ms"].is_u64());
+}
