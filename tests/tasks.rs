@@ -160,3 +160,69 @@ fn json_prints_one_object() {
     assert_eq!(v["results"], serde_json::json!({"x": "a", "y": "answer"}));
     assert!(v["duration_ms"].is_u64());
 }
+
+#[test]
+fn the_shipped_changeset_example_and_pre_commit_hook_work_in_a_repository() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = Setup::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(s.dir())
+            .env("PATH", common::runner::path_with_bins())
+            .output()
+            .expect("git");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(git(&["init", "-q", "."]).0, Some(0));
+    s.write("notes.txt", "hello\n");
+    assert_eq!(git(&["add", "notes.txt"]).0, Some(0));
+
+    // The changeset pipeline: the changeset on stdout and in .changeset/.
+    let out = run_hang_guarded_file(&s, &repo.join("examples/changeset.yaml"));
+    assert_code(&out, 0);
+    let changeset = stdout(&out);
+    assert!(
+        changeset.starts_with("---\n\"aw\": patch\n---\n\nLGTM"),
+        "{changeset}"
+    );
+    let written: Vec<_> = std::fs::read_dir(s.dir().join(".changeset"))
+        .unwrap()
+        .collect();
+    assert_eq!(written.len(), 1);
+
+    // The pre-commit hook lets an approved commit through.
+    std::fs::create_dir_all(s.dir().join("examples")).unwrap();
+    std::fs::copy(
+        repo.join("examples/review.yaml"),
+        s.dir().join("examples/review.yaml"),
+    )
+    .unwrap();
+    let hook = s.dir().join(".git/hooks/pre-commit");
+    std::fs::copy(repo.join("examples/hooks/pre-commit"), &hook).unwrap();
+    let (code, err) = git(&["commit", "-q", "-m", "first"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("LGTM"), "{err}");
+    // And stops one the reviewer does not approve.
+    let wf = std::fs::read_to_string(s.dir().join("examples/review.yaml")).unwrap();
+    s.write(
+        "examples/review.yaml",
+        &wf.replace("echo \"LGTM", "echo \"NO"),
+    );
+    s.write("notes.txt", "hello\nagain\n");
+    assert_eq!(git(&["add", "notes.txt"]).0, Some(0));
+    let (code, err) = git(&["commit", "-q", "-m", "second"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("pre-commit: the review did not approve the change"),
+        "{err}"
+    );
+}
+
+fn run_hang_guarded_file(s: &Setup, file: &std::path::Path) -> std::process::Output {
+    common::runner::run_hang_guarded(s.cmd_file(&["-q"], file))
+}
