@@ -123,7 +123,7 @@ _aw_send() {
         esac
     done
     if [[ $cur == -* ]]; then
-        local opts='--root -i --instance -f --from -t --to --strict --sync --json -h --help -V --version'
+        local opts='--root -i --instance -f --from -t --to --strict --sync --json --lines -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
     fi
 }

@@ -98,5 +98,6 @@ complete -c aw-send -s t -l to -x -a '(__aw_targets)' -d 'agent, agent@instance 
 complete -c aw-send -l strict -d 'Refuse a message that mentions an unregistered @name'
 complete -c aw-send -l sync -d 'fdatasync the channel before returning'
 complete -c aw-send -l json -d 'Print the new entry as JSON instead of its id'
+complete -c aw-send -l lines -d 'Send each line of stdin as a message, until end of input'
 complete -c aw-send -s h -l help -d 'Print help'
 complete -c aw-send -s V -l version -d 'Print the version'

@@ -435,7 +435,30 @@ impl Channel {
         mentions: Vec<String>,
         sync: bool,
     ) -> Result<(Entry, Vec<Damage>)> {
-        validate_message(message)?;
+        let (mut entries, damage) =
+            self.append_many(from, vec![(message.to_string(), mentions)], sync)?;
+        let entry = entries.pop().expect("one message gives one entry");
+        Ok((entry, damage))
+    }
+
+    /// Append several messages from `from`, each with its resolved mentions, as [`append`]
+    /// does one: under one lock, with dense ids, the entries written together with one
+    /// `write`, each exactly as a single append would write it, and one index record each.
+    /// Every message must be valid, or nothing is written. No messages: nothing is done.
+    ///
+    /// [`append`]: Channel::append
+    pub fn append_many(
+        &self,
+        from: &str,
+        messages: Vec<(String, Vec<String>)>,
+        sync: bool,
+    ) -> Result<(Vec<Entry>, Vec<Damage>)> {
+        if messages.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        for (message, _) in &messages {
+            validate_message(message)?;
+        }
         let _lock = Lock::exclusive(&self.lock)?;
         let mut log = OpenOptions::new()
             .append(true)
@@ -455,43 +478,52 @@ impl Channel {
         // with it, and valid entries would share an id.
         let torn = matches!(damage.last(), Some(Damage::Unreadable { at_end: true, .. }))
             && buf.last() != Some(&b'\n');
-        let id = match found.last().map(|(_, r)| r).or(base.as_ref()) {
-            None => 1,
-            Some(r) => r.id.checked_add(1).ok_or_else(|| Error::Corrupt {
+        let last = found.last().map(|(_, r)| r).or(base.as_ref()).map_or(0, |r| r.id);
+        let first = last
+            .checked_add(1)
+            .filter(|f| f.checked_add(messages.len() as u64 - 1).is_some())
+            .ok_or_else(|| Error::Corrupt {
                 path: self.log.clone(),
-                why: format!(
-                    "entry #{} has the largest id there is; nothing can be appended after it",
-                    r.id
-                ),
-            })?,
-        };
-        let entry = Entry {
-            id,
-            timestamp: now(),
-            from: from.to_string(),
-            message: message.to_string(),
-            mentions,
-        };
+                why: if last == u64::MAX {
+                    format!(
+                        "entry #{last} has the largest id there is; nothing can be appended after it"
+                    )
+                } else {
+                    format!("entry #{last} leaves too few ids for {} entries", messages.len())
+                },
+            })?;
+        let timestamp = now();
         let mut bytes = Vec::new();
         if torn {
             bytes.push(b'\n');
         }
-        let sep = bytes.len() as u64;
-        bytes.extend_from_slice(&render(&entry));
+        let mut records = Vec::with_capacity((found.len() + messages.len()) * RECORD as usize);
+        for (_, r) in &found {
+            records.extend_from_slice(&r.encode());
+        }
+        let mut entries = Vec::with_capacity(messages.len());
+        for (id, (message, mentions)) in (first..).zip(messages) {
+            let entry = Entry {
+                id,
+                timestamp: timestamp.clone(),
+                from: from.to_string(),
+                message,
+                mentions,
+            };
+            let start = bytes.len() as u64;
+            bytes.extend_from_slice(&render(&entry));
+            let rec = Record {
+                id,
+                offset: size + start,
+                len: bytes.len() as u64 - start,
+            };
+            records.extend_from_slice(&rec.encode());
+            entries.push(entry);
+        }
         log.write_all(&bytes).at(&self.log)?;
         if sync {
             log.sync_data().at(&self.log)?;
         }
-        let mut records = Vec::with_capacity((found.len() + 1) * RECORD as usize);
-        for (_, r) in &found {
-            records.extend_from_slice(&r.encode());
-        }
-        let rec = Record {
-            id,
-            offset: size + sep,
-            len: bytes.len() as u64 - sep,
-        };
-        records.extend_from_slice(&rec.encode());
         match index.and_then(|mut ix| ix.update(&records).map(|()| ix.marked)) {
             Ok(true) => {
                 let _ = std::fs::remove_file(&self.stale);
@@ -499,7 +531,7 @@ impl Channel {
             Ok(false) => {}
             Err(e) => damage.push(Damage::IndexNotUpdated { why: e.to_string() }),
         }
-        Ok((entry, damage))
+        Ok((entries, damage))
     }
 
     /// Under the lock: open the index and decide how much of it to keep. A last record that

@@ -88,20 +88,10 @@ pub fn sync_from_env() -> bool {
 
 /// Append `text` from `from` to the instance's channel, creating the instance if needed.
 pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Result<Posted> {
-    names::check_agent(from)
-        .map_err(|_| Error::invalid(format!("invalid sender name '{}'", names::sanitize(from))))?;
+    check_sender(from)?;
     crate::channel::validate_message(text)?;
     let registry = Registry::load(inst)?;
-    let (mentions, unknown) = mention::resolve(text, |n| registry.contains(n));
-    if opts.strict && !unknown.is_empty() {
-        return Err(Error::invalid(format!(
-            "unknown agent{} {} in instance '{}' (registered: {})",
-            if unknown.len() > 1 { "s" } else { "" },
-            at_names(&unknown),
-            inst.name(),
-            registered(&registry)
-        )));
-    }
+    let (mentions, unknown) = resolve(inst, &registry, text, opts)?;
     inst.create()?;
     let (entry, damage) =
         Channel::new(inst).append(from, text, mentions, opts.sync || sync_from_env())?;
@@ -110,4 +100,82 @@ pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Resu
         unknown,
         damage,
     })
+}
+
+/// What [`post_many`] did.
+#[derive(Debug)]
+pub struct PostedMany {
+    /// One outcome per text, in order: the entry posted, or why the text was refused.
+    pub posted: Vec<std::result::Result<Posted, Error>>,
+    /// Damage found at the tail of the log, and an index that could not be updated.
+    pub damage: Vec<Damage>,
+}
+
+/// Post `texts` from `from` with one append: each text is checked and its mentions resolved
+/// as [`post`] does; a text refused gets its error, and the others are appended together,
+/// with dense ids, in order. The instance is created when a text is posted.
+pub fn post_many(
+    inst: &Instance,
+    from: &str,
+    texts: Vec<String>,
+    opts: &PostOptions,
+) -> Result<PostedMany> {
+    check_sender(from)?;
+    let registry = Registry::load(inst)?;
+    let mut outcomes = Vec::with_capacity(texts.len());
+    let mut accepted = Vec::with_capacity(texts.len());
+    for text in texts {
+        match crate::channel::validate_message(&text)
+            .and_then(|()| resolve(inst, &registry, &text, opts))
+        {
+            Ok((mentions, unknown)) => {
+                outcomes.push(Ok(unknown));
+                accepted.push((text, mentions));
+            }
+            Err(e) => outcomes.push(Err(e)),
+        }
+    }
+    if !accepted.is_empty() {
+        inst.create()?;
+    }
+    let (entries, damage) =
+        Channel::new(inst).append_many(from, accepted, opts.sync || sync_from_env())?;
+    let mut entries = entries.into_iter();
+    let posted = outcomes
+        .into_iter()
+        .map(|o| {
+            o.map(|unknown| Posted {
+                entry: entries.next().expect("one entry per accepted text"),
+                unknown,
+                damage: Vec::new(),
+            })
+        })
+        .collect();
+    Ok(PostedMany { posted, damage })
+}
+
+fn check_sender(from: &str) -> Result<()> {
+    names::check_agent(from)
+        .map_err(|_| Error::invalid(format!("invalid sender name '{}'", names::sanitize(from))))
+}
+
+/// Resolve the mentions of a valid `text`: the mentions, and the `@names` that are not
+/// registered agents (refused with `strict`).
+fn resolve(
+    inst: &Instance,
+    registry: &Registry,
+    text: &str,
+    opts: &PostOptions,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let (mentions, unknown) = mention::resolve(text, |n| registry.contains(n));
+    if opts.strict && !unknown.is_empty() {
+        return Err(Error::invalid(format!(
+            "unknown agent{} {} in instance '{}' (registered: {})",
+            if unknown.len() > 1 { "s" } else { "" },
+            at_names(&unknown),
+            inst.name(),
+            registered(registry)
+        )));
+    }
+    Ok((mentions, unknown))
 }

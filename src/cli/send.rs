@@ -1,18 +1,24 @@
-//! `aw-send`: append one message to an instance's channel.
+//! `aw-send`: append one message to an instance's channel, or one per line of stdin.
+
+use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::channel::MAX_MESSAGE;
 use crate::cli::{self, Common, Out};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, exit};
+use crate::instance::Instance;
 use crate::names::{self, Target};
-use crate::post::{self, PostOptions};
+use crate::post::{self, PostOptions, Posted};
 
 pub const HELP: &str = "\
 aw-send - append one message to an aw channel
 
 Usage: aw-send [OPTIONS] [MESSAGE... | -]
+       aw-send [OPTIONS] --lines
 
 With no MESSAGE (or with -), stdin is read as one message (at most 4 MiB).
 Prints the new entry's id.
+With --lines, each line of stdin is sent as soon as it is read, and one id is
+printed per line sent; blank lines are skipped, a bad line is refused alone.
 
 Options:
       --root DIR       root directory (default: $AW_ROOT or ./.workflow)
@@ -22,10 +28,12 @@ Options:
       --strict         refuse a message that mentions an unregistered @name
       --sync           fdatasync the channel before returning (also AW_SYNC=1)
       --json           print the new entry as JSON instead of its id
+      --lines          send each line of stdin as a message, until end of input
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 sent, 64 usage, 65 bad message or name, 73 cannot create,
+Exit status: 0 sent, 64 usage, 65 bad message or name (with --lines: a line
+was refused, the others were sent), 73 cannot create,
 74 I/O error, 75 lock timeout, 77 permission denied, 130 interrupted.
 ";
 
@@ -37,6 +45,7 @@ struct Args {
     strict: bool,
     sync: bool,
     json: bool,
+    lines: bool,
     words: Vec<String>,
     dash: bool,
 }
@@ -56,6 +65,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("strict") => a.strict = true,
             Long("sync") => a.sync = true,
             Long("json") => a.json = true,
+            Long("lines") => a.lines = true,
             Short('h') | Long("help") => return cli::print_help(out, HELP),
             Short('V') | Long("version") => return cli::print_version(out, "aw-send"),
             Value(v) => {
@@ -93,7 +103,19 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     if a.dash && !a.words.is_empty() {
         return Err(Error::Usage("give MESSAGE words or -, not both".into()));
     }
-    let mut text = if a.words.is_empty() {
+    let opts = PostOptions {
+        strict: a.strict,
+        sync: a.sync,
+    };
+    if a.lines {
+        if !a.words.is_empty() {
+            return Err(Error::Usage(
+                "--lines reads the messages from stdin: give no MESSAGE".into(),
+            ));
+        }
+        return send_lines(out, &inst, &from, target.as_ref(), &opts, a.json);
+    }
+    let text = if a.words.is_empty() {
         if !a.dash && cli::stdin_is_tty() {
             return Err(Error::Usage("no message".into())
                 .hint("give MESSAGE, or pipe it on stdin, or use - to read a terminal"));
@@ -106,27 +128,214 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     } else {
         a.words.join(" ")
     };
-    if let Some(Target::Agent { name, .. }) = &target {
-        let already = crate::mention::tokens(&text).contains(&name.as_str());
-        if !already {
-            text = format!("@{name} {text}");
-        }
-    }
-    let opts = PostOptions {
-        strict: a.strict,
-        sync: a.sync,
-    };
+    let text = address(text, target.as_ref());
     let posted = post::post(&inst, &from, &text, &opts)?;
     for d in &posted.damage {
         cli::warn("aw-send", d);
     }
-    for w in posted.unknown_warnings(&inst)? {
-        cli::warn("aw-send", w);
-    }
-    if a.json {
-        out.line(&posted.entry.to_json())?;
-    } else {
-        out.line(&posted.entry.id.to_string())?;
-    }
+    print(out, &inst, &posted, a.json, "")?;
     Ok(0)
+}
+
+/// With `--to agent`, put `@agent ` in front of a text that does not mention the agent.
+fn address(text: String, target: Option<&Target>) -> String {
+    match target {
+        Some(Target::Agent { name, .. })
+            if !crate::mention::tokens(&text).contains(&name.as_str()) =>
+        {
+            format!("@{name} {text}")
+        }
+        _ => text,
+    }
+}
+
+/// Warn about the unknown `@names` of a posted entry (each warning after `prefix`), and print
+/// its id or, with `json`, the entry.
+fn print(out: &mut Out, inst: &Instance, posted: &Posted, json: bool, prefix: &str) -> Result<()> {
+    for w in posted.unknown_warnings(inst)? {
+        cli::warn("aw-send", format_args!("{prefix}{w}"));
+    }
+    if json {
+        out.line(&posted.entry.to_json())
+    } else {
+        out.line(&posted.entry.id.to_string())
+    }
+}
+
+/// Input bytes taken into one batch at most, unless the input pauses first.
+const BATCH: usize = 1 << 20;
+
+/// `--lines`: read stdin in blocks; after each read, take what more is already waiting (up to
+/// [`BATCH`] bytes), then post the complete lines together and print their ids. Returns 0, or
+/// 65 when a line was refused.
+fn send_lines(
+    out: &mut Out,
+    inst: &Instance,
+    from: &str,
+    target: Option<&Target>,
+    opts: &PostOptions,
+    json: bool,
+) -> Result<u8> {
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd();
+    let mut lines = Lines::default();
+    let mut block = vec![0u8; 256 * 1024];
+    let mut refused = false;
+    loop {
+        let mut eof = false;
+        loop {
+            let n = read_block(fd, &mut block)?;
+            if n == 0 {
+                eof = true;
+                lines.finish();
+                break;
+            }
+            lines.push(&block[..n]);
+            if lines.taken >= BATCH || !waiting(fd) {
+                break;
+            }
+        }
+        let batch = lines.take();
+        if !batch.is_empty() {
+            refused |= post_lines(out, inst, from, target, opts, json, batch)?;
+            out.flush()?;
+        }
+        if eof {
+            return Ok(if refused { exit::DATAERR } else { 0 });
+        }
+    }
+}
+
+/// Post a batch of numbered lines with one append; report each refused line as
+/// `aw-send: line N: why`. Returns whether a line was refused.
+fn post_lines(
+    out: &mut Out,
+    inst: &Instance,
+    from: &str,
+    target: Option<&Target>,
+    opts: &PostOptions,
+    json: bool,
+    mut batch: Vec<(u64, Result<String>)>,
+) -> Result<bool> {
+    let texts: Vec<String> = batch
+        .iter_mut()
+        .filter_map(|(_, t)| t.as_mut().ok().map(|t| address(std::mem::take(t), target)))
+        .collect();
+    let mut posted = if texts.is_empty() {
+        Vec::new()
+    } else {
+        let many = post::post_many(inst, from, texts, opts)?;
+        for d in &many.damage {
+            cli::warn("aw-send", d);
+        }
+        many.posted
+    }
+    .into_iter();
+    let mut refused = false;
+    for (n, line) in batch {
+        let outcome = line.and_then(|_| posted.next().expect("one outcome per line"));
+        match outcome {
+            Ok(p) => print(out, inst, &p, json, &format!("line {n}: "))?,
+            Err(e) => {
+                refused = true;
+                let (what, _) = e.split_hints();
+                cli::report("aw-send", &Error::invalid(format!("line {n}: {what}")));
+            }
+        }
+    }
+    Ok(refused)
+}
+
+/// Read what is there, at most `buf.len()` bytes, waiting for some; 0 at end of input.
+fn read_block(fd: BorrowedFd, buf: &mut [u8]) -> Result<usize> {
+    loop {
+        match nix::unistd::read(fd, buf) {
+            Ok(n) => return Ok(n),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(Error::io("<stdin>", e.into())),
+        }
+    }
+}
+
+/// Can `fd` be read without waiting (data, or end of input)?
+fn waiting(fd: BorrowedFd) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0)
+}
+
+/// Stdin cut into numbered lines: each complete line is a text, or why it is refused. Blank
+/// lines (empty or white space) are counted and skipped. A line over [`MAX_MESSAGE`] is not
+/// kept: its bytes are dropped as they come, and it is refused when it ends.
+#[derive(Default)]
+struct Lines {
+    /// The bytes of the line being read.
+    partial: Vec<u8>,
+    /// The line being read is over the limit.
+    overlong: bool,
+    /// Lines ended so far.
+    number: u64,
+    /// Lines ended and not taken yet.
+    done: Vec<(u64, Result<String>)>,
+    /// Bytes pushed since the last take.
+    taken: usize,
+}
+
+impl Lines {
+    fn push(&mut self, mut data: &[u8]) {
+        self.taken += data.len();
+        while let Some(nl) = data.iter().position(|&b| b == b'\n') {
+            self.add(&data[..nl]);
+            self.end_line();
+            data = &data[nl + 1..];
+        }
+        self.add(data);
+    }
+
+    /// End of input: a last line without a newline is a line.
+    fn finish(&mut self) {
+        if self.overlong || !self.partial.is_empty() {
+            self.end_line();
+        }
+    }
+
+    fn take(&mut self) -> Vec<(u64, Result<String>)> {
+        self.taken = 0;
+        std::mem::take(&mut self.done)
+    }
+
+    fn add(&mut self, bytes: &[u8]) {
+        if self.overlong {
+            return;
+        }
+        if self.partial.len() + bytes.len() > MAX_MESSAGE {
+            self.overlong = true;
+            self.partial = Vec::new();
+            return;
+        }
+        self.partial.extend_from_slice(bytes);
+    }
+
+    fn end_line(&mut self) {
+        self.number += 1;
+        let text = if std::mem::take(&mut self.overlong) {
+            Err(Error::invalid(format!(
+                "line is over the limit of {MAX_MESSAGE} bytes"
+            )))
+        } else {
+            match std::str::from_utf8(&self.partial) {
+                Ok(t) if t.trim().is_empty() => {
+                    self.partial.clear();
+                    return;
+                }
+                Ok(t) => Ok(t.to_string()),
+                Err(e) => Err(Error::invalid(format!(
+                    "not valid UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ))),
+            }
+        };
+        self.partial.clear();
+        self.done.push((self.number, text));
+    }
 }
