@@ -478,7 +478,11 @@ impl Channel {
         // with it, and valid entries would share an id.
         let torn = matches!(damage.last(), Some(Damage::Unreadable { at_end: true, .. }))
             && buf.last() != Some(&b'\n');
-        let last = found.last().map(|(_, r)| r).or(base.as_ref()).map_or(0, |r| r.id);
+        let last = found
+            .last()
+            .map(|(_, r)| r)
+            .or(base.as_ref())
+            .map_or(0, |r| r.id);
         let first = last
             .checked_add(1)
             .filter(|f| f.checked_add(messages.len() as u64 - 1).is_some())

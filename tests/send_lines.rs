@@ -60,7 +60,11 @@ fn a_hundred_thousand_lines_dense_exact_one_bad_refused_alone() {
         }
         input.push(b'\n');
     }
-    let out = root.run("aw-send", &["-i", "l", "--from", "ci", "--lines"], Some(&input));
+    let out = root.run(
+        "aw-send",
+        &["-i", "l", "--from", "ci", "--lines"],
+        Some(&input),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(65), "stderr: {stderr}");
     assert_eq!(
@@ -105,9 +109,18 @@ fn mentions_route_to_inboxes_and_blank_lines_are_skipped() {
     let texts: Vec<&str> = printed.iter().map(|e| e.message.as_str()).collect();
     assert_eq!(
         texts,
-        ["@bob one", "plain", "@carol and @bob", "last without newline"]
+        [
+            "@bob one",
+            "plain",
+            "@carol and @bob",
+            "last without newline"
+        ]
     );
-    assert_eq!(printed, root.entries("m"), "--json prints the stored entries");
+    assert_eq!(
+        printed,
+        root.entries("m"),
+        "--json prints the stored entries"
+    );
 
     let inbox = |agent: &str| -> Vec<u64> {
         let out = root.ok("aw-peek", &["-i", "m", "--inbox", agent, "--json"], None);
@@ -139,11 +152,7 @@ fn bad_lines_are_refused_alone_with_their_numbers() {
     let mut input = b"ok 1\nnul \0 here\n".to_vec();
     input.extend(std::iter::repeat_n(b'x', (4 << 20) + 1));
     input.extend_from_slice(b"\nok 4\n@nobody strict\nok 6\n");
-    let out = root.run(
-        "aw-send",
-        &["-i", "b", "--lines", "--strict"],
-        Some(&input),
-    );
+    let out = root.run("aw-send", &["-i", "b", "--lines", "--strict"], Some(&input));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(65), "stderr: {stderr}");
     let errors: Vec<&str> = stderr.lines().collect();
