@@ -13,8 +13,12 @@ use crate::channel::{Channel, Entry};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 
-/// How often the state on disk is looked at.
+/// The first pause between two looks at the state on disk; it doubles while nothing
+/// changes.
 const POLL: Duration = Duration::from_millis(2);
+/// The longest pause between two looks: a long run is watched some 20 times a second, not
+/// 500.
+const MAX_POLL: Duration = Duration::from_millis(50);
 
 /// What one transcript says about the entries it handled.
 #[derive(Debug, Clone, Default)]
@@ -54,6 +58,7 @@ pub fn wait_reply(
     let deadline = timeout.map(|t| Instant::now() + t);
     let dir = transcript_dir(inst, agent);
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
+    let mut pause = POLL;
     loop {
         if stop.is_set() {
             return Err(Error::Interrupted);
@@ -66,6 +71,8 @@ pub fn wait_reply(
                     && let Some(run) = read_run(&e.path())
                 {
                     runs.insert(name, run);
+                    // Something happened: look again soon.
+                    pause = POLL;
                 }
             }
         }
@@ -101,7 +108,8 @@ pub fn wait_reply(
             let t = timeout.unwrap_or_default().as_secs_f64();
             return Err(Error::No(format!("no reply from {agent} after {t} s")));
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_POLL);
     }
 }
 
