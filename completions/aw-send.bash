@@ -117,13 +117,13 @@ _aw_send() {
     # Everything from the first message word on is message text.
     for ((i = 1; i < cword; i++)); do
         case ${words[i]} in
-        --root | -i | --instance | -f | --from | -t | --to) ((i++)) ;;
+        --root | -i | --instance | -f | --from | -t | --to | --timeout) ((i++)) ;;
         -?*) ;;
         *) return ;;
         esac
     done
     if [[ $cur == -* ]]; then
-        local opts='--root -i --instance -f --from -t --to --strict --sync --json --lines -h --help -V --version'
+        local opts='--root -i --instance -f --from -t --to --strict --sync --json --lines --wait --timeout -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
     fi
 }

@@ -99,5 +99,7 @@ complete -c aw-send -l strict -d 'Refuse a message that mentions an unregistered
 complete -c aw-send -l sync -d 'fdatasync the channel before returning'
 complete -c aw-send -l json -d 'Print the new entry as JSON instead of its id'
 complete -c aw-send -l lines -d 'Send each line of stdin as a message, until end of input'
+complete -c aw-send -l wait -d 'Wait for the reply of the agent given with -t, print it'
+complete -c aw-send -l timeout -r -d 'With --wait, give up after a duration'
 complete -c aw-send -s h -l help -d 'Print help'
 complete -c aw-send -s V -l version -d 'Print the version'

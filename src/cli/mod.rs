@@ -247,3 +247,9 @@ pub fn stdin_is_tty() -> bool {
     use std::io::IsTerminal;
     io::stdin().is_terminal()
 }
+
+/// A duration option: seconds, or a number with `s`, `m` or `h` (`90`, `1.5s`, `5m`).
+pub fn duration(p: &mut lexopt::Parser, name: &str) -> Result<std::time::Duration> {
+    let v = string(p, name)?;
+    crate::run::parse_duration(&v).map_err(|why| Error::Usage(format!("{name} '{v}': {why}")))
+}

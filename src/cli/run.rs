@@ -15,7 +15,7 @@ use crate::instance::{Instance, Root};
 use crate::run::controller::Retry;
 use crate::run::runner::{self, Options, READY_FD};
 use crate::run::workflow::{Context, Workflow};
-use crate::run::{LoadError, Vars, parse_duration, workflow};
+use crate::run::{LoadError, Vars, workflow};
 
 pub const HELP: &str = "\
 aw-run - run a workflow file: its agents, setup and kickoff
@@ -76,10 +76,7 @@ struct Args {
     opts: Options,
 }
 
-fn duration(p: &mut lexopt::Parser, name: &str) -> Result<Duration> {
-    let v = cli::string(p, name)?;
-    parse_duration(&v).map_err(|why| Error::Usage(format!("{name} '{v}': {why}")))
-}
+use cli::duration;
 
 /// What the command line asks for.
 enum Parsed {

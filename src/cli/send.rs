@@ -14,11 +14,14 @@ aw-send - append one message to an aw channel
 
 Usage: aw-send [OPTIONS] [MESSAGE... | -]
        aw-send [OPTIONS] --lines
+       aw-send [OPTIONS] --wait [--timeout DUR] -t AGENT[@INSTANCE] [MESSAGE... | -]
 
 With no MESSAGE (or with -), stdin is read as one message (at most 4 MiB).
 Prints the new entry's id.
 With --lines, each line of stdin is sent as soon as it is read, and one id is
 printed per line sent; blank lines are skipped, a bad line is refused alone.
+With --wait, the reply of AGENT is printed instead of the id: the entries it
+wrote in the run(s) that handled the message, once its aw-run has handled it.
 
 Options:
       --root DIR       root directory (default: $AW_ROOT or ./.workflow)
@@ -29,12 +32,16 @@ Options:
       --sync           fdatasync the channel before returning (also AW_SYNC=1)
       --json           print the new entry as JSON instead of its id
       --lines          send each line of stdin as a message, until end of input
+      --wait           wait for the reply of the agent given with -t, print it
+      --timeout DUR    with --wait, give up after DUR (90, 1.5s, 5m, 1h; default: none)
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status: 0 sent, 64 usage, 65 bad message or name (with --lines: a line
-was refused, the others were sent), 73 cannot create,
-74 I/O error, 75 lock timeout, 77 permission denied, 130 interrupted.
+Exit status: 0 sent, 1 (--wait) no reply: the timeout passed or the agent's
+runs failed, 64 usage, 65 bad message or name (with --lines: a line
+was refused, the others were sent), 69 (--wait) no aw-run serves the agent,
+73 cannot create, 74 I/O error, 75 lock timeout, 77 permission denied,
+130 interrupted.
 ";
 
 #[derive(Debug, Default)]
@@ -46,6 +53,8 @@ struct Args {
     sync: bool,
     json: bool,
     lines: bool,
+    wait: bool,
+    timeout: Option<std::time::Duration>,
     words: Vec<String>,
     dash: bool,
 }
@@ -66,6 +75,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("sync") => a.sync = true,
             Long("json") => a.json = true,
             Long("lines") => a.lines = true,
+            Long("wait") => a.wait = true,
+            Long("timeout") => a.timeout = Some(cli::duration(&mut p, "--timeout")?),
             Short('h') | Long("help") => return cli::print_help(out, HELP),
             Short('V') | Long("version") => return cli::print_version(out, "aw-send"),
             Value(v) => {
@@ -107,6 +118,30 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
         strict: a.strict,
         sync: a.sync,
     };
+    if a.timeout.is_some() && !a.wait {
+        return Err(Error::Usage("--timeout goes with --wait".into()));
+    }
+    let waits_for = match (&target, a.wait) {
+        (_, false) => None,
+        _ if a.lines => {
+            return Err(Error::Usage("--wait and --lines do not go together".into()));
+        }
+        (Some(Target::Agent { name, .. }), true) => {
+            // Waiting forever for nobody is a trap.
+            if !crate::run::serve::is_served(&inst, name) {
+                return Err(Error::Unavailable(format!(
+                    "no aw-run serves {name}@{} (start one: aw-run --keep FILE, or aw-run --serve)",
+                    inst.name()
+                )));
+            }
+            Some(name.clone())
+        }
+        (_, true) => {
+            return Err(Error::Usage(
+                "--wait needs the agent to wait for: -t AGENT".into(),
+            ));
+        }
+    };
     if a.lines {
         if !a.words.is_empty() {
             return Err(Error::Usage(
@@ -133,7 +168,23 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     for d in &posted.damage {
         cli::warn("aw-send", d);
     }
-    print(out, &inst, &posted, a.json, "")?;
+    let Some(agent) = waits_for else {
+        print(out, &inst, &posted, a.json, "")?;
+        return Ok(0);
+    };
+    for w in posted.unknown_warnings(&inst)? {
+        cli::warn("aw-send", w);
+    }
+    let stop = crate::run::backend::Stop::default();
+    let reply = crate::run::reply::wait_reply(&inst, &agent, posted.entry.id, a.timeout, &stop)?;
+    if a.json {
+        for e in &reply {
+            out.line(&e.to_json())?;
+        }
+    } else {
+        let texts: Vec<&str> = reply.iter().map(|e| e.message.trim_end()).collect();
+        out.line(&texts.join("\n\n"))?;
+    }
     Ok(0)
 }
 
