@@ -226,3 +226,23 @@ fn the_shipped_changeset_example_and_pre_commit_hook_work_in_a_repository() {
 fn run_hang_guarded_file(s: &Setup, file: &std::path::Path) -> std::process::Output {
     common::runner::run_hang_guarded(s.cmd_file(&["-q"], file))
 }
+
+#[test]
+fn a_send_task_past_its_timeout_stops_the_pipeline() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: take your time\n    to: slow\n    timeout: 0.5s\n  - shell: touch after\n",
+        agent("slow", "cat >/dev/null; sleep 30; echo late"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "aw-run: task 1 (send to slow: take your time) failed: no reply from slow after 0.5 s"
+        ),
+        "{err}"
+    );
+    assert!(!s.dir().join("after").exists());
+    assert_eq!(s.unread("slow"), 1, "the message stays unread");
+}
