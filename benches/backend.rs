@@ -28,7 +28,7 @@ use aw::run::backend::claude::Claude;
 use aw::run::backend::codex::Codex;
 use aw::run::backend::openai;
 use aw::run::backend::{Backend, RunContext, Status, Stop, Usage};
-use common::{Opts, Stats, Table};
+use common::{Opts, Stats, Table, mono_ns};
 use serde_json::{Value, json};
 
 /// The variable that makes this program a fake CLI: `claude:FILE` or `codex:FILE`, FILE
@@ -48,17 +48,6 @@ fn main() {
     api(&inst, dir.path(), &opts, &mut table);
     cli(&inst, dir.path(), &opts, &mut table);
     table.print();
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine.
-fn mono_ns() -> u64 {
-    let mut ts = nix::libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec it is given.
-    unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// The fake CLI: read the prompt, print what the real one prints at the end, record times.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use aw::instance::{Instance, Root};
 use aw::post::{self, PostOptions};
 use aw::run::serve::{self, ControllerState, Served};
-use common::{Opts, Rng, Stats, Table};
+use common::{Opts, Rng, Stats, Table, mono_ns};
 
 /// The first argument that makes this program the stamping backend.
 const STAMP: &str = "--stamp";
@@ -51,17 +51,6 @@ fn stamp(sock: Option<OsString>) -> ! {
         _ => false,
     };
     std::process::exit(if sent { 0 } else { 1 })
-}
-
-/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine.
-fn mono_ns() -> u64 {
-    let mut ts = nix::libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes the timespec it is given.
-    unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A string as a YAML scalar (a JSON string is a double-quoted YAML one).

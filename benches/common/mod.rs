@@ -331,3 +331,14 @@ impl Rng {
         Duration::from_nanos(self.next() % ns)
     }
 }
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the machine.
+pub fn mono_ns() -> u64 {
+    let mut ts = nix::libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes the timespec it is given.
+    unsafe { nix::libc::clock_gettime(nix::libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
