@@ -12,8 +12,13 @@ fn keep(s: &Setup, wf: &str, agents: &[&str]) -> Server {
     let inst = aw::instance::Root::new(s.root.path())
         .instance(INST)
         .expect("instance");
+    // Served (the lock) and registered: the state file is written once every agent of the
+    // workflow is registered.
+    let state = |a: &str| s.root.inst_dir(INST).join(format!("_state/serve/{a}.json"));
     wait_for("the agents to be served", || {
-        agents.iter().all(|a| aw::run::serve::is_served(&inst, a))
+        agents
+            .iter()
+            .all(|a| aw::run::serve::is_served(&inst, a) && state(a).exists())
     });
     child
 }
