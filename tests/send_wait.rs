@@ -103,3 +103,30 @@ fn waiting_for_nobody_is_refused_at_once() {
         assert!(stderr(&out).contains(why), "{}", stderr(&out));
     }
 }
+
+/// An aw-run takes its serving locks before its setup runs and registers its agents after:
+/// a `--wait` sent in between waits for the registration, so the mention reaches the agent.
+#[test]
+fn a_wait_sent_while_the_server_starts_is_answered() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "setup:
+  - shell: sleep 1
+agents:
+  bob:
+    command: [sh, -c, 'echo pong']
+",
+    );
+    let server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
+    let inst = aw::instance::Root::new(s.root.path())
+        .instance(INST)
+        .expect("instance");
+    wait_for("the lock to be taken", || {
+        aw::run::serve::is_served(&inst, "bob")
+    });
+    let out = send(&s, &["--wait", "--timeout", "20s", "-t", "bob", "ping"]);
+    assert_code(&out, 0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pong\n");
+    assert_code(&server.term(), 0);
+}

@@ -128,12 +128,7 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
         }
         (Some(Target::Agent { name, .. }), true) => {
             // Waiting forever for nobody is a trap.
-            if !crate::run::serve::is_served(&inst, name) {
-                return Err(Error::Unavailable(format!(
-                    "no aw-run serves {name}@{} (start one: aw-run --keep FILE, or aw-run --serve)",
-                    inst.name()
-                )));
-            }
+            crate::run::reply::check_served(&inst, name)?;
             Some(name.clone())
         }
         (_, true) => {

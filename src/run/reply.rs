@@ -20,6 +20,37 @@ const POLL: Duration = Duration::from_millis(2);
 /// 500.
 const MAX_POLL: Duration = Duration::from_millis(50);
 
+/// How long a served agent may take to appear in the registry: an aw-run takes the serving
+/// locks before it registers its agents.
+const REGISTER_WAIT: Duration = Duration::from_secs(5);
+
+/// Make sure an aw-run serves `agent` and has registered it, so that a message mentioning it
+/// now reaches it; otherwise an "unavailable" error (exit 69), nothing waited for.
+pub fn check_served(inst: &Instance, agent: &str) -> Result<()> {
+    let unserved = || {
+        Error::Unavailable(format!(
+            "no aw-run serves {agent}@{} (start one: aw-run --keep FILE, or aw-run --serve)",
+            inst.name()
+        ))
+    };
+    if !serve::is_served(inst, agent) {
+        return Err(unserved());
+    }
+    let end = Instant::now() + REGISTER_WAIT;
+    let mut pause = POLL;
+    loop {
+        let registry = crate::registry::Registry::load(inst)?;
+        if registry.get(agent).is_some() {
+            return Ok(());
+        }
+        if Instant::now() >= end || !serve::is_served(inst, agent) {
+            return Err(unserved());
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(MAX_POLL);
+    }
+}
+
 /// What one transcript says about the entries it handled.
 #[derive(Debug, Clone, Default)]
 struct Run {
