@@ -61,6 +61,15 @@ impl Posted {
 }
 
 /// `@a, @b`.
+/// `text` addressed to `agent`: `@agent ` put in front unless the text mentions it already.
+pub fn addressed(text: String, agent: &str) -> String {
+    if mention::tokens(&text).contains(&agent) {
+        text
+    } else {
+        format!("@{agent} {text}")
+    }
+}
+
 pub fn at_names(names: &[String]) -> String {
     names
         .iter()

@@ -400,7 +400,7 @@ fn codex_gets_the_mcp_server_as_overrides_and_its_events_give_the_reply() {
         .filter(|w| w[0] == "-c")
         .map(|w| w[1])
         .collect();
-    assert_eq!(overrides.len(), 5, "{argv:?}");
+    assert_eq!(overrides.len(), 6, "{argv:?}");
     assert!(
         overrides[0].starts_with("mcp_servers.aw.command=\""),
         "{argv:?}"
@@ -415,6 +415,7 @@ fn codex_gets_the_mcp_server_as_overrides_and_its_events_give_the_reply() {
         format!("mcp_servers.aw.env={{ AW_ROOT = \"{}\" }}", root.display())
     );
     assert_eq!(overrides[3], "mcp_servers.aw.required=true");
+    assert_eq!(overrides[5], "mcp_servers.aw.tool_timeout_sec=330");
     assert_eq!(argv[argv.len() - 3..], ["-m", "gpt-5", "-"]);
     let prompt = std::fs::read_to_string(s.dir().join("stdin.txt")).unwrap();
     assert!(prompt.contains("From @system: @bob fix it"), "{prompt}");

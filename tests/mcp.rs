@@ -505,6 +505,112 @@ async fn inbox_wait_wakes_on_a_message_from_another_process() {
 // ---------------------------------------------------------------------------------------------
 // Channel
 
+/// `channel_send` with `wait_for`: the question reaches an agent served by `aw-run --serve`
+/// and its answer comes back in the result; a timeout, an unserved agent and bad arguments.
+#[tokio::test]
+async fn channel_send_waits_for_the_reply_of_a_served_agent() {
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    team.ctl_ok(&[
+        "new",
+        "bob",
+        "--backend",
+        "exec",
+        "--",
+        "sh",
+        "-c",
+        "cat >/dev/null; echo pong",
+    ]);
+    team.ctl_ok(&["new", "slow", "--backend", "exec", "--", "sleep", "30"]);
+    team.register("carol");
+    let mut server = mcp_common::command("aw-run")
+        .arg("--root")
+        .arg(&team.root)
+        .args([
+            "-i",
+            mcp_common::INSTANCE,
+            "--serve",
+            "--keep",
+            "-q",
+            "bob",
+            "slow",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn aw-run");
+    let inst = aw::instance::Root::new(&team.root)
+        .instance(mcp_common::INSTANCE)
+        .unwrap();
+    let end = std::time::Instant::now() + mcp_common::GUARD;
+    while !["bob", "slow"]
+        .iter()
+        .all(|a| aw::run::serve::is_served(&inst, a))
+    {
+        assert!(std::time::Instant::now() < end, "aw-run serves in time");
+        sleep_ms(10).await;
+    }
+
+    // bob is mentioned for us, and its answer comes back.
+    let r = alice
+        .ok(
+            "channel_send",
+            json!({"message": "please ask", "wait_for": "bob"}),
+        )
+        .await;
+    let asked = r.data["id"].as_u64().unwrap();
+    assert_eq!(r.data["message"], "@bob please ask");
+    let reply = r.data["reply"].as_array().unwrap();
+    assert_eq!(reply.len(), 1, "{}", r.text);
+    assert_eq!(reply[0]["from"], "bob");
+    assert_eq!(reply[0]["message"].as_str().unwrap().trim_end(), "pong");
+    assert!(reply[0]["id"].as_u64().unwrap() > asked);
+    assert!(r.text.contains("Reply from @bob:"), "{}", r.text);
+    assert!(r.text.contains("pong"), "{}", r.text);
+
+    // A timeout: the message stays sent, the error says so.
+    let before = team.channel().len();
+    let why = alice
+        .fail_with(
+            "channel_send",
+            json!({"message": "@slow hurry", "wait_for": "slow", "wait_seconds": 1}),
+            &["sent as #", "no reply from slow after 1 s"],
+        )
+        .await;
+    assert!(why.contains(&format!("#{}", before as u64 + 1)), "{why}");
+    assert_eq!(team.channel().len(), before + 1);
+
+    // Refused before anything is sent.
+    let before = team.channel().len();
+    for (args, needle) in [
+        (
+            json!({"message": "hi", "wait_for": "carol"}),
+            "no aw-run serves carol@",
+        ),
+        (json!({"message": "hi", "wait_for": "alice"}), "yourself"),
+        (
+            json!({"message": "hi", "wait_seconds": 5}),
+            "'wait_seconds' goes with 'wait_for'",
+        ),
+        (
+            json!({"message": "hi", "wait_for": "bob", "wait_seconds": "x"}),
+            "wait_seconds",
+        ),
+        (json!({"message": "hi", "wait_for": "../x"}), "agent"),
+    ] {
+        alice.fail_with("channel_send", args, &[needle]).await;
+    }
+    assert_eq!(team.channel().len(), before, "nothing sent");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert!(server.wait().unwrap().success());
+    alice.quit().await;
+}
+
 #[tokio::test]
 async fn channel_read_since_an_id_or_a_timestamp_with_a_limit() {
     let team = Team::new();
@@ -2206,6 +2312,7 @@ async fn mcp_config_for_claude_code_and_codex() {
             ),
             "required" => assert_eq!(v.trim(), "true"),
             "default_tools_approval_mode" => assert_eq!(v.trim(), "\"approve\""),
+            "tool_timeout_sec" => assert_eq!(v.trim(), "330"),
             other => panic!("unexpected key {other}"),
         }
         keys.insert(k.to_string());
@@ -2216,6 +2323,7 @@ async fn mcp_config_for_claude_code_and_codex() {
         "env",
         "required",
         "default_tools_approval_mode",
+        "tool_timeout_sec",
     ] {
         assert!(keys.contains(k), "--codex sets {k}: {codex}");
     }
@@ -2233,6 +2341,7 @@ async fn mcp_config_for_claude_code_and_codex() {
         match k {
             "required" => assert_eq!(v, "true"),
             "default_tools_approval_mode" => assert_eq!(v, "\"approve\""),
+            "tool_timeout_sec" => assert_eq!(v, "330"),
             "env" => assert!(v.contains("AW_ROOT"), "{v}"),
             "args" => assert!(v.contains("bob@review")),
             _ => {}
@@ -2244,6 +2353,7 @@ async fn mcp_config_for_claude_code_and_codex() {
         "env",
         "required",
         "default_tools_approval_mode",
+        "tool_timeout_sec",
     ] {
         assert!(keys.contains(k), "--codex-toml sets {k}: {toml}");
     }
@@ -2276,7 +2386,7 @@ async fn mcp_config_for_claude_code_and_codex() {
         .filter(|w| !w.is_empty())
         .map(|w| String::from_utf8(w.to_vec()).unwrap())
         .collect();
-    assert_eq!(words.len(), 10, "{words:?}");
+    assert_eq!(words.len(), 12, "{words:?}");
     assert!(words.iter().step_by(2).all(|w| w == "-c"), "{words:?}");
     let env = words
         .iter()

@@ -76,7 +76,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             false,
         )?;
     }
-    serve(Server { inst, agent: name })
+    serve(Server::new(inst, name))
 }
 
 /// How long answers already made may take to reach stdout once input has ended.

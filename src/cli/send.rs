@@ -183,14 +183,10 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     Ok(0)
 }
 
-/// With `--to agent`, put `@agent ` in front of a text that does not mention the agent.
+/// With `--to agent`, the text addressed to the agent.
 fn address(text: String, target: Option<&Target>) -> String {
     match target {
-        Some(Target::Agent { name, .. })
-            if !crate::mention::tokens(&text).contains(&name.as_str()) =>
-        {
-            format!("@{name} {text}")
-        }
+        Some(Target::Agent { name, .. }) => post::addressed(text, name),
         _ => text,
     }
 }

@@ -33,6 +33,11 @@ pub fn codex_keys(exe: &Path, root: &Path, agent: &str) -> Vec<(&'static str, St
         ("env", env),
         ("required", "true".to_string()),
         ("default_tools_approval_mode", toml_str("approve")),
+        // Codex gives a tool call 60 s by default; `channel_send` may wait for a reply.
+        (
+            "tool_timeout_sec",
+            (crate::mcp::tools::MAX_REPLY_WAIT + 30).to_string(),
+        ),
     ]
 }
 

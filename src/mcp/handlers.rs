@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::tools::{MAX_WAIT_SECONDS, Tool};
+use super::tools::{DEFAULT_REPLY_WAIT, MAX_REPLY_WAIT, MAX_WAIT_SECONDS, Tool};
 use super::{Reply, Server};
 use crate::channel::{Channel, Entry};
 use crate::document::{self, DEFAULT_DOCUMENT};
@@ -92,7 +92,26 @@ fn entry_line(e: &Entry) -> String {
 
 fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
     let message = req_str(a, "message")?;
-    let posted = post::post(&s.inst, &s.agent, message, &PostOptions::default())?;
+    let wait_for = str_arg(a, "wait_for")?;
+    let wait = uint_arg(a, "wait_seconds")?;
+    let message = match wait_for {
+        None if wait.is_some() => {
+            return Err(Error::invalid("'wait_seconds' goes with 'wait_for'"));
+        }
+        None => message.to_string(),
+        Some(agent) if agent == s.agent => {
+            return Err(Error::invalid(
+                "'wait_for' names yourself: you cannot wait for your own reply",
+            ));
+        }
+        Some(agent) => {
+            // Checked before anything is sent: waiting for nobody is a trap.
+            crate::names::check_agent(agent)?;
+            crate::run::reply::check_served(&s.inst, agent)?;
+            post::addressed(message.to_string(), agent)
+        }
+    };
+    let posted = post::post(&s.inst, &s.agent, &message, &PostOptions::default())?;
     let mut text = format!("Sent as #{}", posted.entry.id);
     if !posted.entry.mentions.is_empty() {
         text.push_str(&format!(
@@ -107,6 +126,26 @@ fn channel_send(s: &Server, a: &Args) -> Result<Reply> {
         // Claude Code and Codex show the model the structured content instead of the text:
         // the warning must be there too.
         structured["warning"] = json!(warning);
+    }
+    if let Some(agent) = wait_for {
+        let secs = wait.unwrap_or(DEFAULT_REPLY_WAIT).clamp(1, MAX_REPLY_WAIT);
+        let id = posted.entry.id;
+        let timeout = Some(Duration::from_secs(secs));
+        let reply =
+            crate::run::reply::wait_reply(&s.inst, agent, id, timeout, &s.stop).map_err(|e| {
+                Error::No(format!(
+                    "sent as #{id}, but {}; a later reply still reaches the channel",
+                    e.to_string().trim_end_matches('.')
+                ))
+            })?;
+        text.push_str(&format!("\nReply from @{agent}:"));
+        if reply.is_empty() {
+            text.push_str(" (none: it handled the message without writing to the channel)");
+        }
+        for e in &reply {
+            text.push_str(&format!("\n{}", entry_line(e)));
+        }
+        structured["reply"] = serde_json::to_value(&reply).expect("entries");
     }
     Ok(Reply::with(text, structured))
 }
@@ -539,10 +578,7 @@ mod tests {
     fn channel_send_warning_is_in_the_structured_content() {
         let d = tempfile::tempdir().unwrap();
         let inst = Root::new(d.path()).instance("t").unwrap();
-        let s = Server {
-            inst,
-            agent: "alice".into(),
-        };
+        let s = Server::new(inst, "alice");
         let mut a = Args::new();
         a.insert("message".into(), json!("@nobody hello"));
         let r = call(&s, "channel_send", &a).unwrap();

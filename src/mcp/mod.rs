@@ -14,6 +14,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 
 use crate::instance::Instance;
+use crate::run::backend::Stop;
 
 /// What the server tells the model about working with these tools.
 pub const INSTRUCTIONS: &str = "\
@@ -43,6 +44,19 @@ pub const MAX_REQUEST_LINE: usize = 6 * MAX_CONTENT + (1 << 20);
 pub struct Server {
     pub inst: Instance,
     pub agent: String,
+    /// Set to end a tool call that waits (a reply to `channel_send`) early: an in-process
+    /// run being stopped.
+    pub stop: Stop,
+}
+
+impl Server {
+    pub fn new(inst: Instance, agent: impl Into<String>) -> Server {
+        Server {
+            inst,
+            agent: agent.into(),
+            stop: Stop::default(),
+        }
+    }
 }
 
 /// A tool's successful outcome: text for the model, and the same data structured.

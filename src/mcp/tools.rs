@@ -15,6 +15,13 @@ use crate::status::State;
 /// Longest `my_inbox` wait, in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 120;
 
+/// How long `channel_send` with `wait_for` waits for the reply unless told, in seconds.
+pub const DEFAULT_REPLY_WAIT: u64 = 120;
+
+/// Longest `channel_send` wait for a reply, in seconds: well under the 10 minutes a CLI agent
+/// may stay silent before aw-run stops it.
+pub const MAX_REPLY_WAIT: u64 = 300;
+
 crate::keyword_enum! {
     /// Every tool, in listing order. A new tool is a line here, its definition in
     /// [`definition`] and its handler in `handlers::call`; the compiler asks for both.
@@ -88,8 +95,12 @@ pub fn all() -> &'static [rmcp::model::Tool] {
 fn definition(t: Tool) -> (&'static str, Value, &'static [&'static str]) {
     match t {
         Tool::ChannelSend => (
-            "Post a message to the team channel as yourself. @name mentions wake those agents and land in their inbox.",
-            json!({"message": {"type": "string", "description": "Message text (Markdown); mention agents with @name"}}),
+            "Post a message to the team channel as yourself. @name mentions wake those agents and land in their inbox. With wait_for, ask one agent and wait for its answer: the call returns the entries it wrote while handling your message.",
+            json!({
+                "message": {"type": "string", "description": "Message text (Markdown); mention agents with @name"},
+                "wait_for": {"type": "string", "description": "An agent to ask: it is mentioned if the message does not already, and the call waits until it has handled the message and returns its reply. The agent must be served by a running aw-run."},
+                "wait_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_REPLY_WAIT, "description": "With wait_for: give up after this many seconds (default 120, at most 300); the message stays sent"}
+            }),
             &["message"],
         ),
         Tool::ChannelRead => (

@@ -27,6 +27,7 @@ pub fn bin(name: &str) -> PathBuf {
         "aw-send" => PathBuf::from(env!("CARGO_BIN_EXE_aw-send")),
         "aw-peek" => PathBuf::from(env!("CARGO_BIN_EXE_aw-peek")),
         "aw-ctl" => PathBuf::from(env!("CARGO_BIN_EXE_aw-ctl")),
+        "aw-run" => PathBuf::from(env!("CARGO_BIN_EXE_aw-run")),
         _ => panic!("no binary {name}"),
     }
 }

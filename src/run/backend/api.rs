@@ -244,8 +244,8 @@ fn cut(mut text: String) -> String {
 impl<D: Dialect> Backend for Api<D> {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let server = Server {
-            inst: ctx.inst.clone(),
-            agent: ctx.agent.to_string(),
+            stop: ctx.stop.clone(),
+            ..Server::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();
         let deadline = ctx.timeout.map(|t| Instant::now() + t);
