@@ -246,3 +246,41 @@ fn a_send_task_past_its_timeout_stops_the_pipeline() {
     assert!(!s.dir().join("after").exists());
     assert_eq!(s.unread("slow"), 1, "the message stays unread");
 }
+
+/// `--keep` runs the tasks, prints their result at once, and stays up serving the agents
+/// until stopped.
+#[test]
+fn keep_runs_the_tasks_prints_the_result_and_stays_up() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - shell: echo first\n    as: a\n  \
+         - send: \"${{{{ a }}}} question\"\n    to: bob\n",
+        agent("bob", "grep -q hi-there && echo other || echo pong"),
+    );
+    s.write("wf.yaml", &wf);
+    let result = s.dir().join("result.txt");
+    let mut cmd = s.cmd(&["--keep"]);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&result).unwrap())
+        .stderr(std::process::Stdio::piped());
+    let server = common::runner::Server::new(cmd.spawn().expect("spawn aw-run"));
+    common::runner::wait_for("the result on stdout", || {
+        std::fs::read_to_string(&result).is_ok_and(|r| r == "pong\n")
+    });
+    // Still serving bob after the tasks.
+    let mut send = s.tool_cmd("aw-send");
+    send.args([
+        "-i",
+        common::runner::INST,
+        "--wait",
+        "-t",
+        "bob",
+        "hi-there",
+    ]);
+    let out = common::runner::run_hang_guarded(send);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "other\n");
+    let out = server.term();
+    assert_code(&out, 0);
+    assert_eq!(std::fs::read_to_string(&result).unwrap(), "pong\n");
+}

@@ -822,8 +822,14 @@ fn drive(
             let done = match &start.tasks {
                 Some((tasks, vars)) => {
                     let mut vars = vars.clone();
-                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop)
-                        .map(|o| outcome = Some(o))
+                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop).map(|o| {
+                        if opts.keep {
+                            // Staying up: the result is printed now, not at the stop.
+                            o.print(opts.json, t0.elapsed());
+                        } else {
+                            outcome = Some(o);
+                        }
+                    })
                 }
                 None => Ok(()),
             };
