@@ -1,5 +1,5 @@
-//! Per-agent status (`_state/status.json`): state (`idle` or `running`), current task and
-//! free-form metadata, set by the agent itself.
+//! Per-agent status (`_state/status.json`): state (`idle`, `running` or `done`), current
+//! task and free-form metadata, set by the agent itself.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -23,6 +23,9 @@ crate::keyword_enum! {
         #[default]
         Idle = "idle",
         Running = "running",
+        /// Its task is complete: an iterative run (`aw-run --iter`) stops after the
+        /// iteration in which the agent set it.
+        Done = "done",
     }
 }
 
@@ -137,7 +140,7 @@ mod tests {
     #[test]
     fn states_round_trip_through_json() {
         crate::keyword::assert_round_trips(State::ALL, |s| s.name(), State::from_name);
-        assert_eq!(State::NAMES, ["idle", "running"]);
+        assert_eq!(State::NAMES, ["idle", "running", "done"]);
         assert_eq!(AgentStatus::default().state, State::Idle);
     }
 
@@ -146,7 +149,7 @@ mod tests {
         let e = "sleeping\n".parse::<State>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid state 'sleeping?' (valid: idle, running)"
+            "invalid state 'sleeping?' (valid: idle, running, done)"
         );
         assert_eq!("running".parse::<State>().unwrap(), State::Running);
     }

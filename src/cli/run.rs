@@ -15,12 +15,13 @@ use crate::instance::{Instance, Root};
 use crate::run::controller::Retry;
 use crate::run::runner::{self, Options, READY_FD};
 use crate::run::workflow::{Context, Workflow};
-use crate::run::{LoadError, Vars, workflow};
+use crate::run::{LoadError, Vars, iter, workflow};
 
 pub const HELP: &str = "\
 aw-run - run a workflow file: its agents, setup and kickoff
 
 Usage: aw-run [OPTIONS] FILE
+       aw-run --iter N|DURATION [--agent NAME] [--resume] [OPTIONS] FILE
        aw-run --serve [OPTIONS] [AGENT...]
        aw-run --check FILE
 
@@ -37,6 +38,11 @@ Options:
       --detach         run in the background; print its pid; log to _state/aw-run.log
       --serve          serve agents registered with aw-ctl new (all runnable ones, or
                        the AGENTs named), without a workflow file
+      --iter N|DUR     run one agent on the kickoff, its task, N times or until DUR
+                       (30s, 5m, 2h) has passed, or until it says it is done; in a
+                       git work tree each iteration that changed files is committed
+      --agent NAME     the agent that iterates (needed when the file has several)
+      --resume         continue the last --iter series after its last iteration
       --debounce DUR   quiet time before the work counts as done (default 0.05s)
       --poll SECS      poll the channel every SECS seconds instead of watching it
       --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
@@ -74,6 +80,9 @@ struct Args {
     positional: Vec<OsString>,
     vars: Vec<String>,
     opts: Options,
+    iter: Option<iter::Limit>,
+    agent: Option<String>,
+    resume: bool,
 }
 
 use cli::duration;
@@ -94,6 +103,9 @@ fn parse() -> Result<Parsed> {
         serve: false,
         positional: Vec::new(),
         vars: Vec::new(),
+        iter: None,
+        agent: None,
+        resume: false,
         opts: Options {
             debounce: Duration::from_millis(50),
             poll: None,
@@ -109,6 +121,7 @@ fn parse() -> Result<Parsed> {
             quiet: false,
             json: false,
             ready: None,
+            iter: None,
         },
     };
     let mut p = lexopt::Parser::from_env();
@@ -123,6 +136,18 @@ fn parse() -> Result<Parsed> {
             Long("keep") => a.opts.keep = true,
             Long("detach") => a.detach = true,
             Long("serve") => a.serve = true,
+            Long("iter") => {
+                let v = cli::string(&mut p, "--iter")?;
+                a.iter = Some(
+                    iter::Limit::parse(&v).map_err(|why| Error::Usage(format!("--iter {why}")))?,
+                );
+            }
+            Long("agent") => {
+                let name = cli::string(&mut p, "--agent")?;
+                crate::names::check_agent(&name)?;
+                a.agent = Some(name);
+            }
+            Long("resume") => a.resume = true,
             Long("debounce") => a.opts.debounce = duration(&mut p, "--debounce")?,
             Long("poll") => {
                 let secs: f64 = cli::number(&mut p, "--poll")?;
@@ -177,6 +202,13 @@ fn parse() -> Result<Parsed> {
             "--serve and --check do not go together".into(),
         ));
     }
+    if a.iter.is_none() && (a.agent.is_some() || a.resume) {
+        let flag = if a.resume { "--resume" } else { "--agent" };
+        return Err(Error::Usage(format!("{flag} needs --iter")));
+    }
+    if a.serve && a.iter.is_some() {
+        return Err(Error::Usage("--serve and --iter do not go together".into()));
+    }
     if !a.serve && a.positional.is_empty() {
         return Err(Error::Usage("no workflow FILE given".into()));
     }
@@ -218,7 +250,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     for def in &a.vars {
         vars.define(def)?;
     }
-    let (wf, warnings) = match workflow::load(&file, &vars) {
+    let (mut wf, warnings) = match workflow::load(&file, &vars) {
         Ok(w) => w,
         Err(LoadError::Read(e)) => return Err(e),
         Err(e @ LoadError::Invalid(_)) => {
@@ -229,6 +261,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
     for w in &warnings {
         eprintln!("{}", w.render());
     }
+    let agent = match a.iter {
+        Some(_) => Some(iter::choose(&mut wf, &file, a.agent.as_deref())?),
+        None => None,
+    };
     if a.check {
         runner::preflight(&wf, &vars)?;
         return Ok(0);
@@ -243,16 +279,52 @@ pub fn run(out: &mut Out) -> Result<u8> {
         }
         let tmp = TempRoot::new()?;
         let inst = Root::new(tmp.0.clone()).instance(&instance_name(&a, &wf))?;
+        a.opts.iter = plan(&a, &wf, agent, &tmp.0)?;
         out.flush()?;
         return runner::run(&wf, &inst, &tmp.0, vars, &a.opts);
     }
     let (root, inst) = place(&a, &wf, &vars)?;
+    a.opts.iter = plan(&a, &wf, agent, root.path())?;
     if a.detach {
         inst.create()?;
         return detach(out, &inst);
     }
     out.flush()?;
     runner::run(&wf, &inst, root.path(), vars, &a.opts)
+}
+
+/// The iterations `--iter` asks for, once the git work tree (the agent's `cwd`, else the
+/// current folder) is known to have nothing staged. Outside a work tree they run without
+/// commits, as a warning says.
+fn plan(a: &Args, wf: &Workflow, agent: Option<String>, root: &Path) -> Result<Option<iter::Plan>> {
+    let (Some(limit), Some(agent)) = (a.iter, agent) else {
+        return Ok(None);
+    };
+    let dir = match wf.agent(&agent).and_then(|d| d.cwd.as_ref()) {
+        Some(c) => c.value.clone(),
+        None => PathBuf::from("."),
+    };
+    let repo = iter::git::Repo::find(&dir, root);
+    match &repo {
+        Some(r) => r.check_index()?,
+        None => cli::warn(
+            "aw-run",
+            format!(
+                "{}: not in a git work tree: the iterations make no commits",
+                std::path::absolute(&dir).unwrap_or(dir).display()
+            ),
+        ),
+    }
+    Ok(Some(iter::Plan {
+        agent,
+        limit,
+        resume: a.resume,
+        repo,
+        document: None,
+        json: a.opts.json,
+        quiet: a.opts.quiet,
+        context: Default::default(),
+    }))
 }
 
 /// The instance name: `-i`, else `AW_INSTANCE`, else the workflow's name.

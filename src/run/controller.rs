@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -171,6 +171,9 @@ pub struct Controller {
     pub budget: Budget,
     /// The prices of the agent's model: they price a run whose backend reports no cost.
     pub price: Option<Price>,
+    /// Text added at the end of every prompt, read as each prompt is built: an iterative
+    /// run's task and progress (see [`super::iter`]).
+    pub task_context: Option<Arc<Mutex<String>>>,
 }
 
 /// Shortest value taken for a secret: shorter ones would blank out ordinary words.
@@ -418,6 +421,10 @@ impl Controller {
                 document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
                 attempt,
             });
+            let text = match &self.task_context {
+                Some(c) => text + &c.lock().unwrap_or_else(|e| e.into_inner()),
+                None => text,
+            };
             let before = channel.last_id().unwrap_or(0);
             let started = crate::channel::now();
             let t0 = Instant::now();

@@ -8,6 +8,7 @@
 //! | `shell`       | (private) how `sh` reads a place in a command text: quotes, comments, here-documents |
 //! | `expr`        | the `if:` expressions of tasks: parsing with error columns, the variables referenced, evaluation |
 //! | `pipeline`    | running `tasks:`: shell, send, if, parallel; the last output and the `as:` results |
+//! | `iter`        | `--iter`: one agent on the kickoff over many iterations, each with the earlier ones' summaries in its prompt, committed to git, recorded under `_state/iterations/` |
 //! | `reply`       | waiting for an agent to handle one channel entry, and its reply |
 //! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`], did-you-mean suggestions |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
@@ -23,6 +24,7 @@ pub mod controller;
 pub mod diagnostic;
 pub mod expr;
 pub mod interpolate;
+pub mod iter;
 pub mod models;
 pub mod pipeline;
 pub mod prompt;

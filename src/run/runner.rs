@@ -58,6 +58,8 @@ pub struct Options {
     pub budget: super::backend::Budget,
     /// Told (one byte) once the agents are served and the kickoff posted.
     pub ready: Option<Arc<std::fs::File>>,
+    /// Run the workflow's one agent on its kickoff over many iterations (`--iter`).
+    pub iter: Option<super::iter::Plan>,
 }
 
 /// Run `sh -c` for each setup task, storing outputs in `vars`.
@@ -272,8 +274,10 @@ fn limits(
 /// With tasks, stdout is their result: the events go to stderr as lines.
 fn reporter(opts: &Options, has_tasks: bool) -> Arc<Report> {
     let (quiet, json) = (opts.quiet, opts.json && !has_tasks);
+    // Iterations have lines of their own: only what went wrong is told.
+    let only_failures = opts.iter.is_some();
     Arc::new(move |ev: &Event| {
-        if quiet {
+        if quiet || (only_failures && ev.status == super::backend::Status::Ok) {
             return;
         }
         if json {
@@ -375,6 +379,7 @@ impl Serving<'_> {
             secrets: super::controller::secrets(&[]),
             budget: Default::default(),
             price: None,
+            task_context: None,
         })
     }
 }
@@ -514,9 +519,17 @@ pub fn run(
         c.secrets = secrets;
         c.budget = def.budget;
         c.price = def.price(&wf.pricing);
+        if let Some(plan) = &opts.iter {
+            // The iteration limit bounds the runs.
+            c.max_runs = u64::MAX;
+            c.task_context = Some(plan.context.clone());
+        }
         controllers.push(c);
     }
     let before = Channel::new(inst).last_id().unwrap_or(0);
+    if let Some(plan) = &opts.iter {
+        super::iter::clear_inbox(inst, &plan.agent, before)?;
+    }
     let election = match wf.context.document_owner().map(|o| &o.value) {
         Some(DocumentOwner::Agent(a)) => {
             registry::set_document_owner(inst, Some(a))?;
@@ -535,10 +548,19 @@ pub fn run(
         .map(|k| k.value.render(&vars))
         .transpose()?;
     let tasks = (!wf.tasks.is_empty()).then(|| (wf.tasks.clone(), vars));
+    let (kickoff, iter) = match (&opts.iter, kickoff) {
+        (Some(plan), Some(task)) => {
+            let mut plan = plan.clone();
+            plan.document = serving.document.clone();
+            (None, Some((plan, task)))
+        }
+        (_, kickoff) => (kickoff, None),
+    };
     let start = Start {
         election,
         kickoff,
         tasks,
+        iter,
     };
     drive(inst, controllers, opts, before, start)
 }
@@ -588,6 +610,8 @@ struct Start {
     kickoff: Option<String>,
     /// The tasks and the variables they start from.
     tasks: Option<(Vec<super::workflow::Task>, Vars)>,
+    /// The iterations (`--iter`) and their task, instead of the kickoff.
+    iter: Option<(super::iter::Plan, String)>,
 }
 
 impl Start {
@@ -787,7 +811,8 @@ fn drive(
         });
     }
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
-    let has_tasks = start.tasks.is_some();
+    // Tasks and iterations print their result on stdout.
+    let has_tasks = start.tasks.is_some() || start.iter.is_some();
     if let Some(why) = waiter.fallback() {
         crate::cli::warn(
             "aw-run",
@@ -797,6 +822,9 @@ fn drive(
     {
         let shared = shared.clone();
         let mut printer = Printer::new(inst, opts, before, has_tasks);
+        if start.iter.is_some() {
+            printer.channel = None;
+        }
         printer.print();
         std::thread::spawn(move || {
             loop {
@@ -819,8 +847,8 @@ fn drive(
             if let Some(ready) = &opts.ready {
                 let _ = (&**ready).write_all(b"1");
             }
-            let done = match &start.tasks {
-                Some((tasks, vars)) => {
+            let done = match (&start.tasks, &start.iter) {
+                (Some((tasks, vars)), _) => {
                     let mut vars = vars.clone();
                     super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop).map(|o| {
                         if opts.keep {
@@ -831,7 +859,8 @@ fn drive(
                         }
                     })
                 }
-                None => Ok(()),
+                (None, Some((plan, task))) => super::iter::run(inst, plan, task, &shared),
+                (None, None) => Ok(()),
             };
             match done {
                 Ok(()) => wait_done(inst, &shared, opts),

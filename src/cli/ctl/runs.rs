@@ -1,8 +1,9 @@
 //! `aw-ctl` commands about the agents aw-run serves and their runs: ps, stop, runs.
 //!
-//! They only read what aw-run keeps under `_state/serve/` (who serves which agent) and
-//! `_state/runs/<agent>/<n>.json` (one transcript per attempt); `stop` also signals the
-//! serving process.
+//! They only read what aw-run keeps under `_state/serve/` (who serves which agent),
+//! `_state/runs/<agent>/<n>.json` (one transcript per attempt) and
+//! `_state/iterations/<agent>.jsonl` (which run was which iteration of `aw-run --iter`);
+//! `stop` also signals the serving process.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -217,6 +218,8 @@ struct Loaded {
     n: u64,
     doc: Map<String, Value>,
     t: Transcript,
+    /// The iteration of `aw-run --iter` the run was, if it was one.
+    iteration: Option<u64>,
 }
 
 /// Read transcript `n` at `path`; a file that is no transcript is damaged (exit 65).
@@ -234,7 +237,12 @@ fn load(path: &Path, n: u64) -> Result<Loaded> {
         serde_json::from_slice(&bytes).map_err(|e| damaged(e.to_string()))?;
     let t: Transcript =
         serde_json::from_value(Value::Object(doc.clone())).map_err(|e| damaged(e.to_string()))?;
-    Ok(Loaded { n, doc, t })
+    Ok(Loaded {
+        n,
+        doc,
+        t,
+        iteration: None,
+    })
 }
 
 /// The agents that have a transcript folder, by name.
@@ -308,9 +316,16 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
     }
     let mut rows = Vec::new();
     for agent in &agents {
+        let iterations = crate::run::iter::records(&inst, agent, "aw-ctl")?;
         for (n, path) in transcripts(&inst, agent)? {
             match load(&path, n) {
-                Ok(l) => rows.push(l),
+                Ok(mut l) => {
+                    l.iteration = iterations
+                        .iter()
+                        .find(|r| l.t.inbox.contains(&r.entry))
+                        .map(|r| r.iteration);
+                    rows.push(l)
+                }
                 Err(e) => cli::warn("aw-ctl", e),
             }
         }
@@ -321,15 +336,20 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
                 l.doc.remove(k);
             }
             l.doc.insert("n".into(), l.n.into());
+            if let Some(i) = l.iteration {
+                l.doc.insert("iteration".into(), i.into());
+            }
             out.line(&Value::Object(l.doc).to_string())?;
         }
         return Ok(0);
     }
+    // The runs of iterations get one more column: the iteration.
+    let iterated = rows.iter().any(|l| l.iteration.is_some());
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|l| {
             let t = &l.t;
-            vec![
+            let mut row = vec![
                 names::sanitize(&t.agent),
                 l.n.to_string(),
                 t.run.to_string(),
@@ -340,7 +360,11 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
                 names::sanitize(&t.started),
                 ids(&t.inbox),
                 ids(&t.reply),
-            ]
+            ];
+            if iterated {
+                row.push(l.iteration.map_or("-".into(), |i| format!("iter {i}")));
+            }
+            row
         })
         .collect();
     table(out, &rows)?;
