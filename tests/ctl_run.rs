@@ -448,7 +448,8 @@ fn new_with_a_command_registers_an_exec_agent_that_aw_run_serves() {
             .iter()
             .any(|e| e.from == "helper" && e.message.trim_end() == "got --flag from helper")
     });
-    assert_eq!(s.unread("helper"), 0);
+    // The inbox is acknowledged once the run is over, a moment after its reply.
+    wait_for("the inbox to be acknowledged", || s.unread("helper") == 0);
     s.ctl_ok(&["stop", "helper@w"]);
     assert_code(&server.wait(), 0);
 }
