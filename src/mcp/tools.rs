@@ -296,7 +296,7 @@ mod tests {
         );
         assert_eq!(
             schema("my_status_set")["properties"]["state"]["enum"],
-            json!(["idle", "running"])
+            json!(["idle", "running", "done"])
         );
     }
 }
