@@ -36,6 +36,7 @@ fn main() {
     common::heading("aw-run", &opts);
     let dir = common::scratch("run-");
     end_to_end(dir.path(), &opts);
+    pipeline(dir.path(), &opts);
     wake(dir.path(), &opts);
     idle(dir.path(), &opts);
     if !throughput(dir.path()) {
@@ -159,6 +160,109 @@ fn end_to_end(dir: &Path, opts: &Opts) {
             None => "-".into(),
         };
         t.stats(label, &s, vec![common::fmt(s.max), vs]);
+    }
+    t.print();
+}
+
+// 5. Pipeline overhead.
+
+/// The program of each agent of [`PIPELINE`]: it answers at once.
+const ANSWER: &str = "cat >/dev/null; echo ok";
+
+/// Five tasks: two shell tasks and three sends, each to its own exec agent.
+const PIPELINE: &str = "\
+name: pipe
+agents:
+  a: {command: [sh, -c, 'cat >/dev/null; echo ok']}
+  b: {command: [sh, -c, 'cat >/dev/null; echo ok']}
+  c: {command: [sh, -c, 'cat >/dev/null; echo ok']}
+tasks:
+  - shell: echo diff
+    as: diff
+  - send: 'review ${{ diff }}'
+    to: a
+    as: review
+  - send: 'summarise ${{ review }}'
+    to: b
+    as: summary
+  - send: 'changeset from ${{ summary }}'
+    to: c
+    as: changeset
+  - shell: printf '%s\\n' \"${{ changeset }}\"
+";
+
+/// The programs of [`PIPELINE`] run one after the other, with no aw: the agents' own time.
+fn pipeline_programs(dir: &Path) -> Duration {
+    let t0 = Instant::now();
+    let sh = Path::new("/bin/sh");
+    for script in ["echo diff", ANSWER, ANSWER, ANSWER, "printf '%s\\n' ok"] {
+        let mut c = command(sh, dir);
+        c.args(["-c", script]).stdin(Stdio::piped());
+        let mut child = c.spawn().expect("spawn sh");
+        drop(child.stdin.take());
+        let st = wait_bounded(&mut child, HANG).expect("sh hung");
+        assert!(st.success());
+    }
+    t0.elapsed()
+}
+
+/// One run of [`PIPELINE`] in a fresh root; checks its output.
+fn pipeline_once(dir: &Path, wf: &Path, extra: &[&str], round: usize) -> Duration {
+    let root = dir.join(format!("pipe-{round}-{}", extra.len()));
+    let mut c = command(&common::aw_run(), dir);
+    c.arg("--root").arg(&root).args(extra).arg(wf);
+    c.stdout(Stdio::piped()).stderr(Stdio::null());
+    let t0 = Instant::now();
+    let child = c.spawn().expect("spawn aw-run");
+    let out = child.wait_with_output().expect("wait for aw-run");
+    let d = t0.elapsed();
+    assert!(out.status.success(), "{c:?}: {}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ok\n");
+    std::fs::remove_dir_all(&root).expect("remove a scratch root");
+    d
+}
+
+fn pipeline(dir: &Path, opts: &Opts) {
+    let wf = dir.join("pipe.yaml");
+    std::fs::write(&wf, PIPELINE).expect("write the workflow");
+    let variants: [(&str, Option<&[&str]>); 3] = [
+        ("the 5 programs alone, one after the other", None),
+        ("aw-run pipe.yaml (--debounce 0.05s, the default)", Some(&[])),
+        (
+            "aw-run pipe.yaml --debounce 0.01s",
+            Some(&["--debounce", "0.01s"]),
+        ),
+    ];
+    let n = opts.reps(40);
+    let mut samples = vec![Vec::with_capacity(n); variants.len()];
+    for r in 0..n + 2 {
+        for k in 0..variants.len() {
+            let v = (r + k) % variants.len();
+            let d = match variants[v].1 {
+                None => pipeline_programs(dir),
+                Some(extra) => pipeline_once(dir, &wf, extra, r),
+            };
+            if r >= 2 {
+                samples[v].push(d);
+            }
+        }
+    }
+    println!(
+        "### 5. Pipeline overhead\n\nA 5-task pipeline (`shell`, three `send`s to three exec \
+         agents that answer at once, `shell`), spawn → exit of `aw-run pipe.yaml`, its stdout \
+         checked; against the same five programs started one after the other without aw (the \
+         agents' own time). Overhead = median − median of the programs alone."
+    );
+    println!();
+    let mut t = Table::new(&["what", "n", "median", "p99", "overhead"]);
+    let base = Stats::of(&samples[0]).median;
+    for ((label, extra), s) in variants.iter().zip(&samples) {
+        let s = Stats::of(s);
+        let over = match extra {
+            Some(_) => common::fmt(s.median.saturating_sub(base)),
+            None => "-".into(),
+        };
+        t.stats(label, &s, vec![over]);
     }
     t.print();
 }

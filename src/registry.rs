@@ -144,27 +144,40 @@ impl Registry {
 /// Register `agent` (replacing an agent of the same name when `replace`). Returns whether it
 /// was newly added.
 pub fn register(inst: &Instance, agent: Agent, replace: bool) -> Result<bool> {
-    names::check_agent(&agent.name)?;
-    if names::RESERVED_SENDERS.contains(&agent.name.as_str()) {
-        return Err(Error::invalid(format!(
-            "'{}' is a reserved sender name and cannot be an agent",
-            agent.name
-        )));
+    Ok(register_all(inst, vec![agent], replace)?[0])
+}
+
+/// [`register`] several agents in one update of the registry (one write, one sync); for
+/// each, whether it was new. Nothing is written when one name is refused.
+pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Result<Vec<bool>> {
+    for agent in &agents {
+        names::check_agent(&agent.name)?;
+        if names::RESERVED_SENDERS.contains(&agent.name.as_str()) {
+            return Err(Error::invalid(format!(
+                "'{}' is a reserved sender name and cannot be an agent",
+                agent.name
+            )));
+        }
     }
     state::update(inst, "agents.json", |reg: &mut Registry| {
-        match reg.agents.iter_mut().find(|a| a.name == agent.name) {
-            Some(existing) if replace => {
-                let created = existing.created.clone();
-                *existing = agent;
-                existing.created = created;
-                Ok(false)
-            }
-            Some(_) => Ok(false),
-            None => {
-                reg.agents.push(agent);
-                Ok(true)
-            }
-        }
+        Ok(agents
+            .into_iter()
+            .map(
+                |agent| match reg.agents.iter_mut().find(|a| a.name == agent.name) {
+                    Some(existing) if replace => {
+                        let created = existing.created.clone();
+                        *existing = agent;
+                        existing.created = created;
+                        false
+                    }
+                    Some(_) => false,
+                    None => {
+                        reg.agents.push(agent);
+                        true
+                    }
+                },
+            )
+            .collect())
     })
 }
 

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::backend::Stop;
 use super::interpolate::Vars;
-use super::reply::{reply_text, wait_reply};
+use super::reply::{Nap, reply_text, wait_reply_with};
 use super::workflow::{Task, TaskKind};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
@@ -54,7 +54,13 @@ impl Outcome {
 }
 
 /// Run `tasks` in order; the first failure stops them (an error naming the task).
-pub fn run_tasks(inst: &Instance, tasks: &[Task], vars: &mut Vars, stop: &Stop) -> Result<Outcome> {
+pub fn run_tasks(
+    inst: &Instance,
+    tasks: &[Task],
+    vars: &mut Vars,
+    stop: &Stop,
+    nap: &Nap<'_>,
+) -> Result<Outcome> {
     let mut outcome = Outcome::default();
     for (i, task) in tasks.iter().enumerate() {
         let label = format!("task {}", i + 1);
@@ -67,7 +73,7 @@ pub fn run_tasks(inst: &Instance, tasks: &[Task], vars: &mut Vars, stop: &Stop) 
                         .map(|(j, t)| {
                             let label = format!("{label}.{}", j + 1);
                             let vars = &*vars;
-                            s.spawn(move || run_one(inst, t, &label, vars, stop))
+                            s.spawn(move || run_one(inst, t, &label, vars, stop, nap))
                         })
                         .collect();
                     handles
@@ -98,7 +104,7 @@ pub fn run_tasks(inst: &Instance, tasks: &[Task], vars: &mut Vars, stop: &Stop) 
                 }
             }
             _ => {
-                if let Some(out) = run_one(inst, task, &label, vars, stop)? {
+                if let Some(out) = run_one(inst, task, &label, vars, stop, nap)? {
                     if let Some(name) = &task.output {
                         outcome.set(name, &out, vars);
                     }
@@ -117,6 +123,7 @@ fn run_one(
     label: &str,
     vars: &Vars,
     stop: &Stop,
+    nap: &Nap<'_>,
 ) -> Result<Option<String>> {
     let name = format!("{label} ({})", task.describe());
     if let Some(when) = &task.when {
@@ -141,7 +148,7 @@ fn run_one(
             }
             let posted = post::post(inst, "system", &text, &PostOptions::default())
                 .map_err(|e| Error::No(format!("{name}: {e}")))?;
-            match wait_reply(inst, &to.value, posted.entry.id, *timeout, stop) {
+            match wait_reply_with(inst, &to.value, posted.entry.id, *timeout, stop, nap) {
                 Ok(entries) => Ok(Some(reply_text(&entries))),
                 Err(Error::Interrupted) => Err(Error::Interrupted),
                 Err(e) => Err(Error::No(format!("{name} failed: {e}"))),

@@ -86,6 +86,19 @@ pub fn wait_reply(
     timeout: Option<Duration>,
     stop: &Stop,
 ) -> Result<Vec<Entry>> {
+    wait_reply_with(inst, agent, entry_id, timeout, stop, &std::thread::sleep)
+}
+
+/// [`wait_reply`], pausing between two looks with `nap(pause)`: inside aw-run, a wait on
+/// its controllers' condition variable, which ends early when one of them changes state.
+pub fn wait_reply_with(
+    inst: &Instance,
+    agent: &str,
+    entry_id: u64,
+    timeout: Option<Duration>,
+    stop: &Stop,
+    nap: &Nap<'_>,
+) -> Result<Vec<Entry>> {
     let deadline = timeout.map(|t| Instant::now() + t);
     let dir = transcript_dir(inst, agent);
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
@@ -139,10 +152,13 @@ pub fn wait_reply(
             let t = timeout.unwrap_or_default().as_secs_f64();
             return Err(Error::No(format!("no reply from {agent} after {t} s")));
         }
-        std::thread::sleep(pause);
+        nap(pause);
         pause = (pause * 2).min(MAX_POLL);
     }
 }
+
+/// A pause of at most the given time (it may end early).
+pub type Nap<'a> = dyn Fn(Duration) + Sync + 'a;
 
 /// The channel entries with these ids, in order.
 fn entries(inst: &Instance, ids: &[u64]) -> Result<Vec<Entry>> {

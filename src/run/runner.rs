@@ -480,6 +480,7 @@ pub fn run(
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
     let mut built = Vec::new();
+    let mut agents = Vec::new();
     for def in &wf.agents {
         let name = def.name.value.as_str();
         let system = def
@@ -490,22 +491,19 @@ pub fn run(
         let env = agent_env(wf, name, &vars)?;
         let secrets = super::controller::secrets(&env);
         let backend = backend(wf, name, &vars, env, &serving.root, inst.name())?;
-        registry::register(
-            inst,
-            Agent {
-                name: name.to_string(),
-                backend: def.backend.value.name().to_string(),
-                model: def.model_name().map(str::to_string),
-                system_prompt: system.clone(),
-                tools: def.tools.iter().map(|t| t.value.clone()).collect(),
-                limits: limits(def),
-                created: crate::channel::now(),
-                ..Agent::default()
-            },
-            true,
-        )?;
+        agents.push(Agent {
+            name: name.to_string(),
+            backend: def.backend.value.name().to_string(),
+            model: def.model_name().map(str::to_string),
+            system_prompt: system.clone(),
+            tools: def.tools.iter().map(|t| t.value.clone()).collect(),
+            limits: limits(def),
+            created: crate::channel::now(),
+            ..Agent::default()
+        });
         built.push((def, system, secrets, backend));
     }
+    registry::register_all(inst, agents, true)?;
     let mut controllers = Vec::new();
     for (def, system, secrets, backend) in built {
         let mut c = serving.controller(
@@ -850,7 +848,14 @@ fn drive(
             let done = match (&start.tasks, &start.iter) {
                 (Some((tasks, vars)), _) => {
                     let mut vars = vars.clone();
-                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop).map(|o| {
+                    // Woken as soon as a controller changes state, not at the next look.
+                    let nap = |d: Duration| {
+                        let st = shared.lock();
+                        if !st.stopping {
+                            let _ = shared.cv.wait_timeout(st, d);
+                        }
+                    };
+                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(|o| {
                         if opts.keep {
                             // Staying up: the result is printed now, not at the stop.
                             o.print(opts.json, t0.elapsed());
@@ -863,7 +868,12 @@ fn drive(
                 (None, None) => Ok(()),
             };
             match done {
-                Ok(()) => wait_done(inst, &shared, opts),
+                // After tasks the pipeline's result is known: no quiet time is waited for,
+                // only for every agent to be idle with nothing unread.
+                Ok(()) if start.tasks.is_some() && !opts.keep => {
+                    wait_done(inst, &shared, opts, Duration::ZERO)
+                }
+                Ok(()) => wait_done(inst, &shared, opts, opts.debounce),
                 Err(Error::Interrupted) => (exit::INTERRUPTED, None),
                 Err(e) => (e.exit_code(), Some(e.to_string())),
             }
@@ -940,7 +950,12 @@ impl Printer {
 }
 
 /// Wait until the work is done (exit 0), or a reason to stop with 1.
-fn wait_done(inst: &Instance, shared: &Shared, opts: &Options) -> (u8, Option<String>) {
+fn wait_done(
+    inst: &Instance,
+    shared: &Shared,
+    opts: &Options,
+    debounce: Duration,
+) -> (u8, Option<String>) {
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     let mut st = shared.lock();
     loop {
@@ -965,7 +980,7 @@ fn wait_done(inst: &Instance, shared: &Shared, opts: &Options) -> (u8, Option<St
             continue;
         }
         // Debounce: the quiet must last.
-        let d = left.map_or(opts.debounce, |l| l.min(opts.debounce));
+        let d = left.map_or(debounce, |l| l.min(debounce));
         let (s, _) = shared
             .cv
             .wait_timeout_while(st, d, |s| s.generation == generation && !s.stopping)
