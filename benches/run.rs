@@ -227,7 +227,10 @@ fn pipeline(dir: &Path, opts: &Opts) {
     std::fs::write(&wf, PIPELINE).expect("write the workflow");
     let variants: [(&str, Option<&[&str]>); 3] = [
         ("the 5 programs alone, one after the other", None),
-        ("aw-run pipe.yaml (--debounce 0.05s, the default)", Some(&[])),
+        (
+            "aw-run pipe.yaml (--debounce 0.05s, the default)",
+            Some(&[]),
+        ),
         (
             "aw-run pipe.yaml --debounce 0.01s",
             Some(&["--debounce", "0.01s"]),
