@@ -180,6 +180,7 @@ fn settings(env: &[(String, String)]) -> Settings<'_> {
         read_timeout: Duration::from_secs(30),
         files: Vec::new(),
         cwd: ".".into(),
+        toolset: Default::default(),
     }
 }
 
@@ -286,14 +287,16 @@ fn cli(inst: &Instance, root: &Path, opts: &Opts, table: &mut Table) {
                 idle_timeout: Duration::from_secs(60),
                 env,
                 cwd: None,
+                delegate: false,
             })),
             "codex" => Some(Box::new(Codex {
                 program,
                 model: Some("gpt-5".into()),
-                mcp_keys: aw::mcp::config::codex_keys(Path::new("aw-mcp"), root, "alice@b"),
+                mcp_keys: aw::mcp::config::codex_keys(Path::new("aw-mcp"), root, "alice@b", &[]),
                 idle_timeout: Duration::from_secs(60),
                 env,
                 cwd: None,
+                delegate: false,
             })),
             _ => None,
         };

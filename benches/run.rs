@@ -38,6 +38,7 @@ fn main() {
     end_to_end(dir.path(), &opts);
     pipeline(dir.path(), &opts);
     wake(dir.path(), &opts);
+    spawn(dir.path(), &opts);
     idle(dir.path(), &opts);
     if !throughput(dir.path()) {
         std::process::exit(1);
@@ -479,27 +480,101 @@ fn wake(dir: &Path, opts: &Opts) {
          0–5 ms; 5 rounds first are not counted."
     );
     println!();
-    let mut t = Table::new(&["path", "n", "median", "p99", "max"]);
-    for (label, sample) in [
-        (
-            "floor: this program spawns the backend → its main() runs",
-            &direct,
-        ),
-        (
-            "in-process aw::post::post → backend's main() runs",
-            &in_process,
-        ),
-        ("aw-send spawned → backend's main() runs", &spawned),
-    ] {
+    latencies(
+        "path",
+        &[
+            (
+                "floor: this program spawns the backend → its main() runs",
+                &direct,
+            ),
+            (
+                "in-process aw::post::post → backend's main() runs",
+                &in_process,
+            ),
+            ("aw-send spawned → backend's main() runs", &spawned),
+        ],
+        st,
+    );
+    if stale > 0 {
+        println!("warning: {stale} stamp(s) arrived that no round asked for (retried runs?)");
+    }
+    println!();
+}
+
+/// `spawn_agent` with a running `aw-run`: from the call to the worker's backend running.
+fn spawn(dir: &Path, opts: &Opts) {
+    let sock_dir = tempfile::tempdir().expect("temporary directory");
+    let sock_path = sock_dir.path().join("stamp");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind the stamp socket");
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("socket timeout");
+    let exe = std::env::current_exe().expect("this program's path");
+    // The lead is never mentioned; its workers run its program, the stamping backend.
+    let wf = format!(
+        "name: spawn\nagents:\n  lead:\n    command: [{}, {STAMP}, {}]\n    collab: true\n",
+        yaml(&exe.to_string_lossy()),
+        yaml(&sock_path.to_string_lossy())
+    );
+    let mut server = Server::start(dir, "spawn", &wf, 1);
+    let inst = server.inst.clone();
+    let limits = aw::registry::Collab::default();
+    let n = opts.reps(100);
+    let mut rng = Rng::new();
+    let (mut first_run, mut call) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for r in 0..n + 5 {
+        std::thread::sleep(rng.below(Duration::from_millis(5)));
+        let t0 = mono_ns();
+        let req = aw::collab::SpawnRequest {
+            prompt: "go".into(),
+            ..Default::default()
+        };
+        let w = aw::collab::spawn(&inst, "lead", limits, req).expect("spawn_agent");
+        let t1 = mono_ns();
+        let stamp = recv_stamp(&sock);
+        assert_eq!(
+            w.served_by,
+            Some(server.pid()),
+            "taken by the running aw-run"
+        );
+        aw::collab::close(&inst, "lead", &w.name).expect("close_agent");
+        if r >= 5 {
+            first_run.push(Duration::from_nanos(stamp.saturating_sub(t0)));
+            call.push(Duration::from_nanos(t1.saturating_sub(t0)));
+        }
+    }
+    let st = server.stop();
+    println!(
+        "### 3. spawn_agent\n\nOne `aw-run --keep -q` serving a lead with `collab: true` \
+         (an exec agent whose program is the stamping backend). Each round calls \
+         `aw::collab::spawn` in process (what the `spawn_agent` tool runs): the worker is \
+         registered, its prompt posted, and the running aw-run takes it and runs it (a copy of \
+         the lead's program, so its `main` sends the time). Then `close_agent`. Measured from \
+         just before the call; 5 rounds first are not counted."
+    );
+    println!();
+    latencies(
+        "what",
+        &[
+            (
+                "spawn_agent call → worker's backend main() runs",
+                &first_run,
+            ),
+            ("spawn_agent call returns (the worker is served)", &call),
+        ],
+        st,
+    );
+    println!();
+}
+
+/// A table of latency samples (median, p99, max), then how SIGTERM ended the server.
+fn latencies(first: &str, rows: &[(&str, &Vec<Duration>)], st: ExitStatus) {
+    let mut t = Table::new(&[first, "n", "median", "p99", "max"]);
+    for (label, sample) in rows {
         let s = Stats::of(sample);
         t.stats(label, &s, vec![common::fmt(s.max)]);
     }
     t.print();
     println!("SIGTERM → aw-run exit status {}", status(st));
-    if stale > 0 {
-        println!("warning: {stale} stamp(s) arrived that no round asked for (retried runs?)");
-    }
-    println!();
 }
 
 fn recv_stamp(sock: &UnixDatagram) -> u64 {

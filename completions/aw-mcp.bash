@@ -7,8 +7,8 @@ _aw_mcp() {
 	--root) COMPREPLY=($(compgen -d -- "$cur")); return ;;
 	-i|--instance)
 		COMPREPLY=($(compgen -W "$(ls "${AW_ROOT:-.workflow}" 2>/dev/null)" -- "$cur")); return ;;
-	-a|--agent) return ;;
+	-a|--agent|--max-workers|--spawn-depth) return ;;
 	esac
-	COMPREPLY=($(compgen -W "-a --agent --root -i --instance -h --help -V --version" -- "$cur"))
+	COMPREPLY=($(compgen -W "-a --agent --collab --delegate --max-workers --spawn-depth --root -i --instance -h --help -V --version" -- "$cur"))
 }
 complete -F _aw_mcp aw-mcp

@@ -3,6 +3,7 @@
 
 pub mod channel;
 pub mod cli;
+pub mod collab;
 pub mod document;
 pub mod error;
 pub mod fs;

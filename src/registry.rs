@@ -115,6 +115,54 @@ pub struct Agent {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     pub created: String,
+    /// The agent that spawned this worker (`spawn_agent`); `None` for any other agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawned_by: Option<String>,
+    /// How many spawns lead to this agent: 0 for an agent nobody spawned.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub depth: u32,
+    /// A worker closed with `close_agent`: no longer served, its history kept.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub closed: bool,
+    /// The agent gets the collab tools, with these limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collab: Option<Collab>,
+    /// The agent only coordinates: no document-writing tools, no file tools.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub delegate: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// What an agent with the collab tools may spawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Collab {
+    /// Most workers alive (spawned and not closed) in the instance at once.
+    pub max_workers: u32,
+    /// How deep spawning may go: with 1, workers cannot spawn workers.
+    pub max_depth: u32,
+}
+
+impl Default for Collab {
+    fn default() -> Collab {
+        Collab {
+            max_workers: Collab::MAX_WORKERS,
+            max_depth: Collab::MAX_DEPTH,
+        }
+    }
+}
+
+impl Collab {
+    /// Default most workers alive per instance.
+    pub const MAX_WORKERS: u32 = 8;
+    /// Default spawn depth: a lead's workers cannot spawn.
+    pub const MAX_DEPTH: u32 = 1;
 }
 
 /// The registry file: agents in registration order.

@@ -662,3 +662,99 @@ kickoff: '@alice go'
     }
     assert!(!s.root.inst_dir(INST).exists());
 }
+
+#[test]
+fn an_api_agent_with_collab_spawns_waits_for_and_closes_a_worker_in_process() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(
+            json!([tool_use(
+                "tu_1",
+                "spawn_agent",
+                json!({"prompt": "count the files", "backend": "mock"})
+            )]),
+            "tool_use",
+            10,
+            5,
+        ),
+        answer(
+            json!([tool_use(
+                "tu_2",
+                "wait",
+                json!({"agents": ["worker-1"], "timeout_seconds": 30})
+            )]),
+            "tool_use",
+            10,
+            5,
+        ),
+        answer(
+            json!([tool_use(
+                "tu_3",
+                "close_agent",
+                json!({"agent": "worker-1"})
+            )]),
+            "tool_use",
+            10,
+            5,
+        ),
+        end("The worker counted them."),
+    ]);
+    let wf = "agents:\n  alice:\n    backend: anthropic\n    model: claude-test\n    collab: true\n\
+              kickoff: '@alice count the files, with a worker'\n";
+    let out = run_api(&s, wf, &api, &[]);
+    assert_code(&out, 0);
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 4);
+    let tools: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools.len(), 22);
+    assert_eq!(
+        &tools[18..],
+        ["spawn_agent", "send_input", "wait", "close_agent"]
+    );
+    // What each tool gave back reached the model.
+    let sent = |i: usize| reqs[i].body["messages"].to_string();
+    assert!(sent(1).contains("Spawned @worker-1 (mock)"), "{}", sent(1));
+    assert!(sent(2).contains("All done."), "{}", sent(2));
+    assert!(
+        sent(2).contains("worker-1: handled 1 message(s)"),
+        "{}",
+        sent(2)
+    );
+    assert!(sent(3).contains("@worker-1: closed."), "{}", sent(3));
+    // The worker was an agent of the instance, run by this aw-run.
+    let entries = s.entries();
+    assert!(
+        entries.contains(&("alice".to_string(), "@worker-1 count the files".to_string())),
+        "{entries:?}"
+    );
+    assert!(
+        entries.contains(&(
+            "worker-1".to_string(),
+            "worker-1: handled 1 message(s)".to_string()
+        )),
+        "{entries:?}"
+    );
+    let reg: Value = serde_json::from_slice(
+        &std::fs::read(s.root.inst_dir(INST).join("_state/agents.json")).unwrap(),
+    )
+    .unwrap();
+    let w = reg["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "worker-1")
+        .unwrap();
+    assert_eq!(w["spawned_by"], "alice");
+    assert_eq!(w["closed"], true);
+    assert!(
+        s.root
+            .inst_dir(INST)
+            .join("_state/runs/worker-1/1.json")
+            .exists()
+    );
+}

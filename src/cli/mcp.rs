@@ -9,7 +9,8 @@ use crate::registry::{self, Agent, Registry};
 pub const HELP: &str = "\
 aw-mcp - MCP server (stdio) giving one agent the aw channel, inbox, documents and votes
 
-Usage: aw-mcp --agent NAME[@INSTANCE] [--root DIR] [-i NAME]
+Usage: aw-mcp --agent NAME[@INSTANCE] [--collab [--max-workers N] [--spawn-depth N]]
+              [--delegate] [--root DIR] [-i NAME]
 
 Speaks MCP (JSON-RPC) on stdin/stdout; logs go to stderr. The identity is fixed at start.
 An agent that is not registered is registered with backend 'external'.
@@ -17,6 +18,14 @@ Wire it into Claude Code with the output of: aw-ctl mcp-config NAME@INSTANCE
 
 Options:
   -a, --agent NAME[@INSTANCE]  who is speaking (default: $AW_AGENT)
+      --collab                 also give the collab tools: spawn_agent, send_input,
+                               wait, close_agent
+      --max-workers N          with --collab: workers alive at once in the instance
+                               (default 8)
+      --spawn-depth N          with --collab: how deep spawning goes (default 1:
+                               workers cannot spawn workers)
+      --delegate               only coordinate: the collab tools, and none of the
+                               tools that write documents
       --root DIR               root directory (default: $AW_ROOT or ./.workflow)
   -i, --instance NAME          instance (default: from --agent, $AW_INSTANCE or 'default')
   -h, --help                   print this help
@@ -31,6 +40,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
     use lexopt::prelude::*;
     let mut common = Common::default();
     let mut agent: Option<String> = None;
+    let mut collab = false;
+    let mut limits = crate::registry::Collab::default();
+    let mut limited = false;
+    let mut delegate = false;
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(cli::lex_err)? {
         if let Some(k) = Common::key(&arg) {
@@ -39,10 +52,25 @@ pub fn run(out: &mut Out) -> Result<u8> {
         }
         match arg {
             Short('a') | Long("agent") => agent = Some(cli::string(&mut p, "--agent")?),
+            Long("collab") => collab = true,
+            Long("delegate") => delegate = true,
+            Long("max-workers") => {
+                limits.max_workers = positive(&mut p, "--max-workers")?;
+                limited = true;
+            }
+            Long("spawn-depth") => {
+                limits.max_depth = positive(&mut p, "--spawn-depth")?;
+                limited = true;
+            }
             Short('h') | Long("help") => return cli::print_help(out, HELP),
             Short('V') | Long("version") => return cli::print_version(out, "aw-mcp"),
             _ => return Err(cli::unexpected(arg)),
         }
+    }
+    if limited && !collab && !delegate {
+        return Err(Error::Usage(
+            "--max-workers and --spawn-depth go with --collab or --delegate".into(),
+        ));
     }
     let Some(agent) = agent.or_else(names::agent_from_env) else {
         return Err(
@@ -76,7 +104,21 @@ pub fn run(out: &mut Out) -> Result<u8> {
             false,
         )?;
     }
-    serve(Server::new(inst, name))
+    let mut server = Server::new(inst, name);
+    server.tools = crate::mcp::tools::Toolset {
+        collab: (collab || delegate).then_some(limits),
+        delegate,
+    };
+    serve(server)
+}
+
+/// A whole number of at least 1.
+fn positive(p: &mut lexopt::Parser, flag: &str) -> Result<u32> {
+    let v = cli::string(p, flag)?;
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| *n >= 1)
+        .ok_or_else(|| Error::Usage(format!("{flag}: '{v}' is not a whole number of at least 1")))
 }
 
 /// How long answers already made may take to reach stdout once input has ended.

@@ -47,6 +47,8 @@ pub struct Server {
     /// Set to end a tool call that waits (a reply to `channel_send`) early: an in-process
     /// run being stopped.
     pub stop: Stop,
+    /// The tools this agent gets.
+    pub tools: tools::Toolset,
 }
 
 impl Server {
@@ -55,6 +57,7 @@ impl Server {
             inst,
             agent: agent.into(),
             stop: Stop::default(),
+            tools: tools::Toolset::default(),
         }
     }
 }
@@ -93,7 +96,7 @@ impl rmcp::ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::all().to_vec()))
+        Ok(ListToolsResult::with_all_items(self.tools.listed()))
     }
 
     async fn call_tool(

@@ -44,6 +44,65 @@ crate::keyword_enum! {
         TeamProposalCancel = "team_proposal_cancel",
         ResourceCreate = "resource_create",
         ResourceRead = "resource_read",
+        SpawnAgent = "spawn_agent",
+        SendInput = "send_input",
+        Wait = "wait",
+        CloseAgent = "close_agent",
+    }
+}
+
+/// How many tools every agent gets: all but the collab tools.
+pub const DEFAULT_TOOLS: usize = 18;
+
+/// Longest `wait` for workers, in seconds (as for a reply to `channel_send`).
+pub const MAX_COLLAB_WAIT: u64 = MAX_REPLY_WAIT;
+
+/// How long `wait` waits unless told, in seconds.
+pub const DEFAULT_COLLAB_WAIT: u64 = DEFAULT_REPLY_WAIT;
+
+impl Tool {
+    /// One of the collab tools (`aw-mcp --collab`).
+    pub fn is_collab(self) -> bool {
+        matches!(
+            self,
+            Tool::SpawnAgent | Tool::SendInput | Tool::Wait | Tool::CloseAgent
+        )
+    }
+
+    /// A tool that writes documents: not for an agent that only coordinates.
+    pub fn writes_documents(self) -> bool {
+        matches!(
+            self,
+            Tool::TeamDocWrite | Tool::TeamDocAppend | Tool::TeamDocCreate
+        )
+    }
+}
+
+/// Which tools one agent gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Toolset {
+    /// The collab tools, with these limits.
+    pub collab: Option<crate::registry::Collab>,
+    /// Only coordinating: the collab tools and no document-writing tools.
+    pub delegate: bool,
+}
+
+impl Toolset {
+    pub fn has(&self, t: Tool) -> bool {
+        if t.is_collab() {
+            return self.collab.is_some();
+        }
+        !(self.delegate && t.writes_documents())
+    }
+
+    /// The tools' definitions, in listing order.
+    pub fn listed(&self) -> Vec<rmcp::model::Tool> {
+        Tool::ALL
+            .iter()
+            .zip(all())
+            .filter(|(t, _)| self.has(**t))
+            .map(|(_, d)| d.clone())
+            .collect()
     }
 }
 
@@ -85,7 +144,7 @@ fn id_prop(what: &str) -> Value {
     json!({"type": ["integer", "string"], "description": what})
 }
 
-/// The tools' definitions in listing order, built once.
+/// Every tool's definition in listing order, the collab tools included, built once.
 pub fn all() -> &'static [rmcp::model::Tool] {
     static TOOLS: OnceLock<Vec<rmcp::model::Tool>> = OnceLock::new();
     TOOLS.get_or_init(|| Tool::ALL.iter().map(|&t| listed(t)).collect())
@@ -215,6 +274,38 @@ fn definition(t: Tool) -> (&'static str, Value, &'static [&'static str]) {
             json!({"id": {"type": "string", "description": "Resource id, e.g. res-0123456789abcdef"}}),
             &["id"],
         ),
+        Tool::SpawnAgent => (
+            "Start a worker agent on a task: it is registered in this team, gets your prompt as a message from you, and is run by aw-run like any agent. Returns its name. Workers you spawn count against the team's budget and worker limit; close them with close_agent when their work is done.",
+            json!({
+                "prompt": {"type": "string", "description": "The worker's task, sent to it as your message"},
+                "name": {"type": "string", "description": "Its agent name (default worker-N)"},
+                "backend": {"type": "string", "enum": ["claude", "codex", "anthropic", "openai", "mock"], "description": "How it runs (default: your own backend)"},
+                "model": {"type": "string", "description": "Its model (default: yours, when the backend is yours)"},
+                "system_prompt": {"type": "string", "description": "Its system prompt"}
+            }),
+            &["prompt"],
+        ),
+        Tool::SendInput => (
+            "Send a message to an agent (a worker you spawned): a channel message from you that mentions it, so it runs again.",
+            json!({
+                "agent": {"type": "string", "description": "The agent's name"},
+                "message": {"type": "string", "description": "Message text"}
+            }),
+            &["agent", "message"],
+        ),
+        Tool::Wait => (
+            "Wait until every named agent has handled everything sent to it (idle with nothing unread, failed, or closed), or until the timeout; returns each one's state and what it wrote since your last message to it.",
+            json!({
+                "agents": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Agent names"},
+                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_COLLAB_WAIT, "description": "Give up after this many seconds (default 120, at most 300) and return the states as they are"}
+            }),
+            &["agents"],
+        ),
+        Tool::CloseAgent => (
+            "Close a worker you spawned: it is no longer run (a run in progress is stopped); its messages and history stay.",
+            json!({"agent": {"type": "string", "description": "The worker's name"}}),
+            &["agent"],
+        ),
     }
 }
 
@@ -257,9 +348,35 @@ mod tests {
         crate::keyword::assert_round_trips(Tool::ALL, |t| t.name(), Tool::from_name);
         let listed: Vec<&str> = all().iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(listed, Tool::NAMES);
-        assert_eq!(listed.len(), 18);
-        assert_eq!(listed[0], "channel_send");
-        assert_eq!(listed[17], "resource_read");
+        let default: Vec<String> = Toolset::default()
+            .listed()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(default.len(), DEFAULT_TOOLS);
+        assert_eq!(default[0], "channel_send");
+        assert_eq!(default[17], "resource_read");
+        let collab = Toolset {
+            collab: Some(Default::default()),
+            delegate: false,
+        };
+        assert_eq!(collab.listed().len(), DEFAULT_TOOLS + 4);
+        let delegate = Toolset {
+            delegate: true,
+            ..collab
+        };
+        let names: Vec<String> = delegate
+            .listed()
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        assert_eq!(names.len(), DEFAULT_TOOLS + 4 - 3);
+        for t in ["team_doc_write", "team_doc_append", "team_doc_create"] {
+            assert!(!names.iter().any(|n| n == t), "{t} given to a delegate");
+        }
+        for t in ["team_doc_read", "spawn_agent", "close_agent", "team_vote"] {
+            assert!(names.iter().any(|n| n == t), "{t} not given to a delegate");
+        }
     }
 
     #[test]
@@ -271,7 +388,10 @@ mod tests {
             msg.starts_with("unknown tool 'team_nope' (tools: channel_send, channel_read, "),
             "{msg}"
         );
-        assert!(msg.ends_with(", resource_create, resource_read)"), "{msg}");
+        assert!(
+            msg.ends_with(", resource_read, spawn_agent, send_input, wait, close_agent)"),
+            "{msg}"
+        );
     }
 
     #[test]

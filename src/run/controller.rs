@@ -69,6 +69,8 @@ pub struct AgentState {
     pub capped: bool,
     /// Its run cap.
     pub cap: u64,
+    /// A worker closed with `close_agent`: its controller has ended.
+    pub closed: bool,
 }
 
 impl Shared {
@@ -174,6 +176,11 @@ pub struct Controller {
     /// Text added at the end of every prompt, read as each prompt is built: an iterative
     /// run's task and progress (see [`super::iter`]).
     pub task_context: Option<Arc<Mutex<String>>>,
+    /// Stops this controller alone (a closed worker); a child of [`Shared::stop`], so
+    /// stopping them all stops it too.
+    pub stop: Stop,
+    /// The agent's serving lock (see [`serve::take`]), let go when the controller ends.
+    pub serving_lock: Option<crate::fs::Lock>,
 }
 
 /// Shortest value taken for a secret: shorter ones would blank out ordinary words.
@@ -235,7 +242,13 @@ impl Controller {
             {
                 let mut st = shared.lock();
                 loop {
-                    if st.stopping {
+                    if st.stopping || self.stop.is_set() {
+                        if !st.stopping {
+                            // Closed alone: the others go on without waiting for it.
+                            let a = st.agents.entry(self.agent.clone()).or_default();
+                            a.closed = true;
+                            shared.cv.notify_all();
+                        }
                         drop(st);
                         self.publish(ControllerState::Stopped);
                         return;
@@ -394,12 +407,12 @@ impl Controller {
         let mut wait = self.retry.backoff;
         for attempt in 1..=self.retry.attempts.max(1) {
             if attempt > 1 {
-                if !shared.stop.sleep(wait) {
+                if !self.stop.sleep(wait) {
                     return false;
                 }
                 wait *= 2;
             }
-            if shared.stop.is_set() || self.check_budgets(shared) {
+            if self.stop.is_set() || self.check_budgets(shared) {
                 return false;
             }
             let shared_context = self.document.as_deref().map(|name| {
@@ -440,7 +453,7 @@ impl Controller {
                 root: &self.root,
                 mcp_config: &self.mcp_config,
                 timeout: self.timeout,
-                stop: &shared.stop,
+                stop: &self.stop,
                 over_budget: &over_budget,
                 remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
             };
@@ -492,7 +505,7 @@ impl Controller {
                 self.spend(shared, u);
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
-            ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || shared.stop.is_set());
+            ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || self.stop.is_set());
             report(&ev);
             if ok {
                 return true;

@@ -3,6 +3,7 @@
 //!
 //! Who serves which agent is recorded under `_state/serve/` (see [`super::serve`]).
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -126,22 +127,7 @@ fn backend(
     match def.backend.value {
         Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
         Backend::Exec => {
-            let mut argv = def
-                .command
-                .iter()
-                .flatten()
-                .map(|t| t.value.render(vars))
-                .collect::<Result<Vec<_>>>()?;
-            if argv.is_empty() {
-                return Err(Error::invalid(format!("{name}: empty command")));
-            }
-            if argv[0].contains('/') && !Path::new(&argv[0]).is_absolute() {
-                let p = wf.dir.join(&argv[0]);
-                argv[0] = std::path::absolute(&p)
-                    .unwrap_or(p)
-                    .to_string_lossy()
-                    .into_owned();
-            }
+            let argv = exec_argv(wf, def, vars)?;
             Ok(Box::new(Exec {
                 argv,
                 env,
@@ -163,6 +149,7 @@ fn backend(
             idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+            delegate: def.delegate,
         })),
         Backend::Codex => Ok(Box::new(Codex {
             program: CODEX.to_string(),
@@ -171,10 +158,12 @@ fn backend(
                 &sibling("aw-mcp"),
                 root,
                 &format!("{name}@{instance}"),
+                &crate::mcp::config::tool_args(def.collab, def.delegate),
             ),
             idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+            delegate: def.delegate,
         })),
         Backend::Anthropic | Backend::Openai => {
             let settings = super::backend::api::Settings {
@@ -197,6 +186,10 @@ fn backend(
                     Some(c) => c.value.clone(),
                     None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
                 },
+                toolset: crate::mcp::tools::Toolset {
+                    collab: def.collab,
+                    delegate: def.delegate,
+                },
             };
             let built: std::result::Result<Box<dyn RunBackend>, String> =
                 if def.backend.value == Backend::Anthropic {
@@ -208,6 +201,28 @@ fn backend(
         }
         other => Err(unavailable(name, other)),
     }
+}
+
+/// The argument vector of an exec agent, rendered, a relative program path resolved against
+/// the workflow's folder.
+fn exec_argv(wf: &Workflow, def: &super::workflow::AgentDef, vars: &Vars) -> Result<Vec<String>> {
+    let mut argv = def
+        .command
+        .iter()
+        .flatten()
+        .map(|t| t.value.render(vars))
+        .collect::<Result<Vec<_>>>()?;
+    if argv.is_empty() {
+        return Err(Error::invalid(format!("{}: empty command", def.name.value)));
+    }
+    if argv[0].contains('/') && !Path::new(&argv[0]).is_absolute() {
+        let p = wf.dir.join(&argv[0]);
+        argv[0] = std::path::absolute(&p)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned();
+    }
+    Ok(argv)
 }
 
 /// The Claude Code program, looked up in `PATH`.
@@ -315,27 +330,25 @@ fn reporter(opts: &Options, has_tasks: bool) -> Arc<Report> {
 }
 
 /// What the controllers of one server have in common.
-struct Serving<'a> {
-    inst: &'a Instance,
+struct Serving {
+    inst: Instance,
     root: PathBuf,
     document: Option<String>,
     workflow: Option<String>,
     started: String,
-    opts: &'a Options,
+    opts: Options,
 }
 
-impl Serving<'_> {
-    /// Write the agent's MCP configuration and build its controller.
+impl Serving {
+    /// Write the agent's MCP configuration (`aw-mcp --agent NAME@INSTANCE` and `tool_args`)
+    /// and build its controller, with the server's defaults.
     fn controller(
         &self,
         name: &str,
         backend: Box<dyn RunBackend>,
-        system: Option<String>,
-        timeout: Option<Duration>,
-        max_runs: Option<u64>,
-        reply_fallback: bool,
+        tool_args: &[String],
     ) -> Result<Controller> {
-        let inst = self.inst;
+        let inst = &self.inst;
         // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
         let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
             .map_err(|e| Error::io(inst.state_dir(), e))?;
@@ -347,6 +360,7 @@ impl Serving<'_> {
                 &sibling("aw-mcp"),
                 &self.root,
                 &format!("{name}@{}", inst.name()),
+                tool_args,
             )
             .as_bytes(),
         )?;
@@ -364,13 +378,13 @@ impl Serving<'_> {
             inst: inst.clone(),
             agent: name.to_string(),
             backend,
-            system,
+            system: None,
             document: self.document.clone(),
             root: self.root.clone(),
             mcp_config: mcp_path,
-            timeout,
-            max_runs: max_runs.unwrap_or(self.opts.max_runs),
-            reply_fallback,
+            timeout: None,
+            max_runs: self.opts.max_runs,
+            reply_fallback: true,
             retry: self.opts.retry,
             next_transcript: next_transcript(inst, name),
             cooldown: self.opts.cooldown,
@@ -380,8 +394,104 @@ impl Serving<'_> {
             budget: Default::default(),
             price: None,
             task_context: None,
+            stop: Default::default(),
+            serving_lock: None,
         })
     }
+
+    /// The controller of an agent of the registry (`aw-ctl new`, or a worker).
+    fn registered(&self, a: &Agent) -> Result<Controller> {
+        let backend = registered_backend(a, &self.root, self.inst.name())?;
+        let tool_args = crate::mcp::config::tool_args(a.collab, a.delegate);
+        let mut c = self.controller(&a.name, backend, &tool_args)?;
+        c.system = a.system_prompt.clone();
+        c.timeout = a
+            .limits
+            .get("timeout_secs")
+            .and_then(|v| v.as_f64())
+            .map(Duration::from_secs_f64);
+        if let Some(m) = a.limits.get("max_runs").and_then(|v| v.as_u64()) {
+            c.max_runs = m;
+        }
+        c.price = a.model.as_deref().and_then(|m| Pricing::default().price(m));
+        Ok(c)
+    }
+}
+
+/// The backend of a registered agent: what its registry entry says, with the defaults of
+/// a workflow file for the rest (credentials from the environment).
+fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn RunBackend>> {
+    runnable(a)?;
+    let toolset = crate::mcp::tools::Toolset {
+        collab: a.collab,
+        delegate: a.delegate,
+    };
+    let max_steps = a.limits.get("max_steps").and_then(|v| v.as_u64());
+    let backend: Box<dyn RunBackend> = match a.backend.as_str() {
+        "mock" => Box::new(Mock::new(Default::default())),
+        "claude" => Box::new(Claude {
+            program: CLAUDE.to_string(),
+            model: a
+                .model
+                .as_ref()
+                .map(|m| m.strip_prefix("anthropic/").unwrap_or(m).to_string()),
+            system: a.system_prompt.clone(),
+            tools: a.tools.clone(),
+            max_turns: max_steps,
+            permission_mode: None,
+            idle_timeout: CLI_IDLE_TIMEOUT,
+            env: Vec::new(),
+            cwd: None,
+            delegate: a.delegate,
+        }),
+        "codex" => Box::new(Codex {
+            program: CODEX.to_string(),
+            model: a
+                .model
+                .as_ref()
+                .map(|m| m.strip_prefix("openai/").unwrap_or(m).to_string()),
+            mcp_keys: crate::mcp::config::codex_keys(
+                &sibling("aw-mcp"),
+                root,
+                &format!("{}@{instance}", a.name),
+                &crate::mcp::config::tool_args(a.collab, a.delegate),
+            ),
+            idle_timeout: CLI_IDLE_TIMEOUT,
+            env: Vec::new(),
+            cwd: None,
+            delegate: a.delegate,
+        }),
+        kind @ ("anthropic" | "openai") => {
+            let model = a.model.clone().unwrap_or_default();
+            let prefix = format!("{kind}/");
+            let model = model.strip_prefix(&prefix).unwrap_or(&model);
+            let model = super::models::find(model).map_or(model.to_string(), |m| m.id.to_string());
+            let settings = super::backend::api::Settings {
+                model,
+                system: a.system_prompt.clone(),
+                max_tokens: a.limits.get("max_tokens").and_then(|v| v.as_u64()),
+                max_steps,
+                env: &[],
+                read_timeout: super::backend::api::DEFAULT_READ_TIMEOUT,
+                files: Vec::new(),
+                cwd: std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                toolset,
+            };
+            let built: std::result::Result<Box<dyn RunBackend>, String> = if kind == "anthropic" {
+                anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+            } else {
+                openai::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+            };
+            built.map_err(|why| Error::Unavailable(format!("{}: {why}", a.name)))?
+        }
+        _ => Box::new(Exec {
+            argv: a.command.clone(),
+            env: Vec::new(),
+            cwd: None,
+            idle_timeout: None,
+        }),
+    };
+    Ok(backend)
 }
 
 /// Refuse what cannot run, before anything is written: a CLI backend whose program is not
@@ -451,7 +561,7 @@ pub fn run(
     preflight(wf, &vars)?;
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
-    let _locks = serve::take(inst, &names)?;
+    let mut locks = serve::take(inst, &names)?.into_iter();
     let document = match &wf.context {
         Context::File { config, .. } => config.document.as_ref().map(|d| d.value.clone()),
         _ => None,
@@ -465,7 +575,7 @@ pub fn run(
     );
     setup(wf, &mut vars)?;
     let serving = Serving {
-        inst,
+        inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
         document: (wf.context != Context::Disabled).then_some(document),
         workflow: Some(
@@ -475,7 +585,7 @@ pub fn run(
                 .into_owned(),
         ),
         started: crate::channel::now(),
-        opts,
+        opts: opts.clone(),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -498,7 +608,20 @@ pub fn run(
             system_prompt: system.clone(),
             tools: def.tools.iter().map(|t| t.value.clone()).collect(),
             limits: limits(def),
+            // What `aw-run --serve` and an exec agent's workers run; never a secret.
+            command: match def.backend.value {
+                Backend::Exec => Some(exec_argv(wf, def, &vars)?)
+                    .filter(|argv| {
+                        !argv
+                            .iter()
+                            .any(|a| secrets.iter().any(|s| a.contains(s.as_str())))
+                    })
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            },
             created: crate::channel::now(),
+            collab: def.collab,
+            delegate: def.delegate,
             ..Agent::default()
         });
         built.push((def, system, secrets, backend));
@@ -506,14 +629,15 @@ pub fn run(
     registry::register_all(inst, agents, true)?;
     let mut controllers = Vec::new();
     for (def, system, secrets, backend) in built {
-        let mut c = serving.controller(
-            &def.name.value,
-            backend,
-            system,
-            def.timeout.as_ref().map(|t| t.value),
-            def.max_runs.as_ref().map(|m| m.value),
-            def.reply_fallback,
-        )?;
+        let tool_args = crate::mcp::config::tool_args(def.collab, def.delegate);
+        let mut c = serving.controller(&def.name.value, backend, &tool_args)?;
+        c.system = system;
+        c.timeout = def.timeout.as_ref().map(|t| t.value);
+        if let Some(m) = &def.max_runs {
+            c.max_runs = m.value;
+        }
+        c.reply_fallback = def.reply_fallback;
+        c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;
         c.price = def.price(&wf.pricing);
@@ -560,7 +684,7 @@ pub fn run(
         tasks,
         iter,
     };
-    drive(inst, controllers, opts, before, start)
+    drive(Arc::new(serving), controllers, before, start)
 }
 
 /// How long the agents have to elect a document owner.
@@ -648,10 +772,14 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     check_serve_instance(inst)?;
     let reg = registry::Registry::load(inst)?;
     let chosen: Vec<&Agent> = if agents.is_empty() {
-        let all: Vec<&Agent> = reg.agents.iter().filter(|a| runnable(a).is_ok()).collect();
+        let all: Vec<&Agent> = reg
+            .agents
+            .iter()
+            .filter(|a| !a.closed && runnable(a).is_ok())
+            .collect();
         if all.is_empty() {
             return Err(Error::NotFound(format!(
-                "instance '{}' has no agent aw-run can serve (exec or mock)",
+                "instance '{}' has no agent aw-run can serve",
                 inst.name()
             )));
         }
@@ -665,65 +793,37 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                     inst.name()
                 ))
             })?;
+            if a.closed {
+                return Err(Error::invalid(format!(
+                    "{name}: a closed worker is not served again"
+                )));
+            }
             runnable(a)?;
             v.push(a);
         }
         v
     };
     let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
-    let _locks = serve::take(inst, &names)?;
+    let locks = serve::take(inst, &names)?;
     let serving = Serving {
-        inst,
+        inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
         document: Some(super::workflow::DEFAULT_DOCUMENT.to_string()),
         workflow: None,
         started: crate::channel::now(),
-        opts,
+        opts: opts.clone(),
     };
-    let mut controllers = Vec::new();
-    for a in chosen {
-        let backend: Box<dyn RunBackend> = match a.backend.as_str() {
-            "mock" => Box::new(Mock::new(Default::default())),
-            "claude" => Box::new(Claude {
-                program: CLAUDE.to_string(),
-                model: a
-                    .model
-                    .as_ref()
-                    .map(|m| m.strip_prefix("anthropic/").unwrap_or(m).to_string()),
-                system: a.system_prompt.clone(),
-                tools: a.tools.clone(),
-                max_turns: a.limits.get("max_steps").and_then(|v| v.as_u64()),
-                permission_mode: None,
-                idle_timeout: CLI_IDLE_TIMEOUT,
-                env: Vec::new(),
-                cwd: None,
-            }),
-            _ => Box::new(Exec {
-                argv: a.command.clone(),
-                env: Vec::new(),
-                cwd: None,
-                idle_timeout: None,
-            }),
-        };
-        let timeout = a
-            .limits
-            .get("timeout_secs")
-            .and_then(|v| v.as_f64())
-            .map(Duration::from_secs_f64);
-        let max_runs = a.limits.get("max_runs").and_then(|v| v.as_u64());
-        let mut c = serving.controller(
-            &a.name,
-            backend,
-            a.system_prompt.clone(),
-            timeout,
-            max_runs,
-            true,
-        )?;
-        c.price = a.model.as_deref().and_then(|m| Pricing::default().price(m));
-        controllers.push(c);
-    }
+    let controllers = chosen
+        .into_iter()
+        .zip(locks)
+        .map(|(a, lock)| {
+            let mut c = serving.registered(a)?;
+            c.serving_lock = Some(lock);
+            Ok(c)
+        })
+        .collect::<Result<Vec<_>>>()?;
     let before = Channel::new(inst).last_id().unwrap_or(0);
-    drive(inst, controllers, opts, before, Start::default())
+    drive(Arc::new(serving), controllers, before, Start::default())
 }
 
 /// `aw-run --serve` needs an instance with registered agents.
@@ -738,11 +838,18 @@ pub fn check_serve_instance(inst: &Instance) -> Result<()> {
 }
 
 /// Can `aw-run --serve` run this registered agent?
-fn runnable(a: &Agent) -> Result<()> {
+pub(crate) fn runnable(a: &Agent) -> Result<()> {
     match a.backend.as_str() {
         "mock" => Ok(()),
         "claude" if find_program(CLAUDE).is_some() => Ok(()),
         "claude" => Err(missing_program(&a.name, Backend::Claude)),
+        "codex" if find_program(CODEX).is_some() => Ok(()),
+        "codex" => Err(missing_program(&a.name, Backend::Codex)),
+        "anthropic" | "openai" if a.model.is_none() => Err(Error::invalid(format!(
+            "{}: the {} backend needs a model",
+            a.name, a.backend
+        ))),
+        "anthropic" | "openai" => Ok(()),
         "exec" if !a.command.is_empty() => Ok(()),
         "exec" => Err(Error::invalid(format!(
             "{}: an exec agent needs a command (aw-ctl new {} --backend exec -- PROGRAM [ARG...])",
@@ -753,9 +860,102 @@ fn runnable(a: &Agent) -> Result<()> {
             a.name
         ))),
         other => Err(Error::Unavailable(format!(
-            "{}: the {other} backend is not available in this version (use claude, exec or mock)",
+            "{}: unknown backend '{other}'",
             a.name
         ))),
+    }
+}
+
+/// Takes the workers (`spawn_agent`) this server should serve as they are registered, and
+/// stops the controllers of those closed. A worker is taken when its spawner is served here,
+/// or by no process at all; its serving lock settles a race with another server.
+struct Adopter {
+    serving: Arc<Serving>,
+    shared: Arc<Shared>,
+    report: Arc<Report>,
+    /// The registry file as last read: length, modification time, inode.
+    seen: Option<(u64, i64, i64, u64)>,
+    /// The agents served, with their controllers' own stop flags.
+    workers: BTreeMap<String, super::backend::Stop>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Adopter {
+    /// Look at the registry (with `force`, even when it seems unchanged); whether a worker
+    /// was taken.
+    fn look(&mut self, force: bool) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let serving = self.serving.clone();
+        let inst = &serving.inst;
+        let key = std::fs::metadata(inst.state_file("agents.json"))
+            .ok()
+            .map(|m| (m.len(), m.mtime(), m.mtime_nsec(), m.ino()));
+        if key.is_none() || (!force && key == self.seen) {
+            return false;
+        }
+        self.seen = key;
+        let Ok(reg) = registry::Registry::load(inst) else {
+            return false;
+        };
+        let ours: Vec<String> = {
+            let st = self.shared.lock();
+            if st.stopping {
+                return false;
+            }
+            st.agents
+                .iter()
+                .filter(|(_, a)| !a.closed)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let mut taken = false;
+        for a in &reg.agents {
+            let Some(spawner) = &a.spawned_by else {
+                continue;
+            };
+            if a.closed {
+                if let Some(stop) = self.workers.get(&a.name) {
+                    stop.set();
+                    self.shared.cv.notify_all();
+                }
+                continue;
+            }
+            let mine = ours.contains(spawner) || !serve::is_served(inst, spawner);
+            if !mine || ours.contains(&a.name) || serve::is_served(inst, &a.name) {
+                continue;
+            }
+            match self.take(a) {
+                Ok(()) => taken = true,
+                // Another server took it first.
+                Err(Error::Busy(_)) => {}
+                Err(e) => crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name)),
+            }
+        }
+        taken
+    }
+
+    /// Serve the worker `a` from now on.
+    fn take(&mut self, a: &Agent) -> Result<()> {
+        let inst = &self.serving.inst;
+        let lock = serve::take(inst, &[a.name.as_str()])?.pop();
+        let mut c = self.serving.registered(a)?;
+        c.serving_lock = lock;
+        c.stop = self.shared.stop.child();
+        self.shared.lock().agents.entry(a.name.clone()).or_default();
+        if !self.serving.opts.quiet {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "aw-run: serving {} ({}), spawned by {}",
+                a.name,
+                a.backend,
+                a.spawned_by.as_deref().unwrap_or("?")
+            );
+        }
+        self.workers.insert(a.name.clone(), c.stop.clone());
+        let (shared, report) = (self.shared.clone(), self.report.clone());
+        self.handles
+            .push(std::thread::spawn(move || c.run(&shared, &*report)));
+        Ok(())
     }
 }
 
@@ -772,12 +972,12 @@ enum StopSignal {
 /// Start the watcher, the signal thread and the controllers; wait for the end. Channel
 /// entries after `before` are printed as they arrive.
 fn drive(
-    inst: &Instance,
-    controllers: Vec<Controller>,
-    opts: &Options,
+    serving: Arc<Serving>,
+    mut controllers: Vec<Controller>,
     before: u64,
     start: Start,
 ) -> Result<u8> {
+    let (inst, opts) = (&serving.inst, &serving.opts);
     // Block the stop signals in every thread; one thread waits for them.
     let mut sigs = SigSet::empty();
     sigs.add(Signal::SIGINT);
@@ -791,8 +991,9 @@ fn drive(
     {
         let mut st = shared.lock();
         st.generation = 1;
-        for c in &controllers {
+        for c in &mut controllers {
             st.agents.entry(c.agent.clone()).or_default();
+            c.stop = shared.stop.child();
         }
     }
     let stop_signal = Arc::new(Mutex::new(StopSignal::None));
@@ -817,8 +1018,17 @@ fn drive(
             format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
         );
     }
+    let report = reporter(opts, has_tasks);
+    let adopter = Arc::new(Mutex::new(Adopter {
+        serving: serving.clone(),
+        shared: shared.clone(),
+        report: report.clone(),
+        seen: None,
+        workers: BTreeMap::new(),
+        handles: Vec::new(),
+    }));
     {
-        let shared = shared.clone();
+        let (shared, adopter) = (shared.clone(), adopter.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
         if start.iter.is_some() {
             printer.channel = None;
@@ -827,17 +1037,29 @@ fn drive(
         std::thread::spawn(move || {
             loop {
                 waiter.wait(None);
+                // New workers are taken before anyone is told of the change.
+                adopter
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .look(false);
                 shared.bump();
                 printer.print();
             }
         });
     }
-    let report = reporter(opts, has_tasks);
     let mut handles = Vec::new();
     for c in controllers {
+        // A worker served from the start is closed like one taken later.
+        adopter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .workers
+            .insert(c.agent.clone(), c.stop.clone());
         let (shared, report) = (shared.clone(), report.clone());
         handles.push(std::thread::spawn(move || c.run(&shared, &*report)));
     }
+    // Workers registered before this server started.
+    adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
     let t0 = Instant::now();
     let mut outcome = None;
     let (code, reason) = match start.begin(inst, &shared) {
@@ -855,14 +1077,16 @@ fn drive(
                             let _ = shared.cv.wait_timeout(st, d);
                         }
                     };
-                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(|o| {
-                        if opts.keep {
-                            // Staying up: the result is printed now, not at the stop.
-                            o.print(opts.json, t0.elapsed());
-                        } else {
-                            outcome = Some(o);
-                        }
-                    })
+                    super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(
+                        |o| {
+                            if opts.keep {
+                                // Staying up: the result is printed now, not at the stop.
+                                o.print(opts.json, t0.elapsed());
+                            } else {
+                                outcome = Some(o);
+                            }
+                        },
+                    )
                 }
                 (None, Some((plan, task))) => super::iter::run(inst, plan, task, &shared),
                 (None, None) => Ok(()),
@@ -871,9 +1095,9 @@ fn drive(
                 // After tasks the pipeline's result is known: no quiet time is waited for,
                 // only for every agent to be idle with nothing unread.
                 Ok(()) if start.tasks.is_some() && !opts.keep => {
-                    wait_done(inst, &shared, opts, Duration::ZERO)
+                    wait_done(inst, &shared, opts, Duration::ZERO, &adopter)
                 }
-                Ok(()) => wait_done(inst, &shared, opts, opts.debounce),
+                Ok(()) => wait_done(inst, &shared, opts, opts.debounce, &adopter),
                 Err(Error::Interrupted) => (exit::INTERRUPTED, None),
                 Err(e) => (e.exit_code(), Some(e.to_string())),
             }
@@ -881,7 +1105,8 @@ fn drive(
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };
     shared.stop_all();
-    for h in handles {
+    let adopted = std::mem::take(&mut adopter.lock().unwrap_or_else(|e| e.into_inner()).handles);
+    for h in handles.into_iter().chain(adopted) {
         let _ = h.join();
     }
     summary(&shared, opts, has_tasks);
@@ -955,6 +1180,7 @@ fn wait_done(
     shared: &Shared,
     opts: &Options,
     debounce: Duration,
+    adopter: &Mutex<Adopter>,
 ) -> (u8, Option<String>) {
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     let mut st = shared.lock();
@@ -974,7 +1200,14 @@ fn wait_done(
             );
         }
         let generation = st.generation;
-        let quiet = st.agents.values().all(|a| a.idle_at == Some(generation));
+        if !st.agents.is_empty() && st.agents.values().all(|a| a.closed) {
+            // A server of workers only, all of them closed: nothing is left to serve.
+            return (exit::OK, None);
+        }
+        let quiet = st
+            .agents
+            .values()
+            .all(|a| a.closed || a.idle_at == Some(generation));
         if !quiet {
             st = wait(shared, st, left);
             continue;
@@ -1013,7 +1246,15 @@ fn wait_done(
                         .unwrap_or_else(|e| e.into_inner()),
                 };
             }
-            Verdict::Done => return (exit::OK, None),
+            Verdict::Done => {
+                // A worker registered just now may not have been taken yet.
+                drop(st);
+                let taken = adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
+                st = shared.lock();
+                if !taken {
+                    return (exit::OK, None);
+                }
+            }
             Verdict::Stop(why) => return (exit::NO, Some(why)),
             Verdict::Missed => {
                 // Something arrived that no wake-up announced: look again.
@@ -1062,7 +1303,7 @@ enum Verdict {
 fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdict {
     let mut failed = Vec::new();
     let mut capped = Vec::new();
-    for (name, a) in &st.agents {
+    for (name, a) in st.agents.iter().filter(|(_, a)| !a.closed) {
         let unread = crate::inbox::unread(inst, name).map_or(1, |(m, _)| m.len());
         if unread == 0 {
             continue;

@@ -189,6 +189,10 @@ pub struct AgentDef {
     pub reply_fallback: bool,
     /// What this agent's own runs may spend.
     pub budget: Budget,
+    /// The collab tools (`collab: true`, or `delegate: true`), with their limits.
+    pub collab: Option<crate::registry::Collab>,
+    /// Only coordinating (`delegate: true`): no document-writing tools, no file tools.
+    pub delegate: bool,
 }
 
 impl AgentDef {

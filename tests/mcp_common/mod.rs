@@ -88,11 +88,17 @@ impl Team {
 
     /// Start an `aw-mcp` server for `name` and connect an MCP client to it.
     pub async fn join(&self, name: &str) -> Agent {
+        self.join_with(name, &[]).await
+    }
+
+    /// [`Team::join`] with more `aw-mcp` options (`--collab`, ...).
+    pub async fn join_with(&self, name: &str, options: &[&str]) -> Agent {
         let mut cmd = tokio::process::Command::new(bin("aw-mcp"));
         cmd.arg("--agent")
             .arg(format!("{name}@{INSTANCE}"))
             .arg("--root")
-            .arg(&self.root);
+            .arg(&self.root)
+            .args(options);
         for v in ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC"] {
             cmd.env_remove(v);
         }

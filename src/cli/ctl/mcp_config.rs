@@ -57,7 +57,7 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let root = absolute(a.common.root().path())?;
     let agent = format!("{name}@{}", inst.name());
     if a.codex || a.codex_toml {
-        let keys = config::codex_keys(&exe, &root, &agent);
+        let keys = config::codex_keys(&exe, &root, &agent, &[]);
         if a.codex_toml {
             out.line("[mcp_servers.aw]")?;
             for (k, v) in keys {
@@ -73,6 +73,6 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         }
         return Ok(0);
     }
-    out.line(&config::claude_json(&exe, &root, &agent))?;
+    out.line(&config::claude_json(&exe, &root, &agent, &[]))?;
     Ok(0)
 }

@@ -52,6 +52,7 @@ pub fn backend(s: Settings) -> Result<Api<Anthropic>, String> {
         client: Client::new("anthropic", url, headers, s.read_timeout),
         max_steps: s.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         files,
+        toolset: s.toolset,
     })
 }
 

@@ -51,6 +51,8 @@ pub struct Settings<'a> {
     /// The built-in file tools the agent is given, and the folder they are confined to.
     pub files: Vec<FileTool>,
     pub cwd: PathBuf,
+    /// The aw tools the agent gets.
+    pub toolset: crate::mcp::tools::Toolset,
 }
 
 impl Settings<'_> {
@@ -154,11 +156,14 @@ pub struct Api<D: Dialect> {
     pub max_steps: u64,
     /// The built-in file tools given, and their folder.
     pub files: Option<(Sandbox, Vec<FileTool>)>,
+    /// The aw tools given.
+    pub toolset: crate::mcp::tools::Toolset,
 }
 
-/// The aw tools, for the model.
-pub fn aw_tools() -> Vec<ToolDef> {
-    crate::mcp::tools::all()
+/// The aw tools of `toolset`, for the model.
+pub fn aw_tools(toolset: &crate::mcp::tools::Toolset) -> Vec<ToolDef> {
+    toolset
+        .listed()
         .iter()
         .map(|t| ToolDef {
             name: t.name.to_string(),
@@ -178,7 +183,7 @@ pub fn system_prompt(own: Option<&str>) -> String {
 
 impl<D: Dialect> Api<D> {
     fn tools(&self) -> Vec<ToolDef> {
-        let mut tools = aw_tools();
+        let mut tools = aw_tools(&self.toolset);
         for t in self.files.iter().flat_map(|(_, given)| given) {
             let (description, schema) = t.definition();
             tools.push(ToolDef {
@@ -245,6 +250,7 @@ impl<D: Dialect> Backend for Api<D> {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let server = Server {
             stop: ctx.stop.clone(),
+            tools: self.toolset,
             ..Server::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();

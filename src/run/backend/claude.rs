@@ -57,6 +57,8 @@ pub struct Claude {
     pub idle_timeout: Duration,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// Only coordinating: none of Claude Code's own tools (`--tools ""`), only aw's.
+    pub delegate: bool,
 }
 
 impl Claude {
@@ -79,6 +81,9 @@ impl Claude {
                 .collect::<Vec<_>>()
                 .join(","),
         );
+        if self.delegate {
+            v.extend(["--tools".into(), String::new()]);
+        }
         if let Some(m) = &self.permission_mode {
             v.extend(["--permission-mode".into(), m.clone()]);
         }

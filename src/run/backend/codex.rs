@@ -23,6 +23,8 @@ pub struct Codex {
     pub idle_timeout: Duration,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
+    /// Only coordinating: no shell tool, and a read-only sandbox for the rest.
+    pub delegate: bool,
 }
 
 impl Codex {
@@ -39,6 +41,14 @@ impl Codex {
         }
         for (k, val) in &self.mcp_keys {
             v.extend(["-c".into(), format!("mcp_servers.aw.{k}={val}")]);
+        }
+        if self.delegate {
+            v.extend([
+                "-c".into(),
+                "features.shell_tool=false".into(),
+                "--sandbox".into(),
+                "read-only".into(),
+            ]);
         }
         if let Some(m) = &self.model {
             v.extend(["-m".into(), m.clone()]);

@@ -30,17 +30,33 @@ pub mod openai;
 /// Longest output kept from a backend's stdout or stderr, in bytes.
 pub const MAX_CAPTURE: usize = 64 * 1024;
 
-/// A flag that asks every running backend to stop.
+/// A flag that asks every running backend to stop. A [`child`](Stop::child) is set when
+/// its parent is, and can be set alone (one controller of many).
 #[derive(Clone, Default)]
-pub struct Stop(Arc<AtomicBool>);
+pub struct Stop {
+    flag: Arc<AtomicBool>,
+    parent: Option<Arc<AtomicBool>>,
+}
 
 impl Stop {
     pub fn set(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.flag.store(true, Ordering::SeqCst);
     }
 
     pub fn is_set(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.flag.load(Ordering::SeqCst)
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(|p| p.load(Ordering::SeqCst))
+    }
+
+    /// A flag of its own that is also set whenever this one is.
+    pub fn child(&self) -> Stop {
+        Stop {
+            flag: Arc::default(),
+            parent: Some(self.flag.clone()),
+        }
     }
 
     /// Sleep for `d`, waking early (and returning `false`) when the flag is set.

@@ -53,6 +53,7 @@ pub fn backend(s: Settings) -> Result<Api<OpenAi>, String> {
         client: Client::new("openai", url, headers, s.read_timeout),
         max_steps: s.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         files,
+        toolset: s.toolset,
     })
 }
 

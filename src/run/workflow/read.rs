@@ -23,7 +23,7 @@ use crate::run::yaml::{Kind, Node};
 const TOP_KEYS: [&str; 8] = [
     "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks",
 ];
-const AGENT_KEYS: [&str; 16] = [
+const AGENT_KEYS: [&str; 20] = [
     "backend",
     "model",
     "system_prompt",
@@ -40,6 +40,10 @@ const AGENT_KEYS: [&str; 16] = [
     "mock",
     "reply_fallback",
     "budget",
+    "collab",
+    "delegate",
+    "max_workers",
+    "spawn_depth",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 const USAGE_KEYS: [&str; 5] = [
@@ -208,16 +212,67 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .get("budget")
             .map(|n| read_budget(r, n, &p("budget")))
             .unwrap_or_default(),
+        collab: None,
+        delegate: false,
     };
     if let Some(n) = f.get("reply_fallback") {
         agent.reply_fallback = r.boolean(n, &p("reply_fallback")).unwrap_or(true);
     }
+    read_collab(r, &f, &path, &mut agent);
     if backend_ok {
         check_backend_keys(r, &agent, &f, &path);
         check_tools(r, &agent, &f, &path);
         check_program_keys(r, &agent, &f, &path);
     }
     Some(agent)
+}
+
+/// `collab`, `delegate`, `max_workers`, `spawn_depth`: the collab tools and their limits.
+/// The limits need one of the first two; an agent that only coordinates takes no `tools`.
+fn read_collab(r: &mut Reader, f: &Fields, path: &str, agent: &mut AgentDef) {
+    let p = |key: &str| join(path, key);
+    let collab = f
+        .get("collab")
+        .and_then(|n| r.boolean(n, &p("collab")))
+        .unwrap_or(false);
+    agent.delegate = f
+        .get("delegate")
+        .and_then(|n| r.boolean(n, &p("delegate")))
+        .unwrap_or(false);
+    let mut limits = crate::registry::Collab::default();
+    for key in ["max_workers", "spawn_depth"] {
+        let Some((k, n)) = f.entry(key) else {
+            continue;
+        };
+        let Some(v) = r.whole(n, &p(key), 1) else {
+            continue;
+        };
+        let v = u32::try_from(v.value).unwrap_or(u32::MAX);
+        if key == "max_workers" {
+            limits.max_workers = v;
+        } else {
+            limits.max_depth = v;
+        }
+        if !collab && !agent.delegate {
+            r.error(
+                k.pos,
+                &p(key),
+                &format!("{key} goes with collab: true (or delegate: true)"),
+            );
+        }
+    }
+    if collab || agent.delegate {
+        agent.collab = Some(limits);
+    }
+    if agent.delegate
+        && let Some((k, _)) = f.entry("tools")
+    {
+        r.error(
+            k.pos,
+            &p("tools"),
+            "an agent with delegate: true only coordinates and takes no tools",
+        );
+    }
 }
 
 /// The backend named, implied by `mock:`/`command:`, chosen by the model's provider prefix,
