@@ -335,6 +335,167 @@ fn kill_9_of_aw_run_takes_the_backend_with_it_and_a_new_run_resumes() {
     assert_eq!(s.unread("alice"), 0);
 }
 
+/// Reads a pid that a script wrote to `file` in the working directory, once it is whole.
+fn read_pid(s: &Setup, file: &str) -> u32 {
+    let path = s.dir().join(file);
+    wait_for(file, || {
+        std::fs::read_to_string(&path).is_ok_and(|t| t.ends_with('\n'))
+    });
+    std::fs::read_to_string(&path)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The parent of a live process.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The live children of `pid`.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        if let Ok(child) = e.file_name().to_string_lossy().parse::<u32>()
+            && parent_of(child) == Some(pid)
+            && alive(child)
+        {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// Kills a process group that a failed test would leave behind.
+struct KillOnPanic(u32);
+
+impl Drop for KillOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", self.0)])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn kill_9_of_aw_run_takes_the_backends_whole_group_with_it() {
+    // aw-run alone is killed, then aw-run with its whole process group (as a shell's
+    // `kill -9 %1` does): either way the programs the backend started die too.
+    for whole_group in [false, true] {
+        let s = Setup::new();
+        s.script(
+            "agent.sh",
+            "cat > /dev/null\n\
+             sleep 1000 & echo $! > child1\n\
+             sleep 1001 & echo $! > child2\n\
+             echo $$ > pgid\n\
+             wait\n",
+        );
+        s.write(
+            "wf.yaml",
+            "agents:\n  alice:\n    command: [./agent.sh]\nkickoff: '@alice go'\n",
+        );
+        let mut cmd = s.cmd(&[]);
+        if whole_group {
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        }
+        let mut aw_run = spawn(cmd);
+        let pgid = read_pid(&s, "pgid");
+        let _cleanup = KillOnPanic(pgid);
+        let children = [read_pid(&s, "child1"), read_pid(&s, "child2")];
+        assert!(children.iter().all(|&c| alive(c)));
+        assert_eq!(
+            group_members(pgid).len(),
+            3,
+            "the script and its two children"
+        );
+        if whole_group {
+            Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", aw_run.id())])
+                .status()
+                .expect("kill -9 the group of aw-run");
+        } else {
+            aw_run.kill().expect("kill -9 aw-run");
+        }
+        aw_run.wait().expect("reap aw-run");
+        wait_for("the backend's children to die with aw-run", || {
+            children.iter().all(|&c| !alive(c))
+        });
+        wait_for("the backend's group to be empty", || {
+            group_members(pgid).is_empty()
+        });
+        assert_eq!(s.unread("alice"), 1);
+    }
+}
+
+#[test]
+fn the_guard_holds_no_output_of_aw_run_and_ends_with_it() {
+    let s = Setup::new();
+    s.script(
+        "agent.sh",
+        "cat > /dev/null\n\
+         echo $$ > pid\n\
+         while [ ! -e go ]; do sleep 0.01; done\n\
+         echo done\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    command: [./agent.sh]\nkickoff: '@alice go'\n",
+    );
+    let aw_run = Server::new(spawn(s.cmd(&[])));
+    let backend = read_pid(&s, "pid");
+    let others: Vec<u32> = children_of(aw_run.pid())
+        .into_iter()
+        .filter(|&c| c != backend)
+        .collect();
+    assert_eq!(others.len(), 1, "one guard beside the backend: {others:?}");
+    let guard = others[0];
+    // Its own process group: signals to the group of aw-run do not reach it.
+    let stat = std::fs::read_to_string(format!("/proc/{guard}/stat")).unwrap();
+    assert_eq!(stat_pgrp(&stat), Some(guard));
+    // Its stdin is the pipe from aw-run; it holds nothing else, so a caller reading the
+    // output of aw-run to its end never waits for the guard.
+    let fds: Vec<(String, String)> = std::fs::read_dir(format!("/proc/{guard}/fd"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let target = std::fs::read_link(e.path()).unwrap_or_default();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                target.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let mut names: Vec<&str> = fds.iter().map(|(n, _)| n.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["0", "1", "2"], "{fds:?}");
+    for (name, target) in &fds {
+        match name.as_str() {
+            "0" => assert!(target.starts_with("pipe:"), "{fds:?}"),
+            _ => assert_eq!(target, "/dev/null", "{fds:?}"),
+        }
+    }
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    // stdout and stderr read to their end.
+    let out = aw_run.wait();
+    assert_code(&out, 0);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("@alice: done"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    wait_for("the guard to end with aw-run", || !alive(guard));
+}
+
 #[test]
 fn second_runner_for_a_served_agent_is_refused_and_sigint_stops_the_first() {
     let s = Setup::new();

@@ -242,6 +242,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             runner::check_serve_instance(&inst)?;
             return detach(out, &inst);
         }
+        start_guard();
         out.flush()?;
         return runner::serve(&inst, root.path(), &agents, &a.opts);
     }
@@ -280,6 +281,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         let tmp = TempRoot::new()?;
         let inst = Root::new(tmp.0.clone()).instance(&instance_name(&a, &wf))?;
         a.opts.iter = plan(&a, &wf, agent, &tmp.0)?;
+        start_guard();
         out.flush()?;
         return runner::run(&wf, &inst, &tmp.0, vars, &a.opts);
     }
@@ -289,8 +291,22 @@ pub fn run(out: &mut Out) -> Result<u8> {
         inst.create()?;
         return detach(out, &inst);
     }
+    start_guard();
     out.flush()?;
     runner::run(&wf, &inst, root.path(), vars, &a.opts)
+}
+
+/// Start the guard that kills the backends' process groups if this process dies, even by
+/// SIGKILL. Without it, only the backend programs themselves die with aw-run.
+fn start_guard() {
+    if let Err(e) = crate::run::guard::start() {
+        cli::warn(
+            "aw-run",
+            format!(
+                "cannot start the guard process ({e}): what backends start may outlive a killed aw-run"
+            ),
+        );
+    }
 }
 
 /// The iterations `--iter` asks for, once the git work tree (the agent's `cwd`, else the

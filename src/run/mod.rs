@@ -18,11 +18,13 @@
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
+//! | `guard`       | the process that kills the backends' process groups when aw-run dies, even by SIGKILL |
 
 pub mod backend;
 pub mod controller;
 pub mod diagnostic;
 pub mod expr;
+pub mod guard;
 pub mod interpolate;
 pub mod iter;
 pub mod models;

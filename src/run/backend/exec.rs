@@ -2,7 +2,8 @@
 //! stdin. Exit 0 is success and stdout is the final reply.
 //!
 //! The child runs in its own process group and gets SIGKILL when the thread that started it
-//! (its controller) dies. One poll(2) loop feeds it the prompt and reads its stdout and
+//! (its controller) dies; the [guard](crate::run::guard) kills the rest of its group if
+//! aw-run dies. One poll(2) loop feeds it the prompt and reads its stdout and
 //! stderr. On a timeout, a stop, or when it writes nothing on either for its idle timeout,
 //! its whole group gets SIGTERM, then SIGKILL after [`GRACE`].
 //!
@@ -308,6 +309,8 @@ impl Exec {
                 return out;
             }
         };
+        let pgid = child.id();
+        crate::run::guard::watch(pgid);
         let mut pipes = Pipes::new(&mut child, ctx.prompt.as_bytes());
         let started = Instant::now();
         let deadline = ctx.timeout.map(|t| started + t);
@@ -319,7 +322,7 @@ impl Exec {
             match child.try_wait() {
                 Ok(Some(s)) => {
                     // Descendants that kept the pipes open must not hold the run.
-                    let _ = signal::killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+                    let _ = signal::killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
                     break Some(s);
                 }
                 Ok(None) => {}
@@ -351,6 +354,8 @@ impl Exec {
                 break None;
             }
         };
+        // Every way out of the loop sent SIGKILL to the group.
+        crate::run::guard::release(pgid);
         pipes.drain(on_stdout);
         out.stdout = pipes.out.capture();
         out.stderr = pipes.err.capture();
