@@ -758,3 +758,38 @@ fn an_api_agent_with_collab_spawns_waits_for_and_closes_a_worker_in_process() {
             .exists()
     );
 }
+
+#[test]
+fn a_workers_usage_counts_in_the_workflow_budget() {
+    let s = Setup::new();
+    // The lead spawns an anthropic worker and ends; the two answers after the first cost
+    // 1005 tokens each, whichever of the lead and the worker gets which.
+    let api = FakeApi::start(vec![
+        answer(
+            json!([tool_use(
+                "tu_1",
+                "spawn_agent",
+                json!({"prompt": "summarise", "backend": "anthropic", "model": "claude-test"})
+            )]),
+            "tool_use",
+            10,
+            5,
+        ),
+        answer(json!([text("done")]), "end_turn", 1000, 5),
+        answer(json!([text("done")]), "end_turn", 1000, 5),
+    ]);
+    let wf = "agents:\n  alice:\n    backend: anthropic\n    model: claude-test\n    collab: true\n\
+              kickoff: '@alice summarise, with a worker'\n";
+    // The lead alone spends 1020 tokens: under the budget; with its worker, 2025: over.
+    let out = run_api(&s, wf, &api, &["--budget-tokens", "1500"]);
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains("budget"), "{}", stderr(&out));
+    assert_eq!(api.requests().len(), 3);
+    let entries = s.entries();
+    assert!(
+        entries
+            .iter()
+            .any(|(f, m)| f == "system" && m.contains("over the 1500 token budget")),
+        "{entries:?}"
+    );
+}
