@@ -79,13 +79,8 @@ impl fmt::Display for Gone {
 }
 
 enum Mode {
-    Inotify {
-        _watcher: notify::RecommendedWatcher,
-    },
-    Poll {
-        every: Duration,
-        last: Signature,
-    },
+    Inotify { watcher: notify::RecommendedWatcher },
+    Poll { every: Duration, last: Signature },
 }
 
 /// Wakes its owner when `file` may have changed. Spurious wake-ups are allowed: the owner
@@ -103,6 +98,17 @@ pub struct FileWaiter {
     mode: Mode,
     /// Why inotify could not be used, when the waiter fell back to polling.
     fallback: Option<String>,
+}
+
+impl Drop for FileWaiter {
+    fn drop(&mut self) {
+        // A watch still in place when the inotify descriptor is closed makes the close wait
+        // for the kernel to retire it: some milliseconds at every exit. Removed first, it
+        // is retired in the background.
+        if let Mode::Inotify { watcher } = &mut self.mode {
+            let _ = watcher.unwatch(&self.dir);
+        }
+    }
 }
 
 /// Wakes a [`FileWaiter`] from another thread, for a reason of its owner's.
@@ -197,7 +203,7 @@ impl FileWaiter {
                 }
             })?;
         watcher.watch(dir, RecursiveMode::NonRecursive)?;
-        Ok(Mode::Inotify { _watcher: watcher })
+        Ok(Mode::Inotify { watcher })
     }
 
     /// A handle that interrupts [`FileWaiter::wait`] from another thread.

@@ -41,6 +41,9 @@ pub struct Shared {
 pub struct State {
     /// Bumped on every (possible) channel change.
     pub generation: u64,
+    /// Bumped on every channel change and every controller becoming idle: what a waiter on
+    /// [`Shared::cv`] compares to know whether it missed a wake-up.
+    pub changes: u64,
     pub stopping: bool,
     pub agents: BTreeMap<String, AgentState>,
     /// The budget that stopped the run, as a reason.
@@ -88,7 +91,10 @@ impl Shared {
 
     /// Note a (possible) channel change and wake everyone.
     pub fn bump(&self) {
-        self.lock().generation += 1;
+        let mut st = self.lock();
+        st.generation += 1;
+        st.changes += 1;
+        drop(st);
         self.cv.notify_all();
     }
 
@@ -261,6 +267,7 @@ impl Controller {
                     let a = st.agents.entry(self.agent.clone()).or_default();
                     if a.idle_at != Some(seen) {
                         a.idle_at = Some(seen);
+                        st.changes += 1;
                         shared.cv.notify_all();
                     }
                     match cooldown_end {

@@ -1027,7 +1027,8 @@ fn drive(
         workers: BTreeMap::new(),
         handles: Vec::new(),
     }));
-    {
+    let waker = waiter.waker();
+    let watching = {
         let (shared, adopter) = (shared.clone(), adopter.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
         if start.iter.is_some() {
@@ -1037,6 +1038,10 @@ fn drive(
         std::thread::spawn(move || {
             loop {
                 waiter.wait(None);
+                if shared.lock().stopping {
+                    // The waiter is dropped here: its watch is removed before the exit.
+                    return;
+                }
                 // New workers are taken before anyone is told of the change.
                 adopter
                     .lock()
@@ -1045,8 +1050,8 @@ fn drive(
                 shared.bump();
                 printer.print();
             }
-        });
-    }
+        })
+    };
     let mut handles = Vec::new();
     for c in controllers {
         // A worker served from the start is closed like one taken later.
@@ -1070,12 +1075,23 @@ fn drive(
             let done = match (&start.tasks, &start.iter) {
                 (Some((tasks, vars)), _) => {
                     let mut vars = vars.clone();
-                    // Woken as soon as a controller changes state, not at the next look.
+                    // Woken as soon as a controller changes state, not at the next look;
+                    // a change since the last nap ends the next one at once.
+                    let seen = std::sync::atomic::AtomicU64::new(0);
                     let nap = |d: Duration| {
+                        use std::sync::atomic::Ordering::Relaxed;
                         let st = shared.lock();
-                        if !st.stopping {
-                            let _ = shared.cv.wait_timeout(st, d);
-                        }
+                        let before = seen.load(Relaxed);
+                        let st = if st.changes == before && !st.stopping {
+                            shared
+                                .cv
+                                .wait_timeout_while(st, d, |s| s.changes == before && !s.stopping)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0
+                        } else {
+                            st
+                        };
+                        seen.store(st.changes, Relaxed);
                     };
                     super::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(
                         |o| {
@@ -1105,10 +1121,12 @@ fn drive(
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };
     shared.stop_all();
+    waker.wake();
     let adopted = std::mem::take(&mut adopter.lock().unwrap_or_else(|e| e.into_inner()).handles);
     for h in handles.into_iter().chain(adopted) {
         let _ = h.join();
     }
+    let _ = watching.join();
     summary(&shared, opts, has_tasks);
     if let Some(why) = shared.lock().over_budget.clone() {
         return Err(Error::No(why));
