@@ -1,6 +1,7 @@
-//! Figure 5: `aw-run`. End to end, a two-agent mock workflow with one setup task, from spawn
-//! to exit; the wake latency of an exec agent served by `aw-run --keep`, from a mention to its
-//! backend's start; what ten idle agents cost (processor time and memory); and 20 agents
+//! Figure 6: `aw-run`. End to end, a two-agent mock workflow with one setup task, from spawn
+//! to exit; a 5-task pipeline against its programs alone; the wake latency of an exec agent
+//! served by `aw-run --keep`, from a mention to its backend's start; `spawn_agent` to the
+//! worker's first run; what ten idle agents cost (processor time and memory); and 20 agents
 //! handling 2,000 mentions, each checked to be handled exactly once.
 //!
 //! The exec agent's backend is this program itself, started with `--stamp SOCKET`: it sends
@@ -165,7 +166,7 @@ fn end_to_end(dir: &Path, opts: &Opts) {
     t.print();
 }
 
-// 5. Pipeline overhead.
+// 2. Pipeline overhead.
 
 /// The program of each agent of [`PIPELINE`]: it answers at once.
 const ANSWER: &str = "cat >/dev/null; echo ok";
@@ -252,7 +253,7 @@ fn pipeline(dir: &Path, opts: &Opts) {
         }
     }
     println!(
-        "### 5. Pipeline overhead\n\nA 5-task pipeline (`shell`, three `send`s to three exec \
+        "### 2. Pipeline overhead\n\nA 5-task pipeline (`shell`, three `send`s to three exec \
          agents that answer at once, `shell`), spawn → exit of `aw-run pipe.yaml`, its stdout \
          checked; against the same five programs started one after the other without aw (the \
          agents' own time). Overhead = median − median of the programs alone."
@@ -394,7 +395,7 @@ fn status(st: ExitStatus) -> String {
     }
 }
 
-// 2. Wake latency.
+// 3. Wake latency.
 
 fn wake(dir: &Path, opts: &Opts) {
     // A short path: socket addresses hold at most 107 bytes.
@@ -471,7 +472,7 @@ fn wake(dir: &Path, opts: &Opts) {
     let st = server.stop();
 
     println!(
-        "### 2. Wake latency\n\nOne `aw-run --keep -q` serving one exec agent whose command is \
+        "### 3. Wake latency\n\nOne `aw-run --keep -q` serving one exec agent whose command is \
          this benchmark program in its stamping mode: a dynamically linked Rust program that \
          sends CLOCK_MONOTONIC, read first thing in `main`, over a Unix datagram socket and \
          exits. Measured: from just before the mention is posted (or `aw-send` spawned) to that \
@@ -500,6 +501,8 @@ fn wake(dir: &Path, opts: &Opts) {
     }
     println!();
 }
+
+// 4. spawn_agent.
 
 /// `spawn_agent` with a running `aw-run`: from the call to the worker's backend running.
 fn spawn(dir: &Path, opts: &Opts) {
@@ -544,7 +547,7 @@ fn spawn(dir: &Path, opts: &Opts) {
     }
     let st = server.stop();
     println!(
-        "### 3. spawn_agent\n\nOne `aw-run --keep -q` serving a lead with `collab: true` \
+        "### 4. spawn_agent\n\nOne `aw-run --keep -q` serving a lead with `collab: true` \
          (an exec agent whose program is the stamping backend). Each round calls \
          `aw::collab::spawn` in process (what the `spawn_agent` tool runs): the worker is \
          registered, its prompt posted, and the running aw-run takes it and runs it (a copy of \
@@ -598,7 +601,7 @@ fn drain(sock: &UnixDatagram) -> usize {
     n
 }
 
-// 3. Idle cost.
+// 5. Idle cost.
 
 /// A workflow of mock agents `PREFIX01`…, without a kickoff.
 fn mock_team(name: &str, prefix: &str, agents: usize) -> (String, Vec<String>) {
@@ -680,7 +683,7 @@ fn idle(dir: &Path, opts: &Opts) {
     let hz = unsafe { nix::libc::sysconf(nix::libc::_SC_CLK_TCK) }.max(1) as u64;
 
     println!(
-        "### 3. Idle cost\n\n`aw-run --keep -q` with 10 mock agents and nothing to do, measured \
+        "### 5. Idle cost\n\n`aw-run --keep -q` with 10 mock agents and nothing to do, measured \
          from the moment every `_state/serve/*.json` says idle, over {} s.",
         window.as_secs()
     );
@@ -714,7 +717,7 @@ fn idle(dir: &Path, opts: &Opts) {
     t.print();
 }
 
-// 4. Throughput.
+// 6. Throughput.
 
 const AGENTS: usize = 20;
 const PER_AGENT: usize = 100;
@@ -786,7 +789,7 @@ fn throughput(dir: &Path) -> bool {
     let total = AGENTS * PER_AGENT;
 
     println!(
-        "### 4. Throughput\n\n{AGENTS} mock agents served by one `aw-run --keep -q`; the \
+        "### 6. Throughput\n\n{AGENTS} mock agents served by one `aw-run --keep -q`; the \
          benchmark posts {total} mentions ({PER_AGENT} per agent, round robin) with \
          `aw::post::post` as fast as it can, then checks every agent's inbox every 5 ms \
          (`aw::inbox::unread`) until all are empty; then SIGTERM. Handled once: the inbox ids \
