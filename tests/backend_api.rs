@@ -793,3 +793,35 @@ fn a_workers_usage_counts_in_the_workflow_budget() {
         "{entries:?}"
     );
 }
+
+#[test]
+fn a_worker_is_priced_by_the_workflows_pricing() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(
+            json!([tool_use(
+                "tu_1",
+                "spawn_agent",
+                json!({"prompt": "summarise", "backend": "anthropic", "model": "claude-test"})
+            )]),
+            "tool_use",
+            0,
+            0,
+        ),
+        answer(json!([text("done")]), "end_turn", 1_000_000, 0),
+        answer(json!([text("done")]), "end_turn", 1_000_000, 0),
+    ]);
+    // $1 per million input tokens: the lead's run costs $1, its worker's $1 more, which only
+    // the workflow's pricing knows.
+    let wf = "pricing:\n  claude-test: {input: 1, output: 1}\n\
+              agents:\n  alice:\n    backend: anthropic\n    model: claude-test\n    collab: true\n\
+              kickoff: '@alice summarise, with a worker'\n";
+    let out = run_api(&s, wf, &api, &["--budget-usd", "1.5"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("over the $1.5 budget"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(api.requests().len(), 3);
+}

@@ -337,6 +337,8 @@ struct Serving {
     workflow: Option<String>,
     started: String,
     opts: Options,
+    /// Prices of models: the workflow's `pricing:` over the built-in table.
+    pricing: Pricing,
 }
 
 impl Serving {
@@ -413,7 +415,7 @@ impl Serving {
         if let Some(m) = a.limits.get("max_runs").and_then(|v| v.as_u64()) {
             c.max_runs = m;
         }
-        c.price = a.model.as_deref().and_then(|m| Pricing::default().price(m));
+        c.price = a.model.as_deref().and_then(|m| self.pricing.price(m));
         Ok(c)
     }
 }
@@ -586,6 +588,7 @@ pub fn run(
         ),
         started: crate::channel::now(),
         opts: opts.clone(),
+        pricing: wf.pricing.clone(),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -812,6 +815,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         workflow: None,
         started: crate::channel::now(),
         opts: opts.clone(),
+        pricing: Pricing::default(),
     };
     let controllers = chosen
         .into_iter()
