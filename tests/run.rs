@@ -438,6 +438,36 @@ fn kill_9_of_aw_run_takes_the_backends_whole_group_with_it() {
 }
 
 #[test]
+fn kill_9_of_aw_run_takes_a_setup_or_task_shell_with_it() {
+    // The shell of a setup task, then of a pipeline's shell task, each with a child of its
+    // own in the background: a kill -9 of aw-run leaves neither running.
+    let line = "'sleep 1000 & echo $! > child; echo $$ > pgid; wait'";
+    for wf in [
+        format!("agents:\n  alice: {{mock: {{}}}}\nsetup:\n  - shell: {line}\n"),
+        format!("agents:\n  alice: {{mock: {{}}}}\ntasks:\n  - shell: {line}\n"),
+    ] {
+        let s = Setup::new();
+        s.write("wf.yaml", &wf);
+        let mut aw_run = spawn(s.cmd(&[]));
+        let pgid = read_pid(&s, "pgid");
+        let _cleanup = KillOnPanic(pgid);
+        let child = read_pid(&s, "child");
+        assert!(alive(child));
+        assert_eq!(
+            group_members(pgid).len(),
+            2,
+            "{wf}: the shell and its child"
+        );
+        aw_run.kill().expect("kill -9 aw-run");
+        aw_run.wait().expect("reap aw-run");
+        wait_for("the shell's child to die with aw-run", || !alive(child));
+        wait_for("the shell's group to be empty", || {
+            group_members(pgid).is_empty()
+        });
+    }
+}
+
+#[test]
 fn the_guard_holds_no_output_of_aw_run_and_ends_with_it() {
     let s = Setup::new();
     s.script(

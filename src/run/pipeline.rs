@@ -136,7 +136,7 @@ fn run_one(
         }
     }
     match &task.kind {
-        TaskKind::Shell(t) => super::runner::shell(&name, &t.value, vars).map(Some),
+        TaskKind::Shell(t) => super::runner::shell(&name, &t.value, vars, Some(stop)).map(Some),
         TaskKind::Send { text, to, timeout } => {
             let mut text = text
                 .value

@@ -68,7 +68,7 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
     for (i, task) in wf.setup.iter().enumerate() {
         let first = task.shell.value.text().lines().next().unwrap_or("").trim();
         let name = format!("setup task {} ({first})", i + 1);
-        let out = shell(&name, &task.shell.value, vars)?;
+        let out = shell(&name, &task.shell.value, vars, None)?;
         if let Some(var) = &task.output {
             vars.set(&var.value, out);
         }
@@ -78,29 +78,74 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
 
 /// Run `template` with `sh -c`, values passed through the environment; its stdout without
 /// one trailing newline. A failure is an error naming `name`.
-pub(super) fn shell(name: &str, template: &super::Template, vars: &Vars) -> Result<String> {
+///
+/// Like a backend, the shell runs in its own process group that dies with aw-run, the
+/// guard told of it (so a `kill -9` of aw-run takes what it started too), and with `stop`
+/// set (a stopped pipeline) its group is killed. What it leaves running in the background
+/// once it has exited is its own.
+pub(super) fn shell(
+    name: &str,
+    template: &super::Template,
+    vars: &Vars,
+    stop: Option<&super::backend::Stop>,
+) -> Result<String> {
+    use std::io::Read;
     let cmd = template
         .render_shell(vars)
         .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
     let mut c = Command::new("sh");
     c.arg("-c")
         .arg(&cmd.text)
-        .env_remove(READY_FD)
         .envs(cmd.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    let out = c
-        .output()
+    super::backend::exec::prepare(&mut c, true);
+    let mut child = c
+        .spawn()
         .map_err(|e| Error::No(format!("{name}: cannot run sh: {e}")))?;
-    if !out.status.success() {
-        let how = match out.status.code() {
+    let pgid = child.id();
+    super::guard::watch(pgid);
+    let mut stdout = child.stdout.take().expect("a piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        stdout.read_to_end(&mut out).map(|_| out)
+    });
+    let status = match stop {
+        None => child.wait().map(Some),
+        Some(stop) => {
+            // Short first looks: most shell tasks take a few milliseconds.
+            let mut pause = Duration::from_micros(100);
+            loop {
+                match child.try_wait() {
+                    Ok(Some(st)) => break Ok(Some(st)),
+                    Ok(None) if stop.is_set() => {
+                        super::backend::exec::kill_group(&mut child);
+                        break Ok(None);
+                    }
+                    Ok(None) => {}
+                    Err(e) => break Err(e),
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+        }
+    };
+    let out = reader.join().unwrap_or_else(|_| Ok(Vec::new()));
+    super::guard::release(pgid);
+    let status = status.map_err(|e| Error::No(format!("{name}: cannot wait for sh: {e}")))?;
+    let Some(status) = status else {
+        return Err(Error::Interrupted);
+    };
+    if !status.success() {
+        let how = match status.code() {
             Some(c) => format!("exit status {c}"),
             None => "killed by a signal".to_string(),
         };
         return Err(Error::No(format!("{name} failed: {how}")));
     }
-    let text = String::from_utf8_lossy(&out.stdout);
+    let out = out.map_err(|e| Error::No(format!("{name}: cannot read its output: {e}")))?;
+    let text = String::from_utf8_lossy(&out);
     Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
 }
 
