@@ -8,6 +8,11 @@
       The first model request that offers any tool must offer every tool of TOOLS_FILE
       as PREFIX + name (Codex's namespaces count as "<namespace>__<name>").
 
+  check.py delegated LOG PREFIX AW_MCP [--only] [NAME...]
+      The first model request that offers any tool offers exactly the aw tools of
+      `aw-mcp --delegate` as PREFIX + name; with --only, no other tool at all; and none of
+      the NAMEs (a CLI's own shell or file tools).
+
   check.py results LOG PREFIX [TEXT]
       Some aw tool result was sent back to the model (one containing TEXT, if given), and
       none of them is a permission or approval refusal.
@@ -54,8 +59,8 @@ def requests(log):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def list_tools(aw_mcp):
-    """Ask aw-mcp for its tool list over stdio, in a scratch root."""
+def list_tools(aw_mcp, options=()):
+    """Ask aw-mcp (with OPTIONS) for its tool list over stdio, in a scratch root."""
     with tempfile.TemporaryDirectory() as root:
         msgs = [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -67,7 +72,7 @@ def list_tools(aw_mcp):
             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         ]
         p = subprocess.Popen(
-            [aw_mcp, "--agent", "probe@probe", "--root", root],
+            [aw_mcp, "--agent", "probe@probe", "--root", root, *options],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -116,6 +121,30 @@ def offered(log, prefix, tools_file):
             fail("the first model request (%s) offers %d of the %d aw tools; missing: %s"
                  % (r.get("path"), len(got & want), len(want), ", ".join(missing)))
         print("first model request offers all %d aw tools (%d tools in all)" % (len(want), len(names)))
+        return
+    fail("no model request offered any tool")
+
+
+def delegated(log, prefix, aw_mcp, only, absent):
+    want = {prefix + n for n in list_tools(aw_mcp, ["--delegate"])}
+    for r in requests(log):
+        body = r.get("body")
+        if not isinstance(body, dict) or not body.get("tools"):
+            continue
+        names = offered_names(body["tools"])
+        got = {n for n in names if n.startswith(prefix)}
+        if got != want:
+            fail("the first model request (%s) offers aw tools %s; aw-mcp --delegate lists %s"
+                 % (r.get("path"), sorted(got), sorted(want)))
+        others = sorted(n for n in names if not n.startswith(prefix))
+        if only and others:
+            fail("the first model request offers tools beside aw's: %s" % ", ".join(others))
+        banned = sorted(set(others) & set(absent))
+        if banned:
+            fail("the first model request offers %s" % ", ".join(banned))
+        print("first model request offers the %d delegate tools%s" % (
+            len(want), " and nothing else" if only else
+            " and, of its own, %s" % (", ".join(others) or "none")))
         return
     fail("no model request offered any tool")
 
@@ -246,6 +275,9 @@ def main():
         print("\n".join(list_tools(a[1])))
     elif a[:1] == ["offered"] and len(a) == 4:
         offered(a[1], a[2], a[3])
+    elif a[:1] == ["delegated"] and len(a) >= 4:
+        only = "--only" in a[4:]
+        delegated(a[1], a[2], a[3], only, [n for n in a[4:] if n != "--only"])
     elif a[:1] == ["results"] and len(a) in (3, 4):
         results(a[1], a[2], a[3] if len(a) == 4 else None)
     elif a[:1] == ["channel"] and len(a) == 4:

@@ -27,6 +27,10 @@ pub struct Codex {
     pub delegate: bool,
 }
 
+/// What a delegate agent's Codex is run with (each after `-c`): no shell tool and none of
+/// Codex's own sub-agent tools; `--sandbox read-only` covers what is left.
+pub const DELEGATE_KEYS: [&str; 2] = ["features.shell_tool=false", "agents.enabled=false"];
+
 impl Codex {
     /// The argument vector of one run.
     pub fn argv(&self) -> Vec<String> {
@@ -43,12 +47,10 @@ impl Codex {
             v.extend(["-c".into(), format!("mcp_servers.aw.{k}={val}")]);
         }
         if self.delegate {
-            v.extend([
-                "-c".into(),
-                "features.shell_tool=false".into(),
-                "--sandbox".into(),
-                "read-only".into(),
-            ]);
+            for key in DELEGATE_KEYS {
+                v.extend(["-c".into(), key.into()]);
+            }
+            v.extend(["--sandbox".into(), "read-only".into()]);
         }
         if let Some(m) = &self.model {
             v.extend(["-m".into(), m.clone()]);
