@@ -154,7 +154,7 @@ _aw_ctl() {
         propose/*) opts+=' --option --rule --quorum --tie-breaker --binding --timeout --description --id --as --json' ;;
         vote/*) opts+=' --reason --as --json' ;;
         cancel/*) opts+=' --as --json' ;;
-        mcp-config/*) opts+=' --codex --codex-toml' ;;
+        mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
         ps/* | runs/*) opts+=' --json' ;;
         stop/*) opts+=' --all' ;;
         esac

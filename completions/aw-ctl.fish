@@ -184,6 +184,8 @@ complete -c aw-ctl -n '__aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in 
 complete -c aw-ctl -n '__aw_ctl_at mcp-config' -a '(for a in (__aw_agents); echo $a@(__aw_instance); end)'
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex -d 'Print Codex command-line overrides'
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex-toml -d 'Print a Codex config.toml fragment'
+complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l collab -d 'The server gives the collab tools too'
+complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l delegate -d 'The server gives only the coordinating tools'
 
 complete -c aw-ctl -n '__aw_ctl_at' -a ps -d 'List the agents aw-run serves'
 complete -c aw-ctl -n '__aw_ctl_at' -a stop -d 'Stop the aw-run serving an agent or instance'

@@ -464,3 +464,34 @@ fn workflow_keys_reach_the_backends() {
     );
     let _ = bin("aw-mcp");
 }
+
+#[test]
+fn mcp_config_starts_the_server_with_the_collab_or_delegate_tools() {
+    let team = Team::new();
+    let json: Value =
+        serde_json::from_str(&team.ctl_ok(&["mcp-config", "lead@default", "--collab"])).unwrap();
+    assert_eq!(
+        json["mcpServers"]["aw"]["args"],
+        json!(["--agent", "lead@default", "--collab"])
+    );
+    let toml = team.ctl_ok(&["mcp-config", "boss@default", "--delegate", "--codex-toml"]);
+    assert!(
+        toml.contains(r#"args = ["--agent", "boss@default", "--delegate"]"#),
+        "{toml}"
+    );
+    let plain: Value = serde_json::from_str(&team.ctl_ok(&["mcp-config", "lead@default"])).unwrap();
+    assert_eq!(
+        plain["mcpServers"]["aw"]["args"],
+        json!(["--agent", "lead@default"])
+    );
+    let out = team.run(
+        "aw-ctl",
+        &["mcp-config", "lead@default", "--collab", "--delegate"],
+    );
+    assert_eq!(out.status.code(), Some(64));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--collab and --delegate do not go together"),
+        "{err}"
+    );
+}

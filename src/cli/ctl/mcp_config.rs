@@ -45,7 +45,7 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml]`.
+/// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]`.
 pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
     if names::RESERVED_SENDERS.contains(&name.as_str()) {
@@ -56,8 +56,17 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let exe = aw_mcp_path()?;
     let root = absolute(a.common.root().path())?;
     let agent = format!("{name}@{}", inst.name());
+    if a.collab && a.delegate {
+        return Err(Error::Usage(
+            "--collab and --delegate do not go together (--delegate gives the collab tools)".into(),
+        ));
+    }
+    let tools = config::tool_args(
+        (a.collab || a.delegate).then(crate::registry::Collab::default),
+        a.delegate,
+    );
     if a.codex || a.codex_toml {
-        let keys = config::codex_keys(&exe, &root, &agent, &[]);
+        let keys = config::codex_keys(&exe, &root, &agent, &tools);
         if a.codex_toml {
             out.line("[mcp_servers.aw]")?;
             for (k, v) in keys {
@@ -73,6 +82,6 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         }
         return Ok(0);
     }
-    out.line(&config::claude_json(&exe, &root, &agent, &[]))?;
+    out.line(&config::claude_json(&exe, &root, &agent, &tools))?;
     Ok(0)
 }

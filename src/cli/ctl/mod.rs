@@ -43,7 +43,7 @@ Commands:
   vote PROPOSAL CHOICE [--reason R]
                          vote (votes are final)
   cancel PROPOSAL        cancel a proposal you created
-  mcp-config NAME@INSTANCE [--codex | --codex-toml]
+  mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]
                          print the MCP configuration for Claude Code (JSON) or
                          Codex (command-line overrides, or config.toml)
   ps [--json]            agents served by aw-run: instance, agent, pid, state, runs
@@ -78,6 +78,8 @@ Options:
       --reason R       (vote) why
       --codex          (mcp-config) print Codex command-line overrides
       --codex-toml     (mcp-config) print a Codex config.toml fragment
+      --collab         (mcp-config) the server gives the collab tools too
+      --delegate       (mcp-config) the server gives only the coordinating tools
       --json           JSON Lines output
   -h, --help           print this help
   -V, --version        print the version
@@ -113,6 +115,8 @@ pub(super) struct Args {
     pub(super) reason: Option<String>,
     pub(super) codex: bool,
     pub(super) codex_toml: bool,
+    pub(super) collab: bool,
+    pub(super) delegate: bool,
     /// The words after `new NAME ... --`: an exec agent's command.
     command: Option<Vec<String>>,
 }
@@ -170,6 +174,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("reason") => a.reason = Some(cli::string(&mut p, "--reason")?),
             Long("codex") => a.codex = true,
             Long("codex-toml") => a.codex_toml = true,
+            Long("collab") => a.collab = true,
+            Long("delegate") => a.delegate = true,
             Short('h') | Long("help") => return cli::print_help(out, HELP),
             Short('V') | Long("version") => return cli::print_version(out, "aw-ctl"),
             Value(v) => a.words.push(
