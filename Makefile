@@ -60,7 +60,7 @@ interop: build
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/claude-code.sh
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/codex.sh
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/together.sh
-	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/delegate.sh
+	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/together.sh --delegate
 
 install: build
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

@@ -125,21 +125,10 @@ fn end_to_end(dir: &Path, opts: &Opts) {
             Some(&["--debounce", "0.01s"]),
         ),
     ];
-    let n = opts.reps(40);
-    let mut samples = vec![Vec::with_capacity(n); variants.len()];
-    for r in 0..n + 2 {
-        for k in 0..variants.len() {
-            let v = (r + k) % variants.len();
-            let d = match variants[v].1 {
-                None => spawn_exit(&mut command(Path::new("/bin/true"), dir)),
-                Some(extra) => hello_once(dir, &wf, extra, r),
-            };
-            // The first two rounds (not counted) warm the page cache.
-            if r >= 2 {
-                samples[v].push(d);
-            }
-        }
-    }
+    let samples = rotating(opts.reps(40), variants.len(), |v, r| match variants[v].1 {
+        None => spawn_exit(&mut command(Path::new("/bin/true"), dir)),
+        Some(extra) => hello_once(dir, &wf, extra, r),
+    });
     println!(
         "### 1. End to end\n\n`aw-run hello.yaml -q`: two mock agents, one setup task (`echo 42`, \
          kept as a variable), kickoff, alice asks bob, bob answers, alice thanks, exit 0 once \
@@ -238,20 +227,10 @@ fn pipeline(dir: &Path, opts: &Opts) {
             Some(&["--debounce", "0.01s"]),
         ),
     ];
-    let n = opts.reps(40);
-    let mut samples = vec![Vec::with_capacity(n); variants.len()];
-    for r in 0..n + 2 {
-        for k in 0..variants.len() {
-            let v = (r + k) % variants.len();
-            let d = match variants[v].1 {
-                None => pipeline_programs(dir),
-                Some(extra) => pipeline_once(dir, &wf, extra, r),
-            };
-            if r >= 2 {
-                samples[v].push(d);
-            }
-        }
-    }
+    let samples = rotating(opts.reps(40), variants.len(), |v, r| match variants[v].1 {
+        None => pipeline_programs(dir),
+        Some(extra) => pipeline_once(dir, &wf, extra, r),
+    });
     println!(
         "### 2. Pipeline overhead\n\nA 5-task pipeline (`shell`, three `send`s to three exec \
          agents that answer at once, `shell`), spawn → exit of `aw-run pipe.yaml`, its stdout \
@@ -270,6 +249,26 @@ fn pipeline(dir: &Path, opts: &Opts) {
         t.stats(label, &s, vec![over]);
     }
     t.print();
+}
+
+/// `n` samples of each of `variants` measured by `measure(variant, round)`, in rounds that
+/// rotate the order; two rounds first (not counted) warm the page cache.
+fn rotating(
+    n: usize,
+    variants: usize,
+    mut measure: impl FnMut(usize, usize) -> Duration,
+) -> Vec<Vec<Duration>> {
+    let mut samples = vec![Vec::with_capacity(n); variants];
+    for r in 0..n + 2 {
+        for k in 0..variants {
+            let v = (r + k) % variants;
+            let d = measure(v, r);
+            if r >= 2 {
+                samples[v].push(d);
+            }
+        }
+    }
+    samples
 }
 
 /// Spawn → exit of one command, which must succeed.

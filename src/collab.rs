@@ -458,21 +458,6 @@ fn mark_closed(inst: &Instance, agent: &str) -> Result<()> {
     })
 }
 
-/// Close every worker `caller` spawned that is still open (its spawner is going away).
-pub fn close_all(inst: &Instance, caller: &str) -> Result<Vec<String>> {
-    let reg = Registry::load(inst)?;
-    let mine: Vec<String> = reg
-        .agents
-        .iter()
-        .filter(|a| a.spawned_by.as_deref() == Some(caller) && !a.closed)
-        .map(|a| a.name.clone())
-        .collect();
-    for w in &mine {
-        close(inst, caller, w)?;
-    }
-    Ok(mine)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

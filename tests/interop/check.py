@@ -107,46 +107,43 @@ def offered_names(tools):
     return out
 
 
+def first_offer(log):
+    """(path, offered tool names) of the first model request of LOG that offers any tool."""
+    for r in requests(log):
+        body = r.get("body")
+        if isinstance(body, dict) and body.get("tools"):
+            return r.get("path"), offered_names(body["tools"])
+    fail("no model request offered any tool")
+
+
 def offered(log, prefix, tools_file):
     with open(tools_file, encoding="utf-8") as f:
         want = {prefix + n.strip() for n in f if n.strip()}
-    for r in requests(log):
-        body = r.get("body")
-        if not isinstance(body, dict) or not body.get("tools"):
-            continue
-        names = offered_names(body["tools"])
-        got = {n for n in names if n.startswith(prefix)}
-        missing = sorted(want - got)
-        if missing:
-            fail("the first model request (%s) offers %d of the %d aw tools; missing: %s"
-                 % (r.get("path"), len(got & want), len(want), ", ".join(missing)))
-        print("first model request offers all %d aw tools (%d tools in all)" % (len(want), len(names)))
-        return
-    fail("no model request offered any tool")
+    path, names = first_offer(log)
+    got = {n for n in names if n.startswith(prefix)}
+    missing = sorted(want - got)
+    if missing:
+        fail("the first model request (%s) offers %d of the %d aw tools; missing: %s"
+             % (path, len(got & want), len(want), ", ".join(missing)))
+    print("first model request offers all %d aw tools (%d tools in all)" % (len(want), len(names)))
 
 
 def delegated(log, prefix, aw_mcp, only, absent):
     want = {prefix + n for n in list_tools(aw_mcp, ["--delegate"])}
-    for r in requests(log):
-        body = r.get("body")
-        if not isinstance(body, dict) or not body.get("tools"):
-            continue
-        names = offered_names(body["tools"])
-        got = {n for n in names if n.startswith(prefix)}
-        if got != want:
-            fail("the first model request (%s) offers aw tools %s; aw-mcp --delegate lists %s"
-                 % (r.get("path"), sorted(got), sorted(want)))
-        others = sorted(n for n in names if not n.startswith(prefix))
-        if only and others:
-            fail("the first model request offers tools beside aw's: %s" % ", ".join(others))
-        banned = sorted(set(others) & set(absent))
-        if banned:
-            fail("the first model request offers %s" % ", ".join(banned))
-        print("first model request offers the %d delegate tools%s" % (
-            len(want), " and nothing else" if only else
-            " and, of its own, %s" % (", ".join(others) or "none")))
-        return
-    fail("no model request offered any tool")
+    path, names = first_offer(log)
+    got = {n for n in names if n.startswith(prefix)}
+    if got != want:
+        fail("the first model request (%s) offers aw tools %s; aw-mcp --delegate lists %s"
+             % (path, sorted(got), sorted(want)))
+    others = sorted(n for n in names if not n.startswith(prefix))
+    if only and others:
+        fail("the first model request offers tools beside aw's: %s" % ", ".join(others))
+    banned = sorted(set(others) & set(absent))
+    if banned:
+        fail("the first model request offers %s" % ", ".join(banned))
+    print("first model request offers the %d delegate tools%s" % (
+        len(want), " and nothing else" if only else
+        " and, of its own, %s" % (", ".join(others) or "none")))
 
 
 def tool_results(body, prefix):

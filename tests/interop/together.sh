@@ -11,12 +11,31 @@
 # second run answers without a mention, and the work is done. Checks that aw-run exits 0,
 # the channel holds exactly that conversation, both inboxes are read, every run is ok with
 # its usage, and each mock served its API.
+#
+# With --delegate, both agents have `delegate: true`, and it also checks what each CLI
+# offered its model: Claude Code exactly the aw tools of `aw-mcp --delegate` and none of its
+# own (`--tools ""`); Codex the same aw tools and none of its shell, patch or sub-agent tools
+# (`features.shell_tool=false`, `agents.enabled=false`, `--sandbox read-only`).
 # Needs npm, node, python3 and git; no API key. See common.sh for the other settings.
 
 # shellcheck source=common.sh
 . "$(dirname -- "$0")/common.sh"
 
 command -v git >/dev/null 2>&1 || fail "git is needed"
+case ${1:-} in
+--delegate) delegate=true ;;
+'') delegate= ;;
+*) fail "usage: together.sh [--delegate]" ;;
+esac
+if [ -n "$delegate" ]; then
+	reviewer_mode="delegate: true"
+	coder_mode="delegate: true"
+	what="a delegate claude agent and a delegate codex agent"
+else
+	reviewer_mode="permission_mode: default"
+	coder_mode=""
+	what="a claude agent and a codex agent"
+fi
 install_claude
 install_codex
 
@@ -48,7 +67,7 @@ agents:
     backend: claude
     timeout: 5m
     idle_timeout: 2m
-    permission_mode: default
+    $reviewer_mode
     max_runs: 2
     env:
       ANTHROPIC_BASE_URL: "http://127.0.0.1:$port_a"
@@ -61,11 +80,12 @@ agents:
     backend: codex
     timeout: 5m
     max_runs: 1
+    $coder_mode
     env:
       CODEX_HOME: "$tmp/codex-home"
 kickoff: "@reviewer please review PR 44"
 YAML
-say "aw-run workflow.yaml with a claude agent and a codex agent"
+say "aw-run workflow.yaml with $what"
 run "$tmp/aw-run.out" aw-run -q --retries 1 --budget-usd 5 workflow.yaml
 
 aw-peek -i review --json -n 0 >"$tmp/channel.jsonl"
@@ -87,4 +107,12 @@ check results "$tmp/mock-a/requests.jsonl" mcp__aw__ "please review PR 44"
 check results "$tmp/mock-a/requests.jsonl" mcp__aw__ "@reviewer fixed"
 check results "$tmp/mock-b/requests.jsonl" mcp__aw__ "@coder please fix the typo"
 
-say "OK: a Claude Code agent and a Codex agent worked together"
+if [ -n "$delegate" ]; then
+	# What each CLI offered its model.
+	check delegated "$tmp/mock-a/requests.jsonl" mcp__aw__ "$bin_dir/aw-mcp" --only
+	check delegated "$tmp/mock-b/requests.jsonl" mcp__aw__ "$bin_dir/aw-mcp" \
+		shell shell_command exec_command local_shell apply_patch \
+		multi_agent_v1__spawn_agent spawn_agent
+fi
+
+say "OK: $what worked together"
