@@ -231,6 +231,7 @@ fn backend(
                     Some(c) => c.value.clone(),
                     None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
                 },
+                aw_root: root.to_path_buf(),
                 toolset: crate::mcp::tools::Toolset {
                     collab: def.collab,
                     delegate: def.delegate,
@@ -522,6 +523,7 @@ fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn 
                 read_timeout: super::backend::api::DEFAULT_READ_TIMEOUT,
                 files: Vec::new(),
                 cwd: std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                aw_root: root.to_path_buf(),
                 toolset,
             };
             let built: std::result::Result<Box<dyn RunBackend>, String> = if kind == "anthropic" {

@@ -24,8 +24,14 @@
 //! - only regular files and folders are used: devices, FIFOs and sockets are refused (a file
 //!   is checked before it is opened, opened without blocking, and checked again once open),
 //!   and left out of listings and searches;
-//! - `list_files` and `search` never follow a symbolic link met inside the tree, and do not
-//!   enter folders named `.git`;
+//! - `list_files` and `search` never follow a symbolic link met inside the tree;
+//! - the aw root (the folder of the instances, `.workflow/` or `--root`) and every folder
+//!   named `.git` are out of reach: a path whose real path passes through one of them (by
+//!   any spelling, through a symbolic link or not) is refused like a `..`, a new folder may
+//!   not be named `.git`, and listings and searches leave them out. The aw root is known by
+//!   its device and inode as well as its path, so another name for it is refused too. Were
+//!   they reachable, a written file could make aw run a command: a worker added to
+//!   `_state/agents.json`, a `core.fsmonitor` in `.git/config`;
 //! - error messages name the path as it was given, never the host's absolute path.
 //!
 //! `search` skips binary files (a NUL byte in the first [`BINARY_PROBE`] bytes) and files
@@ -94,8 +100,8 @@ impl FileTool {
             FileTool::ListFiles => (
                 "List a folder of the working folder, one entry per line, sorted. Folders end \
                  in /, symbolic links in @ (not part of the name). With recursive, the whole \
-                 tree below it, without following symbolic links or entering .git folders. At \
-                 most 2000 entries.",
+                 tree below it, without following symbolic links. .git folders and the aw \
+                 root are left out. At most 2000 entries.",
                 json!({
                     "path": path("Folder path, relative to the working folder (default .)"),
                     "recursive": {"type": "boolean", "description": "List the whole tree below the folder (default false)"}
@@ -105,7 +111,8 @@ impl FileTool {
             FileTool::Search => (
                 "Search the text files under a path of the working folder for a fixed string \
                  (not a regular expression). One line per match: path:line: text. Binary \
-                 files, files over 4 MiB and .git folders are skipped; at most 500 matches.",
+                 files, files over 4 MiB, .git folders and the aw root are skipped; at most \
+                 500 matches.",
                 json!({
                     "pattern": {"type": "string", "description": "The text to find, as written"},
                     "path": path("File or folder to search, relative to the working folder (default .)"),
@@ -134,12 +141,17 @@ impl FileTool {
     }
 }
 
+/// The name of the folders the tools never reach, wherever they are.
+const GIT_DIR: &str = ".git";
+
 /// The folder the tools are confined to.
 pub struct Sandbox {
     /// The folder's real path, for resolving the paths given.
     root: PathBuf,
     /// The folder, open: every file is opened beneath it.
     dir: Dir,
+    /// The aw root, absolute (its real path when it exists): never reached.
+    aw_root: PathBuf,
 }
 
 /// A path that was given, resolved inside the sandbox.
@@ -154,8 +166,9 @@ struct Found {
 type Args = Map<String, Value>;
 
 impl Sandbox {
-    /// `cwd` must exist and be a directory (canonicalized once).
-    pub fn new(cwd: &Path) -> Result<Sandbox> {
+    /// `cwd` must exist and be a directory (canonicalized once), and lie neither inside the
+    /// aw root `aw_root` nor inside a `.git` folder.
+    pub fn new(cwd: &Path, aw_root: &Path) -> Result<Sandbox> {
         let root = std::fs::canonicalize(cwd).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => {
                 Error::not_found(format!("{}: no such folder", cwd.display()))
@@ -166,7 +179,50 @@ impl Sandbox {
             return Err(Error::invalid(format!("{}: not a folder", cwd.display())));
         }
         let dir = Dir::open(&root).map_err(|e| Error::io(cwd, e))?;
-        Ok(Sandbox { root, dir })
+        let aw_root = real_path(aw_root).map_err(|e| Error::io(aw_root, e))?;
+        let inside_git = root
+            .components()
+            .any(|c| c.as_os_str() == OsStr::new(GIT_DIR));
+        if root.starts_with(&aw_root) || inside_git {
+            return Err(Error::denied(format!(
+                "{}: the file tools may not work inside the aw root or a .git folder",
+                cwd.display()
+            )));
+        }
+        Ok(Sandbox { root, dir, aw_root })
+    }
+
+    /// The aw root's device and inode, when it exists.
+    fn aw_root_id(&self) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.aw_root)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    }
+
+    /// Refuse `rel` (a real path relative to the root, what exists of it with no symbolic
+    /// link) when it is, or lies under, the aw root or a `.git` folder.
+    fn guard(&self, given: &str, rel: &str) -> Result<()> {
+        let aw = self.aw_root_id();
+        let mut prefix = String::new();
+        for part in rel.split('/').filter(|p| !p.is_empty()) {
+            prefix = join(&prefix, part);
+            let hidden = part == GIT_DIR
+                || self.root.join(&prefix) == self.aw_root
+                || aw.is_some_and(|id| self.id_of(&prefix) == Some(id));
+            if hidden {
+                return Err(out_of_reach(given));
+            }
+        }
+        Ok(())
+    }
+
+    /// The device and inode of `rel` (relative to the root), without following a final
+    /// symbolic link; `None` when missing.
+    fn id_of(&self, rel: &str) -> Option<(u64, u64)> {
+        let st = fstatat(self.dir.fd(), rel, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        #[allow(clippy::useless_conversion)]
+        Some((u64::from(st.st_dev), u64::from(st.st_ino)))
     }
 
     /// Run one tool; Ok(text for the model) or an Error whose Display is one line for the model.
@@ -299,7 +355,8 @@ impl Sandbox {
         let Some((name, folders)) = parts.split_last().filter(|_| !given.ends_with('/')) else {
             return Err(is_a_folder(given, "give a file path"));
         };
-        let mut dir = self.folder(given, folders)?;
+        let (mut dir, folder_rel) = self.folder(given, folders)?;
+        self.guard(given, &join(&folder_rel, name))?;
         let mut name = name.to_string();
         let mut kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
         if let Some((Kind::Symlink, _)) = kind {
@@ -358,6 +415,7 @@ impl Sandbox {
         let shown = parts(given)?.join("/");
         let real = std::fs::canonicalize(self.root.join(&shown)).map_err(|e| io_error(given, e))?;
         let rel = self.inside(given, &real)?;
+        self.guard(given, &rel)?;
         let kind = stat_at(&self.dir, &rel)
             .map_err(|e| io_error(given, e))?
             .ok_or_else(|| changed(given))?
@@ -384,7 +442,7 @@ impl Sandbox {
     /// Open the folder that holds the file `given`, whose folders are `folders`, creating
     /// those missing. The longest part that exists is resolved (it must stay inside); the
     /// rest is created beneath it, through no symbolic link.
-    fn folder(&self, given: &str, folders: &[&str]) -> Result<Dir> {
+    fn folder(&self, given: &str, folders: &[&str]) -> Result<(Dir, String)> {
         let mut have = folders.len();
         let real = loop {
             match std::fs::canonicalize(self.root.join(folders[..have].join("/"))) {
@@ -397,12 +455,13 @@ impl Sandbox {
         for part in &folders[have..] {
             rel = join(&rel, part);
         }
+        self.guard(given, &rel)?;
         let dir = if have == folders.len() {
             self.open_dir(&rel)
         } else {
             self.dir.dir_create(&rel)
         };
-        dir.map_err(|e| io_error(given, e))
+        Ok((dir.map_err(|e| io_error(given, e))?, rel))
     }
 
     /// The folder `rel` (real, relative to the root; empty for the root), opened beneath the
@@ -425,8 +484,8 @@ impl Sandbox {
     }
 
     /// Visit what lies in the folder `found`, sorted by name, depth first when `recursive`.
-    /// Symbolic links are visited, never followed; `.git` folders are not entered; a folder
-    /// that cannot be read below the first is passed over. `visit` returns false to stop.
+    /// Symbolic links are visited, never followed; `.git` folders and the aw root are left
+    /// out; a folder that cannot be read below the first is passed over. `visit` returns false to stop.
     fn walk(
         &self,
         given: &str,
@@ -434,6 +493,7 @@ impl Sandbox {
         recursive: bool,
         visit: &mut dyn FnMut(&Entry) -> bool,
     ) -> Result<()> {
+        let aw = self.aw_root_id();
         let first = self.entries(&found.rel).map_err(|e| io_error(given, e))?;
         let mut stack = vec![(found.rel.clone(), found.shown.clone(), first.into_iter())];
         while let Some((rel, shown, names)) = stack.last_mut() {
@@ -450,13 +510,17 @@ impl Sandbox {
                 shown: join(shown, &name),
                 kind,
             };
+            if kind == Kind::Dir
+                && (name == GIT_DIR || aw.is_some_and(|id| self.id_of(&e.rel) == Some(id)))
+            {
+                continue;
+            }
             if !visit(&e) {
                 return Ok(());
             }
             if recursive
                 && exact
                 && kind == Kind::Dir
-                && name != ".git"
                 && let Ok(below) = self.entries(&e.rel)
             {
                 stack.push((e.rel, e.shown, below.into_iter()));
@@ -636,6 +700,30 @@ fn read_lines(f: File, offset: u64, limit: Option<u64>) -> io::Result<Lines> {
     }
 }
 
+/// The real path of `path`, or when it does not exist (yet), that of its nearest existing
+/// ancestor with the rest appended.
+fn real_path(path: &Path) -> io::Result<PathBuf> {
+    let path = std::path::absolute(path)?;
+    let mut rest = Vec::new();
+    let mut at = path.as_path();
+    loop {
+        match std::fs::canonicalize(at) {
+            Ok(mut real) => {
+                real.extend(rest.iter().rev());
+                return Ok(real);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let (Some(parent), Some(name)) = (at.parent(), at.file_name()) else {
+                    return Err(e);
+                };
+                rest.push(name);
+                at = parent;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// `path` then `name`, with no `/` in front when `path` is empty.
 fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
@@ -719,6 +807,14 @@ fn not_regular(given: &str) -> Error {
     ))
 }
 
+/// A path that reaches the aw root or a `.git` folder: refused like a `..`.
+fn out_of_reach(given: &str) -> Error {
+    Error::denied(format!(
+        "{}: refused: the aw root and .git folders are out of reach of the file tools",
+        sanitize(given)
+    ))
+}
+
 fn changed(given: &str) -> Error {
     Error::denied(format!(
         "{}: changed while being looked at; try again",
@@ -777,7 +873,8 @@ mod tests {
             fs::create_dir_all(tmp.path().join("work")).unwrap();
             fs::create_dir_all(tmp.path().join("outside")).unwrap();
             fs::write(tmp.path().join("outside/secret"), "top secret\n").unwrap();
-            let sb = Sandbox::new(&tmp.path().join("work")).unwrap();
+            let sb =
+                Sandbox::new(&tmp.path().join("work"), &tmp.path().join("work/.workflow")).unwrap();
             Fixture { tmp, sb }
         }
 
@@ -976,6 +1073,123 @@ mod tests {
     }
 
     #[test]
+    fn the_aw_root_and_git_folders_are_out_of_reach() {
+        let f = Fixture::new();
+        f.put(".workflow/t/_state/agents.json", "{\"agents\":[]} secret\n");
+        f.put(".git/config", "[core]\nsecret\n");
+        f.put("sub/.git/config", "[core]\nsecret\n");
+        f.put(".GIT/notes", "not git: names are exact\n");
+        f.put("src/a.rs", "fine\n");
+        symlink(".workflow", f.work("wf-link")).unwrap();
+        symlink(".git", f.work("git-link")).unwrap();
+        symlink(".workflow/t/_state/agents.json", f.work("agents-link")).unwrap();
+        symlink("../.git/config", f.work("src/config-link")).unwrap();
+        let out = |p: &str| {
+            format!("{p}: refused: the aw root and .git folders are out of reach of the file tools")
+        };
+        let paths = [
+            ".workflow",
+            ".workflow/",
+            "./.workflow",
+            ".//.workflow//t",
+            ".workflow/t/_state/agents.json",
+            "./.workflow/t/_state/agents.json",
+            "wf-link",
+            "wf-link/t/_state/agents.json",
+            "agents-link",
+            ".git",
+            ".git/",
+            ".//.git/config",
+            ".git/config",
+            "sub/.git/config",
+            "git-link/config",
+            "src/config-link",
+        ];
+        for p in paths {
+            assert_eq!(f.err(ReadFile, json!({"path": p})), out(p));
+            assert_eq!(f.err(ListFiles, json!({"path": p})), out(p));
+            assert_eq!(
+                f.err(Search, json!({"pattern": "secret", "path": p})),
+                out(p)
+            );
+            if !p.ends_with('/') {
+                let got = f.err(WriteFile, json!({"path": p, "content": "pwned"}));
+                assert_eq!(got, out(p));
+            }
+        }
+        // Nothing new below them either, nor a new .git folder anywhere.
+        for p in [
+            ".workflow/t/_state/new.json",
+            ".workflow/new/x",
+            "wf-link/new",
+            ".git/hooks/pre-commit",
+            "git-link/newdir/x",
+            "new/.git/config",
+            ".git",
+        ] {
+            assert_eq!(f.err(WriteFile, json!({"path": p, "content": "x"})), out(p));
+        }
+        assert_eq!(
+            fs::read_to_string(f.work(".workflow/t/_state/agents.json")).unwrap(),
+            "{\"agents\":[]} secret\n"
+        );
+        assert_eq!(
+            fs::read_to_string(f.work(".git/config")).unwrap(),
+            "[core]\nsecret\n"
+        );
+        assert!(!f.work(".workflow/new").exists() && !f.work("new").exists());
+        assert!(!f.work(".git/hooks").exists() && !f.work(".workflow/t/_state/new.json").exists());
+        // Listings and searches leave them out; links are shown, never followed.
+        assert_eq!(
+            f.ok(ListFiles, json!({"recursive": true})),
+            ".GIT/\n.GIT/notes\nagents-link@\ngit-link@\nsrc/\nsrc/a.rs\nsrc/config-link@\nsub/\nwf-link@"
+        );
+        assert_eq!(
+            f.ok(Search, json!({"pattern": "secret"})),
+            "[no match for 'secret']"
+        );
+        assert_eq!(
+            f.ok(Search, json!({"pattern": "names are exact"})),
+            ".GIT/notes:1: not git: names are exact"
+        );
+        // Elsewhere the tools work as before.
+        f.ok(WriteFile, json!({"path": "src/b.rs", "content": "x"}));
+        f.ok(WriteFile, json!({"path": ".GIT/x", "content": "x"}));
+        assert_eq!(f.ok(ReadFile, json!({"path": "./src//a.rs"})), "fine\n");
+
+        // The aw root is known by what it is, not by its name.
+        let sb = Sandbox::new(&f.work(""), &f.work("sub")).unwrap();
+        let call = |tool, args: Value| {
+            let Value::Object(map) = args else { panic!() };
+            sb.call(tool, &map).map_err(|e| e.to_string())
+        };
+        symlink("sub", f.work("sub-alias")).unwrap();
+        fs::write(f.work("sub/x"), "x").unwrap();
+        for p in ["sub/x", "sub-alias/x", "./sub"] {
+            assert_eq!(call(ReadFile, json!({"path": p})), Err(out(p)));
+        }
+        assert!(!call(ListFiles, json!({})).unwrap().contains("sub/"));
+
+        // A working folder inside the aw root or a .git folder is refused.
+        for inside in [".workflow/t", ".git", "sub/.git"] {
+            let e = Sandbox::new(&f.work(inside), &f.work(".workflow"))
+                .err()
+                .unwrap();
+            assert_eq!(e.exit_code(), crate::error::exit::NOPERM, "{e}");
+        }
+        // An aw root made after the sandbox is refused all the same.
+        let sb = Sandbox::new(&f.work("src"), &f.work("src/later")).unwrap();
+        fs::create_dir(f.work("src/later")).unwrap();
+        let Value::Object(args) = json!({"path": "later/x", "content": "x"}) else {
+            panic!()
+        };
+        assert_eq!(
+            sb.call(WriteFile, &args).unwrap_err().to_string(),
+            out("later/x")
+        );
+    }
+
+    #[test]
     fn fifos_are_refused_without_being_opened() {
         let f = Fixture::new();
         mkfifo(&f.work("pipe"));
@@ -983,7 +1197,7 @@ mod tests {
         mkfifo(&f.work("d/pipe"));
         symlink("pipe", f.work("pipe-link")).unwrap();
         // Opening a FIFO for reading would wait for a writer: run in a thread, bounded.
-        let sb = Sandbox::new(&f.work("")).unwrap();
+        let sb = Sandbox::new(&f.work(""), &f.work(".workflow")).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let call = |tool, args: Value| {
@@ -1065,19 +1279,16 @@ mod tests {
             f.put(p, "x");
         }
         fs::create_dir(f.work("empty")).unwrap();
-        assert_eq!(
-            f.ok(ListFiles, json!({})),
-            ".git/\n.hidden\na/\nb.txt\nempty/"
-        );
+        // .git folders are left out (see the_aw_root_and_git_folders_are_out_of_reach).
+        assert_eq!(f.ok(ListFiles, json!({})), ".hidden\na/\nb.txt\nempty/");
         assert_eq!(
             f.ok(ListFiles, json!({"path": ".", "recursive": true})),
-            ".git/\n.hidden\na/\na/c/\na/c/d.rs\na/z.md\nb.txt\nempty/"
+            ".hidden\na/\na/c/\na/c/d.rs\na/z.md\nb.txt\nempty/"
         );
         assert_eq!(
             f.ok(ListFiles, json!({"path": "a/", "recursive": "true"})),
             "a/c/\na/c/d.rs\na/z.md"
         );
-        assert_eq!(f.ok(ListFiles, json!({"path": ".git"})), ".git/HEAD");
         assert_eq!(f.ok(ListFiles, json!({"path": "a/z.md"})), "a/z.md");
         assert_eq!(f.ok(ListFiles, json!({"path": "empty"})), "[empty folder]");
     }
@@ -1242,16 +1453,20 @@ mod tests {
     #[test]
     fn the_sandbox_must_be_a_folder() {
         let f = Fixture::new();
-        let missing = Sandbox::new(&f.work("none")).err().unwrap();
+        let missing = Sandbox::new(&f.work("none"), &f.work(".workflow"))
+            .err()
+            .unwrap();
         assert_eq!(missing.exit_code(), crate::error::exit::NOINPUT);
         f.put("file", "");
-        let file = Sandbox::new(&f.work("file")).err().unwrap();
+        let file = Sandbox::new(&f.work("file"), &f.work(".workflow"))
+            .err()
+            .unwrap();
         assert!(file.to_string().ends_with("file: not a folder"), "{file}");
         // Reached through a link, the folder is its real path: links back into it stay inside.
         symlink(f.work(""), f.tmp.path().join("work-link")).unwrap();
         symlink("../work-link/b.txt", f.work("back")).unwrap();
         f.put("b.txt", "b\n");
-        let sb = Sandbox::new(&f.tmp.path().join("work-link")).unwrap();
+        let sb = Sandbox::new(&f.tmp.path().join("work-link"), &f.work(".workflow")).unwrap();
         let Value::Object(args) = json!({"path": "back"}) else {
             panic!()
         };
