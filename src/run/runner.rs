@@ -385,6 +385,88 @@ struct Serving {
     opts: Options,
     /// Prices of models: the workflow's `pricing:` over the built-in table.
     pricing: Pricing,
+    /// The agents served from the start, as a trusted source defines them.
+    trusted: BTreeMap<String, Trusted>,
+    /// Workers refused at the start (and said so).
+    refused: std::collections::BTreeSet<String>,
+}
+
+/// What a server knows of an agent it serves from a trusted source, never from the registry
+/// as it may be later: the workflow file, the registry as the user's `aw-run --serve` read
+/// it at its start (`aw-ctl new`), or a worker checked against its spawner. Exec workers
+/// are checked against it ([`check_worker`]).
+#[derive(Debug, Clone)]
+struct Trusted {
+    backend: String,
+    /// An exec agent's argument vector.
+    command: Vec<String>,
+    /// What it may spawn, when it has the collab tools.
+    collab: Option<registry::Collab>,
+    depth: u32,
+}
+
+impl Trusted {
+    /// A registry entry as it stands (`aw-run --serve` of agents the user registered).
+    fn of(a: &Agent) -> Trusted {
+        Trusted {
+            backend: a.backend.clone(),
+            command: a.command.clone(),
+            collab: a.collab,
+            depth: a.depth,
+        }
+    }
+}
+
+/// May aw-run serve the worker `w` (an agent with `spawned_by`) whose spawner is, as a
+/// trusted source defines it, `spawner` (`None`: not one this server knows)? The worker's
+/// own trusted definition when so.
+///
+/// `spawn_agent` gives a worker no tools of its own, and an exec worker nothing but its
+/// spawner's command: a registry entry that says otherwise was not written by it, and is
+/// refused. An exec worker is served only when its spawner is known (served here), is an
+/// exec agent with the collab tools that may spawn at the worker's depth, and the worker's
+/// command is exactly the spawner's.
+fn check_worker(w: &Agent, spawner: Option<&Trusted>) -> Result<Trusted> {
+    let by = w.spawned_by.as_deref().unwrap_or("?");
+    let refuse = |why: String| Err(Error::Denied(format!("spawned by {by}: {why}")));
+    if !w.tools.is_empty() {
+        return refuse("a worker has no tools of its own, and this entry lists some".into());
+    }
+    if w.backend == Backend::Exec.name() {
+        let Some(sp) = spawner else {
+            return refuse(format!(
+                "an exec worker is served only by the aw-run that serves {by}"
+            ));
+        };
+        if sp.backend != Backend::Exec.name() {
+            return refuse(format!(
+                "{by} is not an exec agent: only an exec agent spawns exec workers"
+            ));
+        }
+        match sp.collab {
+            Some(c) if w.depth == sp.depth + 1 && w.depth <= c.max_depth => {}
+            _ => {
+                return refuse(format!(
+                    "{by} may not spawn workers at depth {} (no collab tools, or too deep)",
+                    w.depth
+                ));
+            }
+        }
+        if w.command != sp.command {
+            return refuse(format!(
+                "its command is not {by}'s as the workflow file or aw-ctl new gave it"
+            ));
+        }
+    }
+    let collab = spawner
+        .and_then(|sp| sp.collab)
+        .filter(|c| w.depth < c.max_depth);
+    Ok(Trusted {
+        backend: w.backend.clone(),
+        command: w.command.clone(),
+        collab,
+        depth: w.depth,
+    })
 }
 
 impl Serving {
@@ -623,7 +705,7 @@ pub fn run(
         Some((&inst.channel_path(), &doc_path)),
     );
     setup(wf, &mut vars)?;
-    let serving = Serving {
+    let mut serving = Serving {
         inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
         document: (wf.context != Context::Disabled).then_some(document),
@@ -636,6 +718,8 @@ pub fn run(
         started: crate::channel::now(),
         opts: opts.clone(),
         pricing: wf.pricing.clone(),
+        trusted: BTreeMap::new(),
+        refused: Default::default(),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -651,6 +735,18 @@ pub fn run(
         let env = agent_env(wf, name, &vars)?;
         let secrets = super::controller::secrets(&env);
         let backend = backend(wf, name, &vars, env, &serving.root, inst.name())?;
+        serving.trusted.insert(
+            name.to_string(),
+            Trusted {
+                backend: def.backend.value.name().to_string(),
+                command: match def.backend.value {
+                    Backend::Exec => exec_argv(wf, def, &vars)?,
+                    _ => Vec::new(),
+                },
+                collab: def.collab,
+                depth: 0,
+            },
+        );
         agents.push(Agent {
             name: name.to_string(),
             backend: def.backend.value.name().to_string(),
@@ -853,6 +949,37 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         }
         v
     };
+    // The registry as read now is the user's choice (`aw-ctl new`); a worker among the
+    // agents is checked against its spawner's entry all the same.
+    let mut trusted = BTreeMap::new();
+    let mut refused = std::collections::BTreeSet::new();
+    let mut kept = Vec::new();
+    for a in chosen {
+        if a.spawned_by.is_some() {
+            let spawner = a.spawned_by.as_deref().and_then(|s| reg.get(s));
+            match check_worker(a, spawner.map(Trusted::of).as_ref()) {
+                Ok(t) => {
+                    trusted.insert(a.name.clone(), t);
+                }
+                Err(e) if agents.is_empty() => {
+                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    refused.insert(a.name.clone());
+                    continue;
+                }
+                Err(e) => return Err(Error::Denied(format!("{}: not served: {e}", a.name))),
+            }
+        } else {
+            trusted.insert(a.name.clone(), Trusted::of(a));
+        }
+        kept.push(a);
+    }
+    let chosen = kept;
+    if chosen.is_empty() {
+        return Err(Error::NotFound(format!(
+            "instance '{}' has no agent aw-run can serve",
+            inst.name()
+        )));
+    }
     let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
     let locks = serve::take(inst, &names)?;
     let serving = Serving {
@@ -863,6 +990,8 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         started: crate::channel::now(),
         opts: opts.clone(),
         pricing: Pricing::default(),
+        trusted,
+        refused,
     };
     let controllers = chosen
         .into_iter()
@@ -929,6 +1058,11 @@ struct Adopter {
     /// The agents served, with their controllers' own stop flags.
     workers: BTreeMap<String, super::backend::Stop>,
     handles: Vec<std::thread::JoinHandle<()>>,
+    /// The agents served, as a trusted source defines them: those served from the start,
+    /// and the workers taken since.
+    trusted: BTreeMap<String, Trusted>,
+    /// Workers refused (and said so once).
+    refused: std::collections::BTreeSet<String>,
 }
 
 impl Adopter {
@@ -972,10 +1106,22 @@ impl Adopter {
                 continue;
             }
             let mine = ours.contains(spawner) || !serve::is_served(inst, spawner);
-            if !mine || ours.contains(&a.name) || serve::is_served(inst, &a.name) {
+            if !mine
+                || ours.contains(&a.name)
+                || self.refused.contains(&a.name)
+                || serve::is_served(inst, &a.name)
+            {
                 continue;
             }
-            match self.take(a) {
+            let checked = match check_worker(a, self.trusted.get(spawner)) {
+                Ok(t) => t,
+                Err(e) => {
+                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    self.refused.insert(a.name.clone());
+                    continue;
+                }
+            };
+            match self.take(a, checked) {
                 Ok(()) => taken = true,
                 // Another server took it first.
                 Err(Error::Busy(_)) => {}
@@ -986,9 +1132,10 @@ impl Adopter {
     }
 
     /// Serve the worker `a` from now on.
-    fn take(&mut self, a: &Agent) -> Result<()> {
+    fn take(&mut self, a: &Agent, trusted: Trusted) -> Result<()> {
         let inst = &self.serving.inst;
         let lock = serve::take(inst, &[a.name.as_str()])?.pop();
+        self.trusted.insert(a.name.clone(), trusted);
         let mut c = self.serving.registered(a)?;
         c.serving_lock = lock;
         c.stop = self.shared.stop.child();
@@ -1077,6 +1224,8 @@ fn drive(
         seen: None,
         workers: BTreeMap::new(),
         handles: Vec::new(),
+        trusted: serving.trusted.clone(),
+        refused: serving.refused.clone(),
     }));
     let waker = waiter.waker();
     let watching = {
