@@ -200,15 +200,20 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
     })
 }
 
-/// `worker-N`, N one more than the highest of the registered `worker-` names.
+/// `worker-N`, N one more than the highest of the registered `worker-` names; when that
+/// highest is `u64::MAX` (a name given by hand), the smallest N from 1 not registered. A
+/// name in use is never given again.
 fn next_worker_name(reg: &Registry) -> String {
-    let n = reg
+    let used: std::collections::BTreeSet<u64> = reg
         .agents
         .iter()
         .filter_map(|a| a.name.strip_prefix(WORKER_PREFIX)?.parse::<u64>().ok())
-        .max()
-        .unwrap_or(0);
-    format!("{WORKER_PREFIX}{}", n + 1)
+        .collect();
+    let next = used.last().map_or(Some(1), |n| n.checked_add(1));
+    // Fewer names are registered than there are numbers: a gap exists.
+    let n = next.unwrap_or_else(|| (1..).find(|n| !used.contains(n)).unwrap_or(1));
+    // Registered as written only if its number is in `used`: never.
+    format!("{WORKER_PREFIX}{n}")
 }
 
 /// The pid serving `agent`, when one does.
@@ -506,5 +511,26 @@ mod tests {
             });
         }
         assert_eq!(next_worker_name(&reg), "worker-11");
+    }
+
+    #[test]
+    fn worker_names_never_repeat_past_the_largest_number() {
+        let mut reg = Registry::default();
+        let add = |reg: &mut Registry, n: String| {
+            reg.agents.push(Agent {
+                name: n,
+                ..Agent::default()
+            })
+        };
+        add(&mut reg, format!("worker-{}", u64::MAX));
+        add(&mut reg, "worker-1".into());
+        let mut given = Vec::new();
+        for _ in 0..3 {
+            let n = next_worker_name(&reg);
+            assert!(!reg.contains(&n), "{n} given again");
+            given.push(n.clone());
+            add(&mut reg, n);
+        }
+        assert_eq!(given, ["worker-2", "worker-3", "worker-4"]);
     }
 }

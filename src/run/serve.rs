@@ -66,12 +66,21 @@ fn state_path(inst: &Instance, agent: &str) -> PathBuf {
 /// ([`is_served`]) may hold it shared for an instant.
 const TAKE_RETRY: Duration = Duration::from_millis(100);
 
-/// Take the serving lock of each agent, or say which process serves one (exit 75).
+/// Take the serving lock of each agent, or say which process serves one (exit 75); the
+/// locks in the order of `agents`.
+///
+/// They are taken in one order, by name, whatever the order given: two servers that name
+/// the same agents in different orders meet at the first lock, and one of them gets all,
+/// instead of each holding one and both giving up. What was taken before a refusal is let
+/// go.
 pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
     let d = dir(inst);
     std::fs::create_dir_all(&d).map_err(|e| Error::create(&d, e))?;
-    let mut held = Vec::new();
-    for a in agents {
+    let mut order: Vec<usize> = (0..agents.len()).collect();
+    order.sort_by_key(|&i| agents[i]);
+    let mut held: Vec<Option<Lock>> = agents.iter().map(|_| None).collect();
+    for i in order {
+        let a = &agents[i];
         let path = lock_path(inst, a);
         let end = Instant::now() + TAKE_RETRY;
         let lock = loop {
@@ -94,9 +103,9 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
             .and_then(|()| f.rewind())
             .and_then(|()| f.write_all(pid.as_bytes()))
             .map_err(|e| Error::io(&path, e))?;
-        held.push(lock);
+        held[i] = Some(lock);
     }
-    Ok(held)
+    Ok(held.into_iter().flatten().collect())
 }
 
 /// The pid written in an agent's serving lock.

@@ -1,0 +1,107 @@
+//! Serving locks taken by real `aw-run --serve` processes started together, and the names
+//! given to unnamed workers.
+
+mod common;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::runner::*;
+use serde_json::Value;
+
+/// `aw-run --serve --keep` of `agents` in the instance, not waited for.
+fn start_serve(s: &Setup, agents: &[&str]) -> Child {
+    let mut c = s.tool_cmd("aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q"])
+        .args(agents)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    c.spawn().expect("spawn aw-run")
+}
+
+/// Pids serving each agent, as `aw-ctl ps` shows them.
+fn serving(s: &Setup) -> Vec<(String, u64)> {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "ps", "--json"]);
+    let out = common::run_with(c, None);
+    assert_code(&out, 0);
+    common::json_lines(&out.stdout)
+        .iter()
+        .map(|v: &Value| {
+            (
+                v["agent"].as_str().unwrap_or_default().to_string(),
+                v["pid"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Two servers naming the same agents in opposite orders, started together, 50 times: one
+/// serves both agents, the other says they are served (exit 75), never both.
+#[test]
+fn servers_naming_the_same_agents_in_opposite_orders_never_both_give_up() {
+    let s = Setup::new();
+    for a in ["a", "b", "c"] {
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST, "new", a, "--backend", "mock"]);
+        assert_code(&common::run_with(c, None), 0);
+    }
+    let mut busy_both = 0;
+    for round in 0..50 {
+        let (x, y): (&[&str], &[&str]) = if round % 2 == 0 {
+            (&["a", "b", "c"], &["c", "b", "a"])
+        } else {
+            (&["b", "a"], &["a", "b"])
+        };
+        let mut kids = [Some(start_serve(&s, x)), Some(start_serve(&s, y))];
+        let pids = [
+            kids[0].as_ref().unwrap().id(),
+            kids[1].as_ref().unwrap().id(),
+        ];
+        // Wait (hang guard only) for one of them to give up.
+        let end = Instant::now() + Duration::from_secs(30);
+        let (lost, code) = loop {
+            let mut done = None;
+            for (i, k) in kids.iter_mut().enumerate() {
+                if let Some(st) = k.as_mut().unwrap().try_wait().unwrap() {
+                    done = Some((i, st.code()));
+                    break;
+                }
+            }
+            if let Some(d) = done {
+                break d;
+            }
+            assert!(
+                Instant::now() < end,
+                "round {round}: neither server gave up"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let loser = kids[lost].take().unwrap().wait_with_output().unwrap();
+        assert_eq!(code, Some(75), "round {round}: {}", stderr(&loser));
+        let winner = 1 - lost;
+        let err = stderr(&loser);
+        assert_eq!(err.lines().count(), 1, "round {round}: {err}");
+        assert!(
+            err.contains(&format!("already served by aw-run pid {}", pids[winner])),
+            "round {round}: {err}"
+        );
+        // The other serves every agent it named.
+        let names = if winner == 0 { x } else { y };
+        wait_for("the other server to serve its agents", || {
+            let ps = serving(&s);
+            names
+                .iter()
+                .all(|n| ps.contains(&(n.to_string(), u64::from(pids[winner]))))
+        });
+        let mut w = kids[winner].take().unwrap();
+        if w.try_wait().unwrap().is_some() {
+            busy_both += 1;
+        }
+        let server = Server::new(w);
+        let out = server.term();
+        assert_code(&out, 0);
+    }
+    assert_eq!(busy_both, 0);
+}
