@@ -228,6 +228,12 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         worker("evil3", "ghost", "exec", touch("PWNED3"), json!([])),
         // Tools of its own, which no spawn gives.
         worker("evil4", "lead", "mock", json!([]), json!(["Bash"])),
+        // A limit no duration can hold.
+        {
+            let mut w = worker("evil5", "lead", "mock", json!([]), json!([]));
+            w["limits"] = json!({"timeout_secs": -1});
+            w
+        },
         // What spawn_agent itself would have written: served.
         worker("twin", "lead", "exec", lead_command, json!([])),
     ];
@@ -239,7 +245,7 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         INST,
         "--from",
         "user",
-        "@evil1 @evil2 @evil3 @evil4 @twin go",
+        "@evil1 @evil2 @evil3 @evil4 @evil5 @twin go",
     ]);
     assert_code(&common::run_with(send, None), 0);
     wait_for("the twin to run", || s.dir().join("ran-twin").exists());
@@ -257,6 +263,10 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
             "spawned by ghost: an exec worker is served only by the aw-run that serves ghost",
         ),
         ("evil4", "spawned by lead: a worker has no tools of its own"),
+        (
+            "evil5",
+            "evil5: limits.timeout_secs is not a number of seconds: -1",
+        ),
     ] {
         let line = format!("aw-run: warning: {name}: not served: {why}");
         assert_eq!(err.matches(&line).count(), 1, "{line}\n{err}");
@@ -266,7 +276,7 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         assert!(!s.dir().join(f).exists(), "{f}");
     }
     // Nothing of theirs ran: no transcript.
-    for a in ["evil1", "evil2", "evil3", "evil4"] {
+    for a in ["evil1", "evil2", "evil3", "evil4", "evil5"] {
         assert!(
             !s.root.inst_dir(INST).join("_state/runs").join(a).exists(),
             "{a}"

@@ -535,11 +535,20 @@ impl Serving {
         let tool_args = crate::mcp::config::tool_args(a.collab, a.delegate);
         let mut c = self.controller(&a.name, backend, &tool_args)?;
         c.system = a.system_prompt.clone();
-        c.timeout = a
-            .limits
-            .get("timeout_secs")
-            .and_then(|v| v.as_f64())
-            .map(Duration::from_secs_f64);
+        // The registry may have been edited by hand: a bad value is refused, not a panic.
+        c.timeout = match a.limits.get("timeout_secs") {
+            None => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "{}: limits.timeout_secs is not a number of seconds: {v}",
+                            a.name
+                        ))
+                    })?,
+            ),
+        };
         if let Some(m) = a.limits.get("max_runs").and_then(|v| v.as_u64()) {
             c.max_runs = m;
         }
@@ -1135,8 +1144,8 @@ impl Adopter {
     fn take(&mut self, a: &Agent, trusted: Trusted) -> Result<()> {
         let inst = &self.serving.inst;
         let lock = serve::take(inst, &[a.name.as_str()])?.pop();
-        self.trusted.insert(a.name.clone(), trusted);
         let mut c = self.serving.registered(a)?;
+        self.trusted.insert(a.name.clone(), trusted);
         c.serving_lock = lock;
         c.stop = self.shared.stop.child();
         self.shared.lock().agents.entry(a.name.clone()).or_default();
