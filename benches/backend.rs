@@ -180,6 +180,7 @@ fn settings(env: &[(String, String)]) -> Settings<'_> {
         read_timeout: Duration::from_secs(30),
         files: Vec::new(),
         cwd: ".".into(),
+        aw_root: ".workflow".into(),
         toolset: Default::default(),
     }
 }
