@@ -228,14 +228,21 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         worker("evil3", "ghost", "exec", touch("PWNED3"), json!([])),
         // Tools of its own, which no spawn gives.
         worker("evil4", "lead", "mock", json!([]), json!(["Bash"])),
+        // A spawner without the collab tools.
+        worker("evil6", "helper", "mock", json!([]), json!([])),
         // A limit no duration can hold.
         {
             let mut w = worker("evil5", "lead", "mock", json!([]), json!([]));
             w["limits"] = json!({"timeout_secs": -1});
             w
         },
-        // What spawn_agent itself would have written: served.
-        worker("twin", "lead", "exec", lead_command, json!([])),
+        // What spawn_agent itself would have written: served, with the collab tools its
+        // spawner's depth allows (none), not those its entry claims.
+        {
+            let mut w = worker("twin", "lead", "exec", lead_command, json!([]));
+            w["collab"] = json!({"max_workers": 8, "max_depth": 9});
+            w
+        },
     ];
     reg["agents"].as_array_mut().unwrap().extend(added);
     std::fs::write(&reg_path, reg.to_string()).unwrap();
@@ -245,7 +252,7 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         INST,
         "--from",
         "user",
-        "@evil1 @evil2 @evil3 @evil4 @evil5 @twin go",
+        "@evil1 @evil2 @evil3 @evil4 @evil5 @evil6 @twin go",
     ]);
     assert_code(&common::run_with(send, None), 0);
     wait_for("the twin to run", || s.dir().join("ran-twin").exists());
@@ -272,11 +279,18 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         assert_eq!(err.matches(&line).count(), 1, "{line}\n{err}");
     }
     assert!(!err.contains("twin: not served"), "{err}");
+    let twin_mcp =
+        std::fs::read_to_string(s.root.inst_dir(INST).join("_state/mcp/twin.json")).unwrap();
+    assert!(twin_mcp.contains("twin@"), "{twin_mcp}");
+    assert!(!twin_mcp.contains("--collab"), "{twin_mcp}");
+    let lead_mcp =
+        std::fs::read_to_string(s.root.inst_dir(INST).join("_state/mcp/lead.json")).unwrap();
+    assert!(lead_mcp.contains("--collab"), "{lead_mcp}");
     for f in ["PWNED1", "PWNED2", "PWNED3", "ran-evil4", "ran-evil1"] {
         assert!(!s.dir().join(f).exists(), "{f}");
     }
     // Nothing of theirs ran: no transcript.
-    for a in ["evil1", "evil2", "evil3", "evil4", "evil5"] {
+    for a in ["evil1", "evil2", "evil3", "evil4", "evil5", "evil6"] {
         assert!(
             !s.root.inst_dir(INST).join("_state/runs").join(a).exists(),
             "{a}"

@@ -419,31 +419,37 @@ impl Trusted {
 
 /// May aw-run serve the worker `w` (an agent with `spawned_by`) whose spawner is, as a
 /// trusted source defines it, `spawner` (`None`: not one this server knows)? The worker's
-/// own trusted definition when so.
+/// own trusted definition when so. `collab_known`: whether `spawner` says truly which
+/// collab tools it has (not so of a registry entry: an interactive session's aw-mcp may be
+/// given them on its command line).
 ///
 /// `spawn_agent` gives a worker no tools of its own, and an exec worker nothing but its
 /// spawner's command: a registry entry that says otherwise was not written by it, and is
-/// refused. An exec worker is served only when its spawner is known (served here), is an
-/// exec agent with the collab tools that may spawn at the worker's depth, and the worker's
-/// command is exactly the spawner's.
-fn check_worker(w: &Agent, spawner: Option<&Trusted>) -> Result<Trusted> {
+/// refused. A spawner that is known must have the collab tools and a spawn depth that
+/// allows the worker's. An exec worker is served only when its spawner is known (served
+/// here), is an exec agent, and the worker's command is exactly the spawner's.
+fn check_worker(w: &Agent, spawner: Option<&Trusted>, collab_known: bool) -> Result<Trusted> {
     let by = w.spawned_by.as_deref().unwrap_or("?");
     let refuse = |why: String| Err(Error::Denied(format!("spawned by {by}: {why}")));
     if !w.tools.is_empty() {
         return refuse("a worker has no tools of its own, and this entry lists some".into());
     }
-    if w.backend == Backend::Exec.name() {
-        let Some(sp) = spawner else {
-            return refuse(format!(
-                "an exec worker is served only by the aw-run that serves {by}"
-            ));
-        };
-        if sp.backend != Backend::Exec.name() {
+    let exec = w.backend == Backend::Exec.name();
+    if exec && spawner.is_none() {
+        return refuse(format!(
+            "an exec worker is served only by the aw-run that serves {by}"
+        ));
+    }
+    // A spawner of unknown definition (served by nobody: an interactive session) is
+    // taken at its word for any other backend.
+    if let Some(sp) = spawner {
+        if exec && sp.backend != Backend::Exec.name() {
             return refuse(format!(
                 "{by} is not an exec agent: only an exec agent spawns exec workers"
             ));
         }
         match sp.collab {
+            _ if !collab_known => {}
             Some(c) if w.depth == sp.depth + 1 && w.depth <= c.max_depth => {}
             _ => {
                 return refuse(format!(
@@ -452,15 +458,18 @@ fn check_worker(w: &Agent, spawner: Option<&Trusted>) -> Result<Trusted> {
                 ));
             }
         }
-        if w.command != sp.command {
+        if exec && w.command != sp.command {
             return refuse(format!(
                 "its command is not {by}'s as the workflow file or aw-ctl new gave it"
             ));
         }
     }
-    let collab = spawner
-        .and_then(|sp| sp.collab)
-        .filter(|c| w.depth < c.max_depth);
+    // The collab tools it gets: as spawn_agent gives them, from a spawner whose own are
+    // known; else as registered.
+    let collab = match spawner {
+        Some(sp) if collab_known => sp.collab.filter(|c| w.depth < c.max_depth),
+        _ => w.collab,
+    };
     Ok(Trusted {
         backend: w.backend.clone(),
         command: w.command.clone(),
@@ -966,7 +975,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     for a in chosen {
         if a.spawned_by.is_some() {
             let spawner = a.spawned_by.as_deref().and_then(|s| reg.get(s));
-            match check_worker(a, spawner.map(Trusted::of).as_ref()) {
+            match check_worker(a, spawner.map(Trusted::of).as_ref(), false) {
                 Ok(t) => {
                     trusted.insert(a.name.clone(), t);
                 }
@@ -1122,7 +1131,7 @@ impl Adopter {
             {
                 continue;
             }
-            let checked = match check_worker(a, self.trusted.get(spawner)) {
+            let checked = match check_worker(a, self.trusted.get(spawner), true) {
                 Ok(t) => t,
                 Err(e) => {
                     crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
@@ -1144,6 +1153,10 @@ impl Adopter {
     fn take(&mut self, a: &Agent, trusted: Trusted) -> Result<()> {
         let inst = &self.serving.inst;
         let lock = serve::take(inst, &[a.name.as_str()])?.pop();
+        let a = &Agent {
+            collab: trusted.collab,
+            ..a.clone()
+        };
         let mut c = self.serving.registered(a)?;
         self.trusted.insert(a.name.clone(), trusted);
         c.serving_lock = lock;
