@@ -26,7 +26,7 @@
 //!   and left out of listings and searches;
 //! - `list_files` and `search` never follow a symbolic link met inside the tree;
 //! - the aw root (the folder of the instances, `.workflow/` or `--root`) and every folder
-//!   named `.git` are out of reach: a path whose real path passes through one of them (by
+//!   named `.git` or `.workflow` (the aw root of any aw tool run beside it) are out of reach: a path whose real path passes through one of them (by
 //!   any spelling, through a symbolic link or not) is refused like a `..`, a new folder may
 //!   not be named `.git`, and listings and searches leave them out. The aw root is known by
 //!   its device and inode as well as its path, so another name for it is refused too. Were
@@ -141,8 +141,13 @@ impl FileTool {
     }
 }
 
-/// The name of the folders the tools never reach, wherever they are.
-const GIT_DIR: &str = ".git";
+/// The names of the folders the tools never reach, wherever they are: git's, and the aw
+/// root every aw tool run in their parent would use by default.
+const HIDDEN_NAMES: [&str; 2] = [".git", crate::instance::DEFAULT_ROOT];
+
+fn hidden_name(name: &str) -> bool {
+    HIDDEN_NAMES.contains(&name)
+}
 
 /// The folder the tools are confined to.
 pub struct Sandbox {
@@ -182,7 +187,7 @@ impl Sandbox {
         let aw_root = real_path(aw_root).map_err(|e| Error::io(aw_root, e))?;
         let inside_git = root
             .components()
-            .any(|c| c.as_os_str() == OsStr::new(GIT_DIR));
+            .any(|c| c.as_os_str().to_str().is_some_and(hidden_name));
         if root.starts_with(&aw_root) || inside_git {
             return Err(Error::denied(format!(
                 "{}: the file tools may not work inside the aw root or a .git folder",
@@ -207,7 +212,7 @@ impl Sandbox {
         let mut prefix = String::new();
         for part in rel.split('/').filter(|p| !p.is_empty()) {
             prefix = join(&prefix, part);
-            let hidden = part == GIT_DIR
+            let hidden = hidden_name(part)
                 || self.root.join(&prefix) == self.aw_root
                 || aw.is_some_and(|id| self.id_of(&prefix) == Some(id));
             if hidden {
@@ -511,7 +516,7 @@ impl Sandbox {
                 kind,
             };
             if kind == Kind::Dir
-                && (name == GIT_DIR || aw.is_some_and(|id| self.id_of(&e.rel) == Some(id)))
+                && (hidden_name(&name) || aw.is_some_and(|id| self.id_of(&e.rel) == Some(id)))
             {
                 continue;
             }
@@ -1157,7 +1162,7 @@ mod tests {
         f.ok(WriteFile, json!({"path": ".GIT/x", "content": "x"}));
         assert_eq!(f.ok(ReadFile, json!({"path": "./src//a.rs"})), "fine\n");
 
-        // The aw root is known by what it is, not by its name.
+        // The aw root is known by what it is, not by its name; any .workflow stays hidden.
         let sb = Sandbox::new(&f.work(""), &f.work("sub")).unwrap();
         let call = |tool, args: Value| {
             let Value::Object(map) = args else { panic!() };
@@ -1165,7 +1170,13 @@ mod tests {
         };
         symlink("sub", f.work("sub-alias")).unwrap();
         fs::write(f.work("sub/x"), "x").unwrap();
-        for p in ["sub/x", "sub-alias/x", "./sub"] {
+        for p in [
+            "sub/x",
+            "sub-alias/x",
+            "./sub",
+            ".workflow/t/_state/agents.json",
+            "wf-link",
+        ] {
             assert_eq!(call(ReadFile, json!({"path": p})), Err(out(p)));
         }
         assert!(!call(ListFiles, json!({})).unwrap().contains("sub/"));
