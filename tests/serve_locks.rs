@@ -20,6 +20,18 @@ fn start_serve(s: &Setup, agents: &[&str]) -> Child {
     c.spawn().expect("spawn aw-run")
 }
 
+/// Servers not waited for yet, killed if the test ends (or panics) before.
+struct Kids([Option<Child>; 2]);
+
+impl Drop for Kids {
+    fn drop(&mut self) {
+        for c in self.0.iter_mut().flatten() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Pids serving each agent, as `aw-ctl ps` shows them.
 fn serving(s: &Setup) -> Vec<(String, u64)> {
     let mut c = s.tool_cmd("aw-ctl");
@@ -47,23 +59,22 @@ fn servers_naming_the_same_agents_in_opposite_orders_never_both_give_up() {
         c.args(["-i", INST, "new", a, "--backend", "mock"]);
         assert_code(&common::run_with(c, None), 0);
     }
-    let mut busy_both = 0;
     for round in 0..50 {
         let (x, y): (&[&str], &[&str]) = if round % 2 == 0 {
             (&["a", "b", "c"], &["c", "b", "a"])
         } else {
             (&["b", "a"], &["a", "b"])
         };
-        let mut kids = [Some(start_serve(&s, x)), Some(start_serve(&s, y))];
+        let mut kids = Kids([Some(start_serve(&s, x)), Some(start_serve(&s, y))]);
         let pids = [
-            kids[0].as_ref().unwrap().id(),
-            kids[1].as_ref().unwrap().id(),
+            kids.0[0].as_ref().unwrap().id(),
+            kids.0[1].as_ref().unwrap().id(),
         ];
         // Wait (hang guard only) for one of them to give up.
         let end = Instant::now() + Duration::from_secs(30);
         let (lost, code) = loop {
             let mut done = None;
-            for (i, k) in kids.iter_mut().enumerate() {
+            for (i, k) in kids.0.iter_mut().enumerate() {
                 if let Some(st) = k.as_mut().unwrap().try_wait().unwrap() {
                     done = Some((i, st.code()));
                     break;
@@ -78,7 +89,7 @@ fn servers_naming_the_same_agents_in_opposite_orders_never_both_give_up() {
             );
             std::thread::sleep(Duration::from_millis(5));
         };
-        let loser = kids[lost].take().unwrap().wait_with_output().unwrap();
+        let loser = kids.0[lost].take().unwrap().wait_with_output().unwrap();
         assert_eq!(code, Some(75), "round {round}: {}", stderr(&loser));
         let winner = 1 - lost;
         let err = stderr(&loser);
@@ -95,13 +106,11 @@ fn servers_naming_the_same_agents_in_opposite_orders_never_both_give_up() {
                 .iter()
                 .all(|n| ps.contains(&(n.to_string(), u64::from(pids[winner]))))
         });
-        let mut w = kids[winner].take().unwrap();
-        if w.try_wait().unwrap().is_some() {
-            busy_both += 1;
-        }
+        let mut w = kids.0[winner].take().unwrap();
+        let gone = w.try_wait().unwrap();
+        assert!(gone.is_none(), "round {round}: both gave up ({gone:?})");
         let server = Server::new(w);
         let out = server.term();
         assert_code(&out, 0);
     }
-    assert_eq!(busy_both, 0);
 }
