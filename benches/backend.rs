@@ -181,6 +181,7 @@ fn settings(env: &[(String, String)]) -> Settings<'_> {
         files: Vec::new(),
         cwd: ".".into(),
         aw_root: ".workflow".into(),
+        instance_dir: ".workflow/bench".into(),
         toolset: Default::default(),
     }
 }

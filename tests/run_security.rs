@@ -355,3 +355,79 @@ fn serve_refuses_a_hand_made_exec_worker() {
     assert!(!serve_dir.join("evil.json").exists());
     assert!(!s.dir().join("PWNED").exists());
 }
+
+/// An instance directory given as `context.config.dir` in the working folder makes that
+/// folder the aw root: the file tools still work in it, but never in the instance.
+#[test]
+fn file_tools_beside_an_instance_directory_do_not_reach_it() {
+    let s = Setup::new();
+    let dir = s.dir();
+    s.write(
+        "wf.yaml",
+        "agents:
+  olga:
+    backend: openai
+    model: local-model
+    tools: [read_file, write_file, list_files]
+context:
+  config: {dir: ./team}
+kickoff: '@olga tidy up'
+",
+    );
+    let registry = forged_registry();
+    let calls = vec![
+        call(
+            "w1",
+            "write_file",
+            json!({"path": "team/_state/agents.json", "content": registry}),
+        ),
+        call("r1", "read_file", json!({"path": "./team/channel.md"})),
+        call("l1", "list_files", json!({})),
+        call(
+            "ok",
+            "write_file",
+            json!({"path": "out.txt", "content": "fine\n"}),
+        ),
+    ];
+    let api = FakeApi::start(vec![
+        chat(
+            json!({"role": "assistant", "content": null, "tool_calls": calls}),
+            "tool_calls",
+        ),
+        chat(
+            json!({"role": "assistant", "content": "@user done"}),
+            "stop",
+        ),
+    ]);
+    let mut c = tool("aw-run");
+    c.current_dir(dir)
+        .env("PATH", path_with_bins())
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.url))
+        .env("OPENAI_API_KEY", KEY)
+        .args(["-q", "--retries", "1", "wf.yaml"]);
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    assert!(dir.join("team/channel.md").exists());
+    assert!(!dir.join("PWNED").exists());
+    let agents = std::fs::read_to_string(dir.join("team/_state/agents.json")).unwrap();
+    assert!(!agents.contains("evil"), "{agents}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("out.txt")).unwrap(),
+        "fine\n"
+    );
+    let reqs = api.requests();
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    let results: Vec<&str> = msgs[msgs.len() - 4..]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    let out_of_reach = "refused: the aw root and .git folders are out of reach of the file tools";
+    assert!(results[0].contains(out_of_reach), "{}", results[0]);
+    assert!(results[1].contains(out_of_reach), "{}", results[1]);
+    assert!(
+        results[2].contains("wf.yaml") && !results[2].contains("team"),
+        "{}",
+        results[2]
+    );
+    assert!(results[3].starts_with("wrote 5 bytes"), "{}", results[3]);
+}

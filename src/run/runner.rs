@@ -232,6 +232,7 @@ fn backend(
                     None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
                 },
                 aw_root: root.to_path_buf(),
+                instance_dir: root.join(instance),
                 toolset: crate::mcp::tools::Toolset {
                     collab: def.collab,
                     delegate: def.delegate,
@@ -624,6 +625,7 @@ fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn 
                 files: Vec::new(),
                 cwd: std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
                 aw_root: root.to_path_buf(),
+                instance_dir: root.join(instance),
                 toolset,
             };
             let built: std::result::Result<Box<dyn RunBackend>, String> = if kind == "anthropic" {

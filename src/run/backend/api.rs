@@ -51,8 +51,10 @@ pub struct Settings<'a> {
     /// The built-in file tools the agent is given, and the folder they are confined to.
     pub files: Vec<FileTool>,
     pub cwd: PathBuf,
-    /// The aw root: the file tools never reach it (nor any `.git` folder).
+    /// The aw root and the instance directory: the file tools never reach them (nor any
+    /// `.git` folder).
     pub aw_root: PathBuf,
+    pub instance_dir: PathBuf,
     /// The aw tools the agent gets.
     pub toolset: crate::mcp::tools::Toolset,
 }
@@ -63,7 +65,8 @@ impl Settings<'_> {
         if self.files.is_empty() {
             return Ok(None);
         }
-        let sandbox = Sandbox::new(&self.cwd, &self.aw_root).map_err(|e| format!("cwd: {e}"))?;
+        let sandbox = Sandbox::new(&self.cwd, &self.aw_root, &self.instance_dir)
+            .map_err(|e| format!("cwd: {e}"))?;
         Ok(Some((sandbox, self.files.clone())))
     }
 }

@@ -155,8 +155,9 @@ pub struct Sandbox {
     root: PathBuf,
     /// The folder, open: every file is opened beneath it.
     dir: Dir,
-    /// The aw root, absolute (its real path when it exists): never reached.
-    aw_root: PathBuf,
+    /// Folders never reached, absolute (real paths when they exist): the aw root, or the
+    /// instance directory when the folder lies inside the aw root.
+    hidden: Vec<PathBuf>,
 }
 
 /// A path that was given, resolved inside the sandbox.
@@ -172,8 +173,11 @@ type Args = Map<String, Value>;
 
 impl Sandbox {
     /// `cwd` must exist and be a directory (canonicalized once), and lie neither inside the
-    /// aw root `aw_root` nor inside a `.git` folder.
-    pub fn new(cwd: &Path, aw_root: &Path) -> Result<Sandbox> {
+    /// instance directory `instance` nor inside a `.git` or `.workflow` folder. The aw root
+    /// `aw_root` is never reached; when `cwd` lies inside it (the instance directory of a
+    /// workflow's `context.config.dir` in the current directory), the instance directory is
+    /// not.
+    pub fn new(cwd: &Path, aw_root: &Path, instance: &Path) -> Result<Sandbox> {
         let root = std::fs::canonicalize(cwd).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => {
                 Error::not_found(format!("{}: no such folder", cwd.display()))
@@ -185,37 +189,49 @@ impl Sandbox {
         }
         let dir = Dir::open(&root).map_err(|e| Error::io(cwd, e))?;
         let aw_root = real_path(aw_root).map_err(|e| Error::io(aw_root, e))?;
-        let inside_git = root
+        let instance = real_path(instance).map_err(|e| Error::io(instance, e))?;
+        let inside_hidden = root
             .components()
             .any(|c| c.as_os_str().to_str().is_some_and(hidden_name));
-        if root.starts_with(&aw_root) || inside_git {
+        if root.starts_with(&instance) || inside_hidden {
             return Err(Error::denied(format!(
-                "{}: the file tools may not work inside the aw root or a .git folder",
+                "{}: the file tools may not work inside an aw instance or a .git folder",
                 cwd.display()
             )));
         }
-        Ok(Sandbox { root, dir, aw_root })
+        let hidden = if root.starts_with(&aw_root) {
+            vec![instance]
+        } else {
+            vec![aw_root]
+        };
+        Ok(Sandbox { root, dir, hidden })
     }
 
-    /// The aw root's device and inode, when it exists.
-    fn aw_root_id(&self) -> Option<(u64, u64)> {
+    /// The devices and inodes of the hidden folders that exist.
+    fn hidden_ids(&self) -> Vec<(u64, u64)> {
         use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(&self.aw_root)
-            .ok()
+        self.hidden
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
             .map(|m| (m.dev(), m.ino()))
+            .collect()
+    }
+
+    /// Is `rel` (relative to the root) a hidden folder, by its name, its path or what it is?
+    fn is_hidden(&self, name: &str, rel: &str, ids: &[(u64, u64)]) -> bool {
+        hidden_name(name)
+            || self.hidden.iter().any(|h| self.root.join(rel) == *h)
+            || (!ids.is_empty() && self.id_of(rel).is_some_and(|id| ids.contains(&id)))
     }
 
     /// Refuse `rel` (a real path relative to the root, what exists of it with no symbolic
-    /// link) when it is, or lies under, the aw root or a `.git` folder.
+    /// link) when it is, or lies under, a hidden folder.
     fn guard(&self, given: &str, rel: &str) -> Result<()> {
-        let aw = self.aw_root_id();
+        let ids = self.hidden_ids();
         let mut prefix = String::new();
         for part in rel.split('/').filter(|p| !p.is_empty()) {
             prefix = join(&prefix, part);
-            let hidden = hidden_name(part)
-                || self.root.join(&prefix) == self.aw_root
-                || aw.is_some_and(|id| self.id_of(&prefix) == Some(id));
-            if hidden {
+            if self.is_hidden(part, &prefix, &ids) {
                 return Err(out_of_reach(given));
             }
         }
@@ -498,7 +514,7 @@ impl Sandbox {
         recursive: bool,
         visit: &mut dyn FnMut(&Entry) -> bool,
     ) -> Result<()> {
-        let aw = self.aw_root_id();
+        let ids = self.hidden_ids();
         let first = self.entries(&found.rel).map_err(|e| io_error(given, e))?;
         let mut stack = vec![(found.rel.clone(), found.shown.clone(), first.into_iter())];
         while let Some((rel, shown, names)) = stack.last_mut() {
@@ -515,9 +531,7 @@ impl Sandbox {
                 shown: join(shown, &name),
                 kind,
             };
-            if kind == Kind::Dir
-                && (hidden_name(&name) || aw.is_some_and(|id| self.id_of(&e.rel) == Some(id)))
-            {
+            if kind == Kind::Dir && self.is_hidden(&name, &e.rel, &ids) {
                 continue;
             }
             if !visit(&e) {
@@ -878,8 +892,12 @@ mod tests {
             fs::create_dir_all(tmp.path().join("work")).unwrap();
             fs::create_dir_all(tmp.path().join("outside")).unwrap();
             fs::write(tmp.path().join("outside/secret"), "top secret\n").unwrap();
-            let sb =
-                Sandbox::new(&tmp.path().join("work"), &tmp.path().join("work/.workflow")).unwrap();
+            let sb = Sandbox::new(
+                &tmp.path().join("work"),
+                &tmp.path().join("work/.workflow"),
+                &tmp.path().join("work/.workflow/t"),
+            )
+            .unwrap();
             Fixture { tmp, sb }
         }
 
@@ -1163,7 +1181,7 @@ mod tests {
         assert_eq!(f.ok(ReadFile, json!({"path": "./src//a.rs"})), "fine\n");
 
         // The aw root is known by what it is, not by its name; any .workflow stays hidden.
-        let sb = Sandbox::new(&f.work(""), &f.work("sub")).unwrap();
+        let sb = Sandbox::new(&f.work(""), &f.work("sub"), &f.work("sub/t")).unwrap();
         let call = |tool, args: Value| {
             let Value::Object(map) = args else { panic!() };
             sb.call(tool, &map).map_err(|e| e.to_string())
@@ -1183,13 +1201,44 @@ mod tests {
 
         // A working folder inside the aw root or a .git folder is refused.
         for inside in [".workflow/t", ".git", "sub/.git"] {
-            let e = Sandbox::new(&f.work(inside), &f.work(".workflow"))
-                .err()
-                .unwrap();
+            let e = Sandbox::new(
+                &f.work(inside),
+                &f.work(".workflow"),
+                &f.work(".workflow/t"),
+            )
+            .err()
+            .unwrap();
             assert_eq!(e.exit_code(), crate::error::exit::NOPERM, "{e}");
         }
+        // A working folder inside the aw root (an instance directory given as
+        // context.config.dir beside it): the instance is out of reach, the rest is not.
+        f.put("team/_state/agents.json", "{}\n");
+        let sb = Sandbox::new(&f.work(""), &f.work(""), &f.work("team")).unwrap();
+        let call = |tool, args: Value| {
+            let Value::Object(map) = args else { panic!() };
+            sb.call(tool, &map).map_err(|e| e.to_string())
+        };
+        for p in ["team", "team/_state/agents.json", "./team/"] {
+            assert_eq!(call(ListFiles, json!({"path": p})), Err(out(p)));
+        }
+        let p = "team/_state/agents.json";
+        assert_eq!(
+            call(WriteFile, json!({"path": p, "content": "x"})),
+            Err(out(p))
+        );
+        assert_eq!(
+            call(ReadFile, json!({"path": "src/a.rs"})),
+            Ok("fine\n".into())
+        );
+        assert!(!call(ListFiles, json!({})).unwrap().contains("team"));
+        let e = Sandbox::new(&f.work("team/_state"), &f.work(""), &f.work("team"))
+            .err()
+            .unwrap();
+        assert_eq!(e.exit_code(), crate::error::exit::NOPERM, "{e}");
+
         // An aw root made after the sandbox is refused all the same.
-        let sb = Sandbox::new(&f.work("src"), &f.work("src/later")).unwrap();
+        let sb =
+            Sandbox::new(&f.work("src"), &f.work("src/later"), &f.work("src/later/t")).unwrap();
         fs::create_dir(f.work("src/later")).unwrap();
         let Value::Object(args) = json!({"path": "later/x", "content": "x"}) else {
             panic!()
@@ -1208,7 +1257,7 @@ mod tests {
         mkfifo(&f.work("d/pipe"));
         symlink("pipe", f.work("pipe-link")).unwrap();
         // Opening a FIFO for reading would wait for a writer: run in a thread, bounded.
-        let sb = Sandbox::new(&f.work(""), &f.work(".workflow")).unwrap();
+        let sb = Sandbox::new(&f.work(""), &f.work(".workflow"), &f.work(".workflow/t")).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let call = |tool, args: Value| {
@@ -1464,20 +1513,33 @@ mod tests {
     #[test]
     fn the_sandbox_must_be_a_folder() {
         let f = Fixture::new();
-        let missing = Sandbox::new(&f.work("none"), &f.work(".workflow"))
-            .err()
-            .unwrap();
+        let missing = Sandbox::new(
+            &f.work("none"),
+            &f.work(".workflow"),
+            &f.work(".workflow/t"),
+        )
+        .err()
+        .unwrap();
         assert_eq!(missing.exit_code(), crate::error::exit::NOINPUT);
         f.put("file", "");
-        let file = Sandbox::new(&f.work("file"), &f.work(".workflow"))
-            .err()
-            .unwrap();
+        let file = Sandbox::new(
+            &f.work("file"),
+            &f.work(".workflow"),
+            &f.work(".workflow/t"),
+        )
+        .err()
+        .unwrap();
         assert!(file.to_string().ends_with("file: not a folder"), "{file}");
         // Reached through a link, the folder is its real path: links back into it stay inside.
         symlink(f.work(""), f.tmp.path().join("work-link")).unwrap();
         symlink("../work-link/b.txt", f.work("back")).unwrap();
         f.put("b.txt", "b\n");
-        let sb = Sandbox::new(&f.tmp.path().join("work-link"), &f.work(".workflow")).unwrap();
+        let sb = Sandbox::new(
+            &f.tmp.path().join("work-link"),
+            &f.work(".workflow"),
+            &f.work(".workflow/t"),
+        )
+        .unwrap();
         let Value::Object(args) = json!({"path": "back"}) else {
             panic!()
         };
