@@ -87,7 +87,8 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
     inst.create()?;
     let reg = Registry::load(inst)?;
     let me = reg.get(caller).cloned().unwrap_or_default();
-    let depth = me.depth + 1;
+    // Saturating: a registry entry edited by hand may say anything.
+    let depth = me.depth.saturating_add(1);
     if depth > limits.max_depth {
         return Err(Error::Denied(format!(
             "spawn depth: {caller} is itself a worker (depth {}) and the spawn depth is {}: \

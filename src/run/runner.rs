@@ -451,7 +451,7 @@ fn check_worker(w: &Agent, spawner: Option<&Trusted>, collab_known: bool) -> Res
         }
         match sp.collab {
             _ if !collab_known => {}
-            Some(c) if w.depth == sp.depth + 1 && w.depth <= c.max_depth => {}
+            Some(c) if sp.depth.checked_add(1) == Some(w.depth) && w.depth <= c.max_depth => {}
             _ => {
                 return refuse(format!(
                     "{by} may not spawn workers at depth {} (no collab tools, or too deep)",
