@@ -25,13 +25,15 @@
 //!   is checked before it is opened, opened without blocking, and checked again once open),
 //!   and left out of listings and searches;
 //! - `list_files` and `search` never follow a symbolic link met inside the tree;
-//! - the aw root (the folder of the instances, `.workflow/` or `--root`) and every folder
-//!   named `.git` or `.workflow` (the aw root of any aw tool run beside it) are out of reach: a path whose real path passes through one of them (by
-//!   any spelling, through a symbolic link or not) is refused like a `..`, a new folder may
-//!   not be named `.git`, and listings and searches leave them out. The aw root is known by
-//!   its device and inode as well as its path, so another name for it is refused too. Were
-//!   they reachable, a written file could make aw run a command: a worker added to
-//!   `_state/agents.json`, a `core.fsmonitor` in `.git/config`;
+//! - the aw root (the folder of the instances, `.workflow/` or `--root`; the instance
+//!   directory instead when the working folder lies inside the aw root) and everything
+//!   named `.git` or `.workflow` (the aw root of any aw tool run beside it) are out of
+//!   reach: a path whose real path passes through one of them (by any spelling, through a
+//!   symbolic link or not) is refused like a `..`, nothing new may take those names, and
+//!   listings and searches leave them out. The aw root is known by its device and inode as
+//!   well as its path, so another name for it is refused too. Were they reachable, a
+//!   written file could make aw run a command: a worker added to `_state/agents.json`, a
+//!   `core.fsmonitor` in `.git/config`;
 //! - error messages name the path as it was given, never the host's absolute path.
 //!
 //! `search` skips binary files (a NUL byte in the first [`BINARY_PROBE`] bytes) and files
@@ -531,7 +533,8 @@ impl Sandbox {
                 shown: join(shown, &name),
                 kind,
             };
-            if kind == Kind::Dir && self.is_hidden(&name, &e.rel, &ids) {
+            // A `.git` file (a work tree's pointer to its repository) is left out too.
+            if hidden_name(&name) || (kind == Kind::Dir && self.is_hidden(&name, &e.rel, &ids)) {
                 continue;
             }
             if !visit(&e) {
@@ -1102,6 +1105,7 @@ mod tests {
         f.put(".git/config", "[core]\nsecret\n");
         f.put("sub/.git/config", "[core]\nsecret\n");
         f.put(".GIT/notes", "not git: names are exact\n");
+        f.put("wt/.git", "gitdir: ../.git/worktrees/wt secret\n");
         f.put("src/a.rs", "fine\n");
         symlink(".workflow", f.work("wf-link")).unwrap();
         symlink(".git", f.work("git-link")).unwrap();
@@ -1127,6 +1131,7 @@ mod tests {
             "sub/.git/config",
             "git-link/config",
             "src/config-link",
+            "wt/.git",
         ];
         for p in paths {
             assert_eq!(f.err(ReadFile, json!({"path": p})), out(p));
@@ -1165,7 +1170,7 @@ mod tests {
         // Listings and searches leave them out; links are shown, never followed.
         assert_eq!(
             f.ok(ListFiles, json!({"recursive": true})),
-            ".GIT/\n.GIT/notes\nagents-link@\ngit-link@\nsrc/\nsrc/a.rs\nsrc/config-link@\nsub/\nwf-link@"
+            ".GIT/\n.GIT/notes\nagents-link@\ngit-link@\nsrc/\nsrc/a.rs\nsrc/config-link@\nsub/\nwf-link@\nwt/"
         );
         assert_eq!(
             f.ok(Search, json!({"pattern": "secret"})),
