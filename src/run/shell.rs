@@ -52,7 +52,7 @@ const ANSI_C: &str =
 /// (where an expansion will stand; to the shell it is part of a word).
 pub fn places(text: &[Option<char>]) -> Vec<Place> {
     let total = text.iter().filter(|c| c.is_none()).count();
-    let mut s = Scanner::new(text, None, true);
+    let mut s = Scanner::new(text, None, false);
     let lost = s.command(End::Text).err();
     let mut holes = s.holes;
     let what = lost.map_or("the end of what it could read", |Lost(what)| what);
@@ -216,18 +216,23 @@ struct Scanner<'t> {
     i: usize,
     /// Why every hole here is refused (inside arithmetic, a pattern), if it is.
     taint: Option<&'static str>,
-    /// The whole command text (not a backquoted command or a here-document body).
-    top: bool,
+    /// Inside a command substitution (`$(...)` or backquotes), where bash ends a
+    /// here-document at a line that only starts with its delimiter.
+    substitution: bool,
     holes: Vec<Place>,
 }
 
 impl<'t> Scanner<'t> {
-    fn new(text: &'t [Option<char>], taint: Option<&'static str>, top: bool) -> Scanner<'t> {
+    fn new(
+        text: &'t [Option<char>],
+        taint: Option<&'static str>,
+        substitution: bool,
+    ) -> Scanner<'t> {
         Scanner {
             text,
             i: 0,
             taint,
-            top,
+            substitution,
             holes: Vec::new(),
         }
     }
@@ -257,8 +262,13 @@ impl<'t> Scanner<'t> {
     }
 
     /// Scan `text` (a backquoted command, a here-document body) with a scanner of its own.
-    fn nested(&mut self, text: &[Option<char>], scan: impl FnOnce(&mut Scanner) -> Scan) -> Scan {
-        let mut inner = Scanner::new(text, self.taint, false);
+    fn nested(
+        &mut self,
+        text: &[Option<char>],
+        substitution: bool,
+        scan: impl FnOnce(&mut Scanner) -> Scan,
+    ) -> Scan {
+        let mut inner = Scanner::new(text, self.taint, substitution);
         let result = scan(&mut inner);
         self.holes.append(&mut inner.holes);
         result
@@ -529,7 +539,9 @@ impl<'t> Scanner<'t> {
             }
             Some(Some('(')) => {
                 self.i += 2;
+                let outer = std::mem::replace(&mut self.substitution, true);
                 self.command(End::Paren)?;
+                self.substitution = outer;
             }
             Some(Some('[')) => {
                 self.i += 2;
@@ -737,7 +749,7 @@ impl<'t> Scanner<'t> {
                 }
             }
         }
-        self.nested(&inner, |s| s.command(End::Text))
+        self.nested(&inner, true, |s| s.command(End::Text))
     }
 
     /// After the first `<` of `<<`: read `<<[-] WORD`.
@@ -810,10 +822,7 @@ impl<'t> Scanner<'t> {
         let mut continued = false;
         let (body_end, next) = loop {
             if line_start >= self.text.len() {
-                if !self.top {
-                    return Err(Lost("a here-document without its delimiter line"));
-                }
-                break (self.text.len(), self.text.len());
+                return Err(Lost("a here-document without its delimiter line"));
             }
             let end = (line_start..self.text.len())
                 .find(|&j| self.text[j] == Some('\n'))
@@ -829,6 +838,11 @@ impl<'t> Scanner<'t> {
                 if text == doc.delimiter {
                     break (line_start, (end + 1).min(self.text.len()));
                 }
+                if self.substitution && text.starts_with(&doc.delimiter) {
+                    return Err(Lost(
+                        "a here-document line in a command substitution that starts with its delimiter (bash ends the body there)",
+                    ));
+                }
             }
             let backslashes = line.iter().rev().take_while(|c| **c == Some('\\')).count();
             continued = !doc.quoted && backslashes % 2 == 1;
@@ -840,7 +854,7 @@ impl<'t> Scanner<'t> {
                 self.holes.push(Place::Refused(QUOTED_HERE_DOC.to_string()));
             }
         } else {
-            self.nested(body, |s| s.expanding(Expanding::HereDoc))?;
+            self.nested(body, self.substitution, |s| s.expanding(Expanding::HereDoc))?;
         }
         self.i = next;
         Ok(())
@@ -914,6 +928,12 @@ mod tests {
         // A reference in the delimiter, or a body that would start inside quotes.
         assert_eq!(short("cat <<@\nx\n@\n"), "RR");
         assert_eq!(short("cat <<E; echo \"a\nb\"\nE\n@"), "R");
+        // No delimiter line; in `$(...)`, a line that starts with the delimiter, which ends
+        // the body for bash but not for dash.
+        assert_eq!(short("cat <<E\n@\n"), "R");
+        assert_eq!(short("x=\"$(cat <<E\n@\nE)\"\n@\nE\n)\""), "RR");
+        assert_eq!(short("x=`cat <<E\nE )\nE\n`; @"), "R");
+        assert_eq!(short("cat <<E\nE)\nE\n@"), "U");
     }
 
     #[test]
