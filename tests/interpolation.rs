@@ -330,3 +330,160 @@ fn every_value_is_one_word_of_data_in_every_context() {
     assert_eq!(cases, ROUNDS * VALUES * contexts.len() * shells.len());
     assert!(!Path::new("PWNED").exists());
 }
+
+/// Stands for the value in an expected output.
+const V: char = '\u{1}';
+
+/// A random word in command context (an argument), nested up to `depth`, and what it
+/// expands to (`V` for the value).
+fn word(rng: &mut Rng, depth: usize) -> (String, String) {
+    let kinds = if depth == 0 { 3 } else { 9 };
+    let d = depth.saturating_sub(1);
+    match rng.below(kinds) {
+        0 => ("${{ x }}".into(), V.to_string()),
+        1 => {
+            let (t, e) = dq(rng, d, false);
+            (format!("\"a{t}b\""), format!("a{e}b"))
+        }
+        2 => ("'a${{ x }}b'".into(), format!("a{V}b")),
+        3 => {
+            let (t, e) = word(rng, d);
+            (format!("\"$(printf '%s' {t}; printf .)\""), format!("{e}."))
+        }
+        4 => {
+            let (t, e) = dq(rng, d, true);
+            (format!("\"${{u:-{t}}}\""), e)
+        }
+        5 => {
+            let (t, e) = word(rng, d);
+            (format!("${{u:-{t}}}"), e)
+        }
+        6 => {
+            let (t, e) = word(rng, d);
+            let inner = backquoted(&format!("printf '%s' {t}; printf ."), true);
+            (format!("\"`{inner}`\""), format!("{e}."))
+        }
+        7 => {
+            let (t, e) = here_doc(rng, d, depth);
+            (format!("\"$(cat <<E{depth}\n{t}\nE{depth}\n)\""), e)
+        }
+        _ => {
+            let (t, e) = word(rng, d);
+            (
+                format!("\"$(case a in (a) printf '%s' {t};; esac; printf .)\""),
+                format!("{e}."),
+            )
+        }
+    }
+}
+
+/// Random text inside double quotes, and what it expands to. In a `${u:-...}` (`param`),
+/// without a `'` or backquotes with `\"`, which shells read differently there.
+fn dq(rng: &mut Rng, depth: usize, param: bool) -> (String, String) {
+    let kinds = match (depth, param) {
+        (0, _) => 2,
+        (_, true) => 4,
+        _ => 5,
+    };
+    let d = depth.saturating_sub(1);
+    match rng.below(kinds) {
+        0 => ("${{ x }}".into(), V.to_string()),
+        1 if param => ("k${{ x }}".into(), format!("k{V}")),
+        1 => ("k'${{ x }}'".into(), format!("k'{V}'")),
+        2 => {
+            let (t, e) = word(rng, d);
+            (format!("$(printf '%s' {t}; printf .)"), format!("{e}."))
+        }
+        3 => {
+            let (t, e) = dq(rng, d, true);
+            (format!("${{u:-{t}}}"), e)
+        }
+        _ => {
+            let (t, e) = word(rng, d);
+            let inner = backquoted(&format!("printf '%s' {t}; printf ."), true);
+            (format!("`{inner}`"), format!("{e}."))
+        }
+    }
+}
+
+/// A here-document body line (without its newline), and what the body prints less its
+/// final newline.
+fn here_doc(rng: &mut Rng, depth: usize, id: usize) -> (String, String) {
+    if rng.below(2) == 0 {
+        return ("<${{ x }}>".into(), format!("<{V}>"));
+    }
+    let (t, e) = word(rng, depth);
+    let _ = id;
+    (format!("$(printf '%s' {t}; printf .)"), format!("{e}."))
+}
+
+/// `text` written inside backquotes (within double quotes if `dq`).
+fn backquoted(text: &str, dq: bool) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c == '\\' || c == '`' || (dq && c == '"') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn nested_contexts_keep_every_value_one_word() {
+    let seed: u64 = std::env::var("AW_INTERP_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0x0e57_ed17);
+    let mut rng = Rng(seed | 1);
+    let shells = shells();
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a", "E", "é"] {
+        std::fs::write(dir.path().join(name), "").unwrap();
+    }
+    const WORDS: usize = 40;
+    const ROUNDS: usize = 8;
+    let mut cases = 0;
+    for round in 0..ROUNDS {
+        let v = value(&mut rng);
+        let mut vars = Vars::new();
+        vars.set("x", v.as_str());
+        let words: Vec<(String, String)> = (0..WORDS).map(|_| word(&mut rng, 3)).collect();
+        let mut script = String::new();
+        for (i, (w, _)) in words.iter().enumerate() {
+            script.push_str(&format!("printf '%s\\0' {w} >o{i}\n"));
+        }
+        let cmd = Template::parse(&script)
+            .unwrap()
+            .render_shell(&vars)
+            .unwrap_or_else(|e| panic!("seed {seed}, round {round}: {e}\n{script}"));
+        for shell in &shells {
+            let out = Command::new(shell[0])
+                .args(&shell[1..])
+                .arg("-c")
+                .arg(&cmd.text)
+                .envs(cmd.env.iter().map(|(k, v)| (k, v)))
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            for (i, (w, e)) in words.iter().enumerate() {
+                let file = dir.path().join(format!("o{i}"));
+                let got = std::fs::read(&file).unwrap_or_default();
+                let expect = format!("{}\0", e.replace(V, &v));
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    expect,
+                    "seed {seed} (AW_INTERP_SEED), shell {shell:?}, value {v:?}, word {w:?}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                std::fs::remove_file(&file).unwrap();
+                cases += 1;
+            }
+            assert!(
+                !dir.path().join("PWNED").exists(),
+                "seed {seed}: a value ran"
+            );
+        }
+    }
+    assert_eq!(cases, ROUNDS * WORDS * shells.len());
+}

@@ -95,8 +95,10 @@ enum Expanding {
 enum Ctx {
     /// Commands, or a `${...}` word outside quotes.
     Unquoted,
-    /// Double quotes, a `${...}` word within them, arithmetic.
+    /// Double quotes, arithmetic.
     Double,
+    /// The word of a `${...}` within double quotes or a here-document.
+    DoubleParam,
     /// A here-document body.
     HereDoc,
 }
@@ -452,10 +454,10 @@ impl<'t> Scanner<'t> {
 
     /// Text where expansions happen but nothing is split, after its opening character.
     fn expanding(&mut self, how: Expanding) -> Scan {
-        let ctx = if how == Expanding::HereDoc {
-            Ctx::HereDoc
-        } else {
-            Ctx::Double
+        let ctx = match how {
+            Expanding::Double => Ctx::Double,
+            Expanding::HereDoc => Ctx::HereDoc,
+            Expanding::ParamWord => Ctx::DoubleParam,
         };
         loop {
             let Some(item) = self.get(0) else {
@@ -605,7 +607,7 @@ impl<'t> Scanner<'t> {
         self.taint = word;
         let result = match ctx {
             Ctx::Unquoted => self.unquoted_word(),
-            Ctx::Double | Ctx::HereDoc => self.expanding(Expanding::ParamWord),
+            Ctx::Double | Ctx::DoubleParam | Ctx::HereDoc => self.expanding(Expanding::ParamWord),
         };
         self.taint = saved;
         result
@@ -733,6 +735,11 @@ impl<'t> Scanner<'t> {
                 }
                 Some(Some('\\')) => {
                     let next = self.get(1);
+                    if next == Some(Some('"')) && matches!(ctx, Ctx::HereDoc | Ctx::DoubleParam) {
+                        return Err(Lost(
+                            "\\\" in backquotes within a here-document or a ${...} (shells differ on it)",
+                        ));
+                    }
                     let removed = matches!(next, Some(Some('$' | '`' | '\\')))
                         || (next == Some(Some('"')) && ctx == Ctx::Double);
                     if !removed {
@@ -934,6 +941,11 @@ mod tests {
         assert_eq!(short("x=\"$(cat <<E\n@\nE)\"\n@\nE\n)\""), "RR");
         assert_eq!(short("x=`cat <<E\nE )\nE\n`; @"), "R");
         assert_eq!(short("cat <<E\nE)\nE\n@"), "U");
+        // `\"` in backquotes in a body or a `${...}` word: dash removes the backslash,
+        // bash does not.
+        assert_eq!(short("cat <<E\n`echo \\\"@\\\"`\nE\n@"), "RR");
+        assert_eq!(short("echo \"${u:-`echo \\\"@\\\"`}\" @"), "RR");
+        assert_eq!(short("cat <<E\n`echo \"@\"`\nE\n"), "D");
     }
 
     #[test]
