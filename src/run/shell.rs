@@ -16,8 +16,10 @@
 //! read as something other than data (arithmetic, a `${x#pattern}`, a here-document
 //! delimiter, a `${...}` form other than the POSIX ones, `$'...'`), and every hole after
 //! something the shells read differently or that this scanner does not know (`$((` that is
-//! not arithmetic, a `'` in `"${x:-...}"`, `\'` in `$'...'`, a here-document whose body
-//! would start inside a nested text): from there on it cannot prove the context.
+//! not arithmetic, a `'` in `"${x:-...}"`, `\'` in `$'...'`, `\"` in backquotes within
+//! a here-document or `${...}`, a here-document whose body would start inside a nested
+//! text, or that has no delimiter line, or a line in `$(...)` starting with its
+//! delimiter): from there on it cannot prove the context.
 
 /// How a hole must be written, or why it may not stand where it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +35,10 @@ pub enum Place {
     /// Refused: why, as a phrase following the reference (`follows a backslash ...`).
     Refused(String),
 }
+
+/// How deep contexts may nest (`"$(echo "$(...)")"` is four deep); a reference past that
+/// depth, and every one after it, is refused.
+pub const MAX_NESTING: usize = 64;
 
 /// Why a hole after a backslash is refused.
 pub const ESCAPED: &str =
@@ -221,6 +227,8 @@ struct Scanner<'t> {
     /// Inside a command substitution (`$(...)` or backquotes), where bash ends a
     /// here-document at a line that only starts with its delimiter.
     substitution: bool,
+    /// How many contexts deep the scan is.
+    depth: usize,
     holes: Vec<Place>,
 }
 
@@ -235,6 +243,7 @@ impl<'t> Scanner<'t> {
             i: 0,
             taint,
             substitution,
+            depth: 0,
             holes: Vec::new(),
         }
     }
@@ -263,6 +272,17 @@ impl<'t> Scanner<'t> {
         self.i += 1;
     }
 
+    /// Run `scan` one context deeper: refused past [`MAX_NESTING`].
+    fn deeper(&mut self, scan: impl FnOnce(&mut Scanner) -> Scan) -> Scan {
+        if self.depth >= MAX_NESTING {
+            return Err(Lost("contexts nested deeper than the limit (64)"));
+        }
+        self.depth += 1;
+        let result = scan(self);
+        self.depth -= 1;
+        result
+    }
+
     /// Scan `text` (a backquoted command, a here-document body) with a scanner of its own.
     fn nested(
         &mut self,
@@ -271,6 +291,7 @@ impl<'t> Scanner<'t> {
         scan: impl FnOnce(&mut Scanner) -> Scan,
     ) -> Scan {
         let mut inner = Scanner::new(text, self.taint, substitution);
+        inner.depth = self.depth;
         let result = scan(&mut inner);
         self.holes.append(&mut inner.holes);
         result
@@ -454,6 +475,10 @@ impl<'t> Scanner<'t> {
 
     /// Text where expansions happen but nothing is split, after its opening character.
     fn expanding(&mut self, how: Expanding) -> Scan {
+        self.deeper(|s| s.expanding_text(how))
+    }
+
+    fn expanding_text(&mut self, how: Expanding) -> Scan {
         let ctx = match how {
             Expanding::Double => Ctx::Double,
             Expanding::HereDoc => Ctx::HereDoc,
@@ -530,6 +555,10 @@ impl<'t> Scanner<'t> {
 
     /// A `$` at the current item, in `ctx`.
     fn dollar(&mut self, ctx: Ctx) -> Scan {
+        self.deeper(|s| s.dollar_expansion(ctx))
+    }
+
+    fn dollar_expansion(&mut self, ctx: Ctx) -> Scan {
         match self.get(1) {
             Some(None) => {
                 self.i += 1;
@@ -724,6 +753,10 @@ impl<'t> Scanner<'t> {
     /// A backquote at the current item, in `ctx`: the text up to the closing backquote,
     /// with the backslashes the shell removes there removed, is read as commands.
     fn backquote(&mut self, ctx: Ctx) -> Scan {
+        self.deeper(|s| s.backquoted(ctx))
+    }
+
+    fn backquoted(&mut self, ctx: Ctx) -> Scan {
         self.i += 1;
         let mut inner = Vec::new();
         loop {
@@ -994,6 +1027,16 @@ mod tests {
         assert_eq!(short("echo $@ \"$@\" $$@ @"), "RRUU");
         assert_eq!(short("echo $'a @' $'b\\'c' @"), "RR");
         assert_eq!(short("echo $\"@\" @"), "DU");
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = |n: usize| format!("{}@{}", "\"$(echo ".repeat(n), ")\"".repeat(n));
+        assert_eq!(short(&deep(MAX_NESTING / 2)), "U");
+        assert_eq!(short(&deep(MAX_NESTING / 2 + 1)), "R");
+        // Far deeper than any stack would allow unbounded.
+        assert_eq!(short(&format!("{}@", "$(".repeat(1_000_000))), "R");
+        assert_eq!(short(&format!("{}@", "`\\".repeat(100_000))), "R");
     }
 
     #[test]
