@@ -337,7 +337,7 @@ const V: char = '\u{1}';
 /// A random word in command context (an argument), nested up to `depth`, and what it
 /// expands to (`V` for the value).
 fn word(rng: &mut Rng, depth: usize) -> (String, String) {
-    let kinds = if depth == 0 { 3 } else { 9 };
+    let kinds = if depth == 0 { 4 } else { 13 };
     let d = depth.saturating_sub(1);
     match rng.below(kinds) {
         0 => ("${{ x }}".into(), V.to_string()),
@@ -346,24 +346,44 @@ fn word(rng: &mut Rng, depth: usize) -> (String, String) {
             (format!("\"a{t}b\""), format!("a{e}b"))
         }
         2 => ("'a${{ x }}b'".into(), format!("a{V}b")),
-        3 => {
-            let (t, e) = word(rng, d);
-            (format!("\"$(printf '%s' {t}; printf .)\""), format!("{e}."))
-        }
+        3 => ("${u-'a${{ x }}b'}".into(), format!("a{V}b")),
         4 => {
-            let (t, e) = dq(rng, d, true);
-            (format!("\"${{u:-{t}}}\""), e)
+            let (t, e) = word(rng, d);
+            (
+                format!("\"$( (printf '%s' {t}); printf .)\""),
+                format!("{e}."),
+            )
         }
         5 => {
             let (t, e) = word(rng, d);
-            (format!("${{u:-{t}}}"), e)
+            (
+                format!("\"$(f() {{ printf '%s' {t}; }}; f # ) (\n printf .)\""),
+                format!("{e}."),
+            )
         }
         6 => {
+            let (t, e) = here_doc(rng, d, depth);
+            let text = format!("cat <<-E{depth}\n\t{t}\n\tE{depth}\n");
+            (format!("\"`{}`\"", backquoted(&text, true)), e)
+        }
+        7 => {
+            let (t, e) = word(rng, d);
+            (format!("\"$(printf '%s' {t}; printf .)\""), format!("{e}."))
+        }
+        8 => {
+            let (t, e) = dq(rng, d, true);
+            (format!("\"${{u:-{t}}}\""), e)
+        }
+        9 => {
+            let (t, e) = word(rng, d);
+            (format!("${{u:-{t}}}"), e)
+        }
+        10 => {
             let (t, e) = word(rng, d);
             let inner = backquoted(&format!("printf '%s' {t}; printf ."), true);
             (format!("\"`{inner}`\""), format!("{e}."))
         }
-        7 => {
+        11 => {
             let (t, e) = here_doc(rng, d, depth);
             (format!("\"$(cat <<E{depth}\n{t}\nE{depth}\n)\""), e)
         }
