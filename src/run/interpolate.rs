@@ -14,30 +14,35 @@
 //!
 //! In plain text (kickoff, system prompt) a value is put in verbatim ([`Template::render`]).
 //!
-//! In a shell command (setup `shell`) a value never becomes part of the command text
-//! ([`Template::render_shell`]): each distinct variable is passed in an environment variable
-//! `AW_VAR_1`, `AW_VAR_2`, ... and the reference is replaced by an expansion of it that the
-//! shell keeps as one verbatim word, chosen by the POSIX quoting in force where the reference
-//! stands:
+//! In a shell command (setup `shell`, task `shell`) a value never becomes part of the
+//! command text ([`Template::render_shell`]): each distinct variable is passed in an
+//! environment variable `AW_VAR_1`, `AW_VAR_2`, ... and the reference is replaced by an
+//! expansion of it that the shell keeps as one verbatim word, chosen by the context the shell
+//! is in where the reference stands, as [`super::shell`] reads it (nested contexts included:
+//! `$(...)` and backquotes open commands again, inside double quotes too):
 //!
-//! | where                      | written              | becomes                    |
-//! |----------------------------|----------------------|----------------------------|
-//! | outside quotes             | `echo ${{ x }}`      | `echo "${AW_VAR_1}"`       |
-//! | in double quotes           | `echo "a${{ x }}b"`  | `echo "a${AW_VAR_1}b"`     |
-//! | in single quotes           | `echo 'a${{ x }}b'`  | `echo 'a'"${AW_VAR_1}"'b'` |
-//! | in a here-document (`<<E`) | `${{ x }}`           | `${AW_VAR_1}`              |
+//! | where                                     | written              | becomes                    |
+//! |-------------------------------------------|----------------------|----------------------------|
+//! | in commands, `${x:-...}` outside quotes    | `echo ${{ x }}`      | `echo "${AW_VAR_1}"`       |
+//! | in double quotes, `"${x:-...}"`           | `echo "a${{ x }}b"`  | `echo "a${AW_VAR_1}b"`     |
+//! | in single quotes                          | `echo 'a${{ x }}b'`  | `echo 'a'"${AW_VAR_1}"'b'` |
+//! | in a here-document (`<<E`)                | `${{ x }}`           | `${AW_VAR_1}`              |
+//! | in `"$(...)"`, in backquotes              | `"$(ls ${{ x }})"`   | `"$(ls "${AW_VAR_1}")"`    |
 //!
-//! The quoting is read by [`super::shell`]; `$(...)` and backquotes are text to it, so a
-//! reference inside them gets the form of the quoting around them. Whatever the form, the
-//! shell only ever expands the variable: a value's `$(...)`, backquotes and quotes are never
-//! run or parsed. Refused, since the shell would not expand the variable there: a reference
-//! right after a backslash (outside single quotes), and one in a here-document whose
-//! delimiter is quoted (`<<'E'`).
+//! Whatever the form, the shell only ever expands the variable: a value's `$(...)`,
+//! backquotes and quotes are never run or parsed, and a value is never split or globbed.
+//! Refused (a [`TemplateError`] at the reference, so `--check` reports it), where the shell
+//! would not expand the variable as data: right after a backslash or a `$`; in a
+//! here-document whose delimiter is quoted (`<<'E'`), or in a delimiter; in arithmetic
+//! (`$((...))`, `((...))`, `$[...]`); in a `${x#...}` pattern or any `${...}` form other
+//! than `${x}`, `${x-...}`, `${x=...}`, `${x?...}`, `${x+...}` (with or without `:`); in
+//! `$'...'`; and anywhere after something the shells read differently or the scanner does
+//! not know (see [`super::shell`]).
 
 use std::collections::BTreeMap;
 
 use super::diagnostic::suggestion;
-use super::shell::{self, Place, Quote};
+use super::shell::{self, Place};
 use crate::error::{Error, Result};
 use crate::names::sanitize;
 
@@ -343,22 +348,14 @@ fn reference(text: &str, open: usize) -> (Result<String, TemplateError>, usize) 
 
 /// The expansion of `$var` that the shell keeps as one verbatim word at `place`.
 fn expansion(place: Place, var: &str, name: &str, offset: usize) -> Result<String, TemplateError> {
-    let err = |why: &str| {
-        Err(TemplateError {
+    match place {
+        Place::Double => Ok(format!("${{{var}}}")),
+        Place::Single => Ok(format!("'\"${{{var}}}\"'")),
+        Place::Unquoted => Ok(format!("\"${{{var}}}\"")),
+        Place::Refused(why) => Err(TemplateError {
             offset,
             message: format!("'${{{{ {name} }}}}' {why}"),
-        })
-    };
-    if place.escaped {
-        return err("follows a backslash that would escape its expansion; remove the backslash");
-    }
-    match place.quote {
-        Quote::Double | Quote::HereDoc => Ok(format!("${{{var}}}")),
-        Quote::Single => Ok(format!("'\"${{{var}}}\"'")),
-        Quote::None | Quote::Comment => Ok(format!("\"${{{var}}}\"")),
-        Quote::QuotedHereDoc => err(
-            "is in a here-document with a quoted delimiter, where nothing is expanded; unquote the delimiter",
-        ),
+        }),
     }
 }
 
