@@ -61,3 +61,18 @@ fn a_reference_in_a_here_document_delimiter_is_refused_not_a_panic() {
         assert!(lines[0].contains("w.yaml:9:"), "{}", lines[0]);
     }
 }
+
+/// The `workflow` target: a YAML error at the end of a file without a final newline was
+/// placed on a line after the last one.
+#[test]
+fn a_yaml_error_at_the_end_is_placed_inside_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, lines) = check(dir.path(), ":\n~");
+    assert_eq!(code, Some(DATAERR), "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].contains("w.yaml:2:2: invalid YAML"),
+        "{}",
+        lines[0]
+    );
+}

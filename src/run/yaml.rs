@@ -68,7 +68,11 @@ pub type SyntaxError = (Pos, String);
 impl Document {
     /// Parse `text`, which holds at most one YAML document.
     pub fn parse(text: &str) -> Result<Document, SyntaxError> {
-        let root = Builder::new(text).document()?;
+        // The parser places an error at the end of input on the line after the last, as if
+        // the text ended with a newline: never past where the text ends.
+        let root = Builder::new(text)
+            .document()
+            .map_err(|(pos, why)| (pos.min(Pos::START.advance(text)), why))?;
         let mut byte_at: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
         byte_at.push(text.len());
         Ok(Document {
@@ -482,5 +486,14 @@ mod tests {
                 .root
                 .is_none()
         );
+    }
+
+    /// Found by fuzzing (the `workflow` target): an error at the end of a text without a
+    /// final newline was placed on a line after the last.
+    #[test]
+    fn an_error_at_the_end_is_inside_the_text() {
+        let err = |text: &str| Document::parse(text).err().expect("invalid").0;
+        assert_eq!(err(":\n~"), Pos::new(2, 2));
+        assert_eq!(err(":\n~\n"), Pos::new(3, 1));
     }
 }
