@@ -744,9 +744,13 @@ impl Records {
                 ..FROM_THE_START
             }));
         }
-        // Every valid entry before the entry of id `after + 1` is older.
+        // Every valid entry before the entry of id `after + 1` is older; the read checks
+        // that the entry named is whole there (a damaged one may have a whole copy before).
         if r.id == after + 1 {
-            return Ok(Some(Start::at(r.offset, after)));
+            return Ok(Some(Start {
+                first,
+                ..Start::at(r.offset, after)
+            }));
         }
         // The ids jump over `after + 1` (a damaged entry): start where the entry of the record
         // before ends, if that record matches the log, is older, and comes first.

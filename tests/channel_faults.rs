@@ -383,3 +383,26 @@ fn an_entry_that_does_not_start_a_line_is_not_read_through_the_index() {
     assert_eq!(root.send(INST, &[], "next"), 2);
     assert_eq!(ids(&peek(&root, &["--since", "0"]).0), [1, 2]);
 }
+
+/// Found by fuzzing (the `channel` target): an index record naming, at the next id, a header
+/// whose body is damaged made `--since` start there and show nothing, though a whole entry of
+/// that id comes earlier in the log.
+#[test]
+fn a_record_naming_a_damaged_entry_hides_nothing() {
+    let root = channel_of(2);
+    let log = root.channel(INST);
+    let mut data = std::fs::read(&log).unwrap();
+    let mut recs = read_index(&index_path(&root));
+    let copy = rendered(2, "a damaged copy");
+    let at = data.len() as u64;
+    data.extend_from_slice(&copy);
+    let body = data.len() - 4;
+    data[body] ^= 1;
+    std::fs::write(&log, &data).unwrap();
+    recs[1] = (2, at, copy.len() as u64);
+    write_index(&index_path(&root), &recs);
+    let (all, _) = peek(&root, &["--since", "0"]);
+    assert_eq!(ids(&all), [1, 2]);
+    let (since, _) = peek(&root, &["--since", "1"]);
+    assert_eq!(since, all[1..], "--since 1 differs from a full read");
+}
