@@ -492,7 +492,10 @@ mod tests {
     /// final newline was placed on a line after the last.
     #[test]
     fn an_error_at_the_end_is_inside_the_text() {
-        let err = |text: &str| Document::parse(text).err().expect("invalid").0;
+        let err = |text: &str| match Document::parse(text) {
+            Err((pos, _)) => pos,
+            Ok(_) => panic!("{text:?} parsed"),
+        };
         assert_eq!(err(":\n~"), Pos::new(2, 2));
         assert_eq!(err(":\n~\n"), Pos::new(3, 1));
     }
