@@ -43,9 +43,7 @@ pub fn check(ended: Status, out: &RunOutcome) {
         }
         Status::Timeout | Status::Killed => {}
     }
-    if let Some(u) = &out.usage {
-        if let Some(c) = u.cost_usd {
-            assert!(c.is_finite(), "cost {c}");
-        }
+    if let Some(c) = out.usage.as_ref().and_then(|u| u.cost_usd) {
+        assert!(c.is_finite(), "cost {c}");
     }
 }
