@@ -62,8 +62,8 @@ fn a_reference_in_a_here_document_delimiter_is_refused_not_a_panic() {
     }
 }
 
-/// The `workflow` target: a YAML error at the end of a file without a final newline was
-/// placed on a line after the last one.
+/// The `workflow` target: a YAML error, or an empty node, at the end of a file without a
+/// final newline was placed on a line after the last one.
 #[test]
 fn a_yaml_error_at_the_end_is_placed_inside_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -74,5 +74,12 @@ fn a_yaml_error_at_the_end_is_placed_inside_the_file() {
         lines[0].contains("w.yaml:2:2: invalid YAML"),
         "{}",
         lines[0]
+    );
+    // An empty document: the null found at the end of the text.
+    let (code, lines) = check(dir.path(), "---");
+    assert_eq!(code, Some(DATAERR), "{lines:?}");
+    assert!(
+        lines[0].contains("w.yaml:1:4: expected a mapping"),
+        "{lines:?}"
     );
 }
