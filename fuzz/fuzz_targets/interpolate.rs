@@ -8,9 +8,10 @@
 //!   value in verbatim; a rendered command text does not depend on the values (they travel
 //!   in the environment only), and the environment carries each value as it is.
 //! - A generated script (even first byte): a reference (once or twice) in a word of a chosen
-//!   context (bare, double quotes, single quotes, a here-document, `${u:-...}`), after
-//!   statements that mislead a naive scanner, inside layers of command substitution (`"$(...)"`,
-//!   backquotes, an assignment), with a value from a hostile alphabet. The command is run by
+//!   context (bare, double quotes, single quotes, a here-document; with [`NESTED`] also
+//!   `${u:-...}`), after statements that mislead a naive scanner, with [`NESTED`] inside
+//!   layers of command substitution (`"$(...)"`, backquotes, an assignment), with a value
+//!   from a hostile alphabet. The command is run by
 //!   `/bin/sh` in an empty directory: it must print exactly the word expected (the value
 //!   verbatim in its place) and leave the directory empty. A reference in a nested context
 //!   may instead be refused by the check; one at the top level may not.
