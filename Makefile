@@ -17,7 +17,11 @@ MAN1 = $(wildcard man/*.1)
 MAN5 = $(wildcard man/*.5)
 MAN7 = $(wildcard man/*.7)
 
-.PHONY: all build test bench check man completions demo interop install uninstall clean
+# Seconds each fuzz target runs: `make fuzz` (FUZZ_TIME) and the smoke run of `make test`.
+FUZZ_TIME ?= 60
+FUZZ_SMOKE_TIME ?= 10
+
+.PHONY: all build test fuzz fuzz-smoke bench check man completions demo interop install uninstall clean
 
 all: build
 
@@ -25,9 +29,18 @@ build:
 	RUSTFLAGS="$$RUSTFLAGS -C target-feature=+crt-static" \
 		$(CARGO) build --release --bins --target $(HOST)
 
-# The whole test suite (what CI runs).
+# The whole test suite (what CI runs): the tests, then every fuzz target for a few seconds
+# so that the harness cannot rot (needs the nightly toolchain; see the README's FUZZING).
 test:
 	$(CARGO) test --release
+	$(MAKE) fuzz-smoke
+
+# Every fuzz target for FUZZ_TIME seconds, one after another (fuzz/run.sh).
+fuzz:
+	sh fuzz/run.sh $(FUZZ_TIME)
+
+fuzz-smoke:
+	sh fuzz/run.sh $(FUZZ_SMOKE_TIME)
 
 # Benchmarks; figures go to BENCHMARKS.md by hand after a run.
 bench: build

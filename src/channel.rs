@@ -744,9 +744,13 @@ impl Records {
                 ..FROM_THE_START
             }));
         }
-        // Every valid entry before the entry of id `after + 1` is older.
+        // Every valid entry before the entry of id `after + 1` is older; the read checks
+        // that the entry named is whole there (a damaged one may have a whole copy before).
         if r.id == after + 1 {
-            return Ok(Some(Start::at(r.offset, after)));
+            return Ok(Some(Start {
+                first,
+                ..Start::at(r.offset, after)
+            }));
         }
         // The ids jump over `after + 1` (a damaged entry): start where the entry of the record
         // before ends, if that record matches the log, is older, and comes first.
@@ -784,8 +788,9 @@ fn read_last_record(f: &File, size: u64) -> std::io::Result<Option<Record>> {
 }
 
 /// Does the record point, inside a log of `size` bytes, at the header line of an entry with
-/// its id, whose header and `len` add up to the record's length? Reads the header, not the
-/// body: one `pread` for a header line shorter than 256 bytes.
+/// its id, whose header and `len` add up to the record's length? A header starts a line, as
+/// a read of the log finds it. Reads the header, not the body: one `pread` for a header line
+/// shorter than 256 bytes.
 fn record_valid(log: &File, r: &Record, size: u64) -> bool {
     if r.offset.checked_add(r.len).is_none_or(|end| end > size) {
         return false;
@@ -793,9 +798,13 @@ fn record_valid(log: &File, r: &Record, size: u64) -> bool {
     header_at(log, r.offset, r.len) == Some((r.id, r.len))
 }
 
-/// The id and the whole length of the entry whose header line starts at byte `offset`,
-/// looking at most `limit` bytes (all inside the log) for the end of that line.
+/// The id and the whole length of the entry whose header line starts at byte `offset` (the
+/// start of the log or of a line), looking at most `limit` bytes (all inside the log) for the
+/// end of that line.
 fn header_at(log: &File, offset: u64, limit: u64) -> Option<(u64, u64)> {
+    // The byte before, when there is one, must end a line.
+    let before = u64::from(offset > 0);
+    let (offset, limit) = (offset - before, limit + before);
     let mut small = [0u8; 256];
     let mut big = Vec::new();
     let mut want = small.len() as u64;
@@ -808,6 +817,10 @@ fn header_at(log: &File, offset: u64, limit: u64) -> Option<(u64, u64)> {
             &mut big[..]
         };
         log.read_exact_at(buf, offset).ok()?;
+        if before == 1 && buf.first() != Some(&b'\n') {
+            return None;
+        }
+        let buf = &buf[before as usize..];
         if let Some(nl) = buf.iter().position(|&b| b == b'\n') {
             let h = parse_header(std::str::from_utf8(&buf[..nl]).ok()?)?;
             let len = (nl as u64 + 1).checked_add(h.len as u64)?.checked_add(2)?;

@@ -354,3 +354,55 @@ fn entry_with_a_non_increasing_id_is_reported_and_skipped() {
     );
     assert_eq!(root.send(INST, &[], "five"), 5);
 }
+
+/// Found by fuzzing (the `channel` target): after a torn entry whose tail is zeros, a whole
+/// entry that does not start a line is not a header to a read of the log, but an index
+/// record pointing at it made `aw-peek -n 1` and `--since` show it while `--all` did not.
+#[test]
+fn an_entry_that_does_not_start_a_line_is_not_read_through_the_index() {
+    let root = channel_of(1);
+    let log = root.channel(INST);
+    let mut data = std::fs::read(&log).unwrap();
+    let torn = rendered(2, "torn");
+    data.extend_from_slice(&torn[..torn.len() - 6]);
+    data.extend_from_slice(&[0; 7]);
+    let hidden_at = data.len() as u64;
+    let hidden = rendered(3, "after the zeros");
+    data.extend_from_slice(&hidden);
+    std::fs::write(&log, &data).unwrap();
+    let first = read_index(&index_path(&root))[0];
+    write_index(
+        &index_path(&root),
+        &[first, (3, hidden_at, hidden.len() as u64)],
+    );
+    let (all, _) = peek(&root, &["--since", "0"]);
+    assert_eq!(ids(&all), [1]);
+    assert_eq!(ids(&peek(&root, &["-n", "1"]).0), [1]);
+    assert_eq!(ids(&peek(&root, &["--since", "1"]).0), Vec::<u64>::new());
+    // The next append writes after a separator; its entry and the first are read.
+    assert_eq!(root.send(INST, &[], "next"), 2);
+    assert_eq!(ids(&peek(&root, &["--since", "0"]).0), [1, 2]);
+}
+
+/// Found by fuzzing (the `channel` target): an index record naming, at the next id, a header
+/// whose body is damaged made `--since` start there and show nothing, though a whole entry of
+/// that id comes earlier in the log.
+#[test]
+fn a_record_naming_a_damaged_entry_hides_nothing() {
+    let root = channel_of(2);
+    let log = root.channel(INST);
+    let mut data = std::fs::read(&log).unwrap();
+    let mut recs = read_index(&index_path(&root));
+    let copy = rendered(2, "a damaged copy");
+    let at = data.len() as u64;
+    data.extend_from_slice(&copy);
+    let body = data.len() - 4;
+    data[body] ^= 1;
+    std::fs::write(&log, &data).unwrap();
+    recs[1] = (2, at, copy.len() as u64);
+    write_index(&index_path(&root), &recs);
+    let (all, _) = peek(&root, &["--since", "0"]);
+    assert_eq!(ids(&all), [1, 2]);
+    let (since, _) = peek(&root, &["--since", "1"]);
+    assert_eq!(since, all[1..], "--since 1 differs from a full read");
+}

@@ -18,10 +18,17 @@
 //!   prefix tests (case-sensitive).
 //! - A value is true when it is not empty and not `false` or `0`.
 //! - Comparisons do not chain (`a == b == c` is an error: add parentheses).
+//! - An expression nests at most [`MAX_DEPTH`] levels deep (see there).
 
 use std::fmt;
 
 use super::interpolate::{Vars, is_reference};
+
+/// The deepest an expression nests: at most this many parentheses and `!` open at once, and
+/// at most this many levels of operators (`!`, `&&`, `||` and comparisons, each a level over
+/// what it joins: `a && b && c` is 2 levels). Deeper is an error, so that parsing,
+/// evaluating and dropping an expression never exhaust the stack.
+pub const MAX_DEPTH: usize = 64;
 
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -210,6 +217,19 @@ fn string(text: &str, at: usize, quote: char) -> Result<(String, usize), ExprErr
 struct Parser {
     toks: Vec<(Tok, usize)>,
     at: usize,
+    /// Parentheses and `!` open around the token being read.
+    open: usize,
+}
+
+/// A parsed node and how deep it nests.
+type Parsed = Result<(Node, usize), ExprError>;
+
+/// `depth`, unless it is over [`MAX_DEPTH`]: then an error at `at`.
+fn within(depth: usize, at: usize) -> Result<usize, ExprError> {
+    if depth > MAX_DEPTH {
+        return err(at, format!("nested more than {MAX_DEPTH} levels deep"));
+    }
+    Ok(depth)
 }
 
 impl Parser {
@@ -229,56 +249,72 @@ impl Parser {
         t
     }
 
-    fn or(&mut self) -> Result<Node, ExprError> {
-        let mut left = self.and()?;
+    fn or(&mut self) -> Parsed {
+        let (mut left, mut depth) = self.and()?;
         while *self.peek() == Tok::Or {
-            self.next();
-            left = Node::Or(Box::new(left), Box::new(self.and()?));
+            let (_, at) = self.next();
+            let (right, d) = self.and()?;
+            depth = within(depth.max(d) + 1, at)?;
+            left = Node::Or(Box::new(left), Box::new(right));
         }
-        Ok(left)
+        Ok((left, depth))
     }
 
-    fn and(&mut self) -> Result<Node, ExprError> {
-        let mut left = self.cmp()?;
+    fn and(&mut self) -> Parsed {
+        let (mut left, mut depth) = self.cmp()?;
         while *self.peek() == Tok::And {
-            self.next();
-            left = Node::And(Box::new(left), Box::new(self.cmp()?));
+            let (_, at) = self.next();
+            let (right, d) = self.cmp()?;
+            depth = within(depth.max(d) + 1, at)?;
+            left = Node::And(Box::new(left), Box::new(right));
         }
-        Ok(left)
+        Ok((left, depth))
     }
 
-    fn cmp(&mut self) -> Result<Node, ExprError> {
-        let left = self.unary()?;
+    fn cmp(&mut self) -> Parsed {
+        let (left, l) = self.unary()?;
         let Tok::Op(op) = *self.peek() else {
-            return Ok(left);
+            return Ok((left, l));
         };
-        self.next();
-        let right = self.unary()?;
+        let (_, at) = self.next();
+        let (right, r) = self.unary()?;
         if let Tok::Op(_) = self.peek() {
             return err(self.offset(), "comparisons do not chain: add parentheses");
         }
-        Ok(Node::Cmp(op, Box::new(left), Box::new(right)))
+        let depth = within(l.max(r) + 1, at)?;
+        Ok((Node::Cmp(op, Box::new(left), Box::new(right)), depth))
     }
 
-    fn unary(&mut self) -> Result<Node, ExprError> {
+    /// Enter a parenthesis or a `!` at `at`, refusing one too many before going deeper.
+    fn enter(&mut self, at: usize) -> Result<(), ExprError> {
+        self.open = within(self.open + 1, at)?;
+        Ok(())
+    }
+
+    fn unary(&mut self) -> Parsed {
         if *self.peek() == Tok::Not {
-            self.next();
-            return Ok(Node::Not(Box::new(self.unary()?)));
+            let (_, at) = self.next();
+            self.enter(at)?;
+            let (inner, d) = self.unary()?;
+            self.open -= 1;
+            return Ok((Node::Not(Box::new(inner)), within(d + 1, at)?));
         }
         self.primary()
     }
 
-    fn primary(&mut self) -> Result<Node, ExprError> {
+    fn primary(&mut self) -> Parsed {
         let (tok, at) = self.next();
         match tok {
-            Tok::Str(s) => Ok(Node::Str(s)),
-            Tok::Name(n) if n == "true" => Ok(Node::Bool(true)),
-            Tok::Name(n) if n == "false" => Ok(Node::Bool(false)),
-            Tok::Name(n) => Ok(Node::Var(n, at)),
+            Tok::Str(s) => Ok((Node::Str(s), 0)),
+            Tok::Name(n) if n == "true" => Ok((Node::Bool(true), 0)),
+            Tok::Name(n) if n == "false" => Ok((Node::Bool(false), 0)),
+            Tok::Name(n) => Ok((Node::Var(n, at), 0)),
             Tok::Open => {
-                let inner = self.or()?;
+                self.enter(at)?;
+                let (inner, d) = self.or()?;
+                self.open -= 1;
                 match self.next() {
-                    (Tok::Close, _) => Ok(inner),
+                    (Tok::Close, _) => Ok((inner, d)),
                     (other, at) => err(at, format!("expected ')', found {}", other.describe())),
                 }
             }
@@ -320,11 +356,12 @@ impl Expr {
         let mut p = Parser {
             toks: tokenize(text)?,
             at: 0,
+            open: 0,
         };
         if *p.peek() == Tok::End {
             return err(0, "empty expression");
         }
-        let node = p.or()?;
+        let (node, _) = p.or()?;
         match p.next() {
             (Tok::End, _) => Ok(Expr {
                 text: text.to_string(),
@@ -511,5 +548,38 @@ mod tests {
         assert_eq!(bad("`id`").0, 1);
         assert_eq!(bad(")").0, 1);
         assert_eq!(bad("!").0, 2);
+    }
+
+    /// Found by fuzzing (the `expr` target): deep nesting overflowed the stack.
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let deep = [
+            format!("{}a{}", "(".repeat(100_000), ")".repeat(100_000)),
+            format!("{}a", "!".repeat(500_000)),
+            format!("a{}", " && a".repeat(100_000)),
+            format!("a{}", " || !(a == b)".repeat(100_000)),
+        ];
+        for text in &deep {
+            let e = Expr::parse(text).unwrap_err();
+            assert!(
+                e.message.contains("nested more than 64 levels deep"),
+                "{}",
+                e.message
+            );
+        }
+        assert_eq!(
+            bad(&format!("{}a", "!".repeat(65))),
+            (65, "nested more than 64 levels deep".to_string())
+        );
+        // The 65th `&&`, after "a" and 64 " && a".
+        assert_eq!(bad(&format!("a{}", " && a".repeat(65))).0, 1 + 64 * 5 + 2);
+        // As deep as allowed: parsed and evaluated.
+        for text in [
+            format!("{}review{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH)),
+            format!("{}review", "!".repeat(MAX_DEPTH)),
+            format!("review{}", " && review".repeat(MAX_DEPTH)),
+        ] {
+            assert!(yes(&text), "{text}");
+        }
     }
 }

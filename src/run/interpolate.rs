@@ -305,7 +305,16 @@ impl Template {
                         names.push(name);
                         names.len() - 1
                     });
-                    let place = places.next().expect("a place for each reference");
+                    // A reference the scanner read as part of a word it took apart (a
+                    // here-document delimiter) has no place: refused, never a panic.
+                    let Some(place) = places.next() else {
+                        return Err(TemplateError {
+                            offset: *offset,
+                            message: format!(
+                                "'${{{{ {name} }}}}' is where the shell would not expand it"
+                            ),
+                        });
+                    };
                     out.push_str(&expansion(place, &shell_var(index), name, *offset)?);
                 }
             }

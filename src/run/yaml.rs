@@ -181,13 +181,11 @@ impl Node {
     }
 }
 
-fn pos_of(m: &Marker) -> Pos {
-    Pos::new(m.line(), m.col() + 1)
-}
-
 /// Turns the event stream into a tree.
 struct Builder<'a> {
     parser: Parser<'a, StrInput<'a>>,
+    /// Where the text ends: no position is past it.
+    end: Pos,
     anchors: HashMap<usize, Node>,
     nodes: usize,
 }
@@ -196,15 +194,23 @@ impl<'a> Builder<'a> {
     fn new(text: &'a str) -> Builder<'a> {
         Builder {
             parser: Parser::new_from_str(text),
+            end: Pos::START.advance(text),
             anchors: HashMap::new(),
             nodes: 0,
         }
     }
 
+    /// The position of a marker. The parser places what it finds at the end of the input
+    /// (an error, an empty node) on the line after the last, as if the text ended with a
+    /// newline: never past where the text ends.
+    fn pos(&self, m: &Marker) -> Pos {
+        Pos::new(m.line(), m.col() + 1).min(self.end)
+    }
+
     fn next(&mut self) -> Result<(Event<'a>, Span), SyntaxError> {
         match self.parser.next_event() {
             Some(Ok(ev)) => Ok(ev),
-            Some(Err(e)) => Err((pos_of(e.marker()), format!("invalid YAML: {}", e.info()))),
+            Some(Err(e)) => Err((self.pos(e.marker()), format!("invalid YAML: {}", e.info()))),
             None => Err((Pos::START, "invalid YAML: unexpected end".into())),
         }
     }
@@ -217,19 +223,24 @@ impl<'a> Builder<'a> {
                 Event::StreamStart | Event::DocumentEnd => {}
                 Event::StreamEnd => return Ok(root),
                 Event::DocumentStart(_) if root.is_some() => {
-                    return Err((pos_of(&span.start), "more than one YAML document".into()));
+                    return Err((self.pos(&span.start), "more than one YAML document".into()));
                 }
                 Event::DocumentStart(_) => {
                     let (ev, span) = self.next()?;
                     root = Some(self.node(ev, span, 0)?);
                 }
-                _ => return Err((pos_of(&span.start), "invalid YAML: unexpected event".into())),
+                _ => {
+                    return Err((
+                        self.pos(&span.start),
+                        "invalid YAML: unexpected event".into(),
+                    ));
+                }
             }
         }
     }
 
     fn node(&mut self, ev: Event<'a>, span: Span, depth: usize) -> Result<Node, SyntaxError> {
-        let pos = pos_of(&span.start);
+        let pos = self.pos(&span.start);
         self.nodes += 1;
         if self.nodes > MAX_NODES {
             return Err((
@@ -482,5 +493,17 @@ mod tests {
                 .root
                 .is_none()
         );
+    }
+
+    /// Found by fuzzing (the `workflow` target): an error at the end of a text without a
+    /// final newline was placed on a line after the last.
+    #[test]
+    fn an_error_at_the_end_is_inside_the_text() {
+        let err = |text: &str| match Document::parse(text) {
+            Err((pos, _)) => pos,
+            Ok(_) => panic!("{text:?} parsed"),
+        };
+        assert_eq!(err(":\n~"), Pos::new(2, 2));
+        assert_eq!(err(":\n~\n"), Pos::new(3, 1));
     }
 }

@@ -178,7 +178,8 @@ impl LineReader for ResultLine {
             return;
         }
         out.status = Status::Failed;
-        let mut why = format!("claude: {subtype}");
+        // Printed as one line of the failure: control characters made harmless.
+        let mut why = format!("claude: {}", crate::names::sanitize(subtype));
         if !answer.is_empty() {
             why.push_str(": ");
             why.push_str(answer.lines().next().unwrap_or(""));
@@ -218,6 +219,13 @@ fn usage(r: &Value) -> Usage {
         cache_write_tokens: n("cache_creation_input_tokens"),
         cost_usd: r["total_cost_usd"].as_f64(),
     }
+}
+
+/// What a run makes of `stdout` printed by the program, the run having ended with
+/// `status` (the entry point of the fuzz target of this reader).
+#[doc(hidden)]
+pub fn read_stream(stdout: &[u8], status: Status) -> RunOutcome {
+    super::exec::read_stream(&mut ResultLine::default(), stdout, status)
 }
 
 #[cfg(test)]
@@ -268,6 +276,21 @@ mod tests {
         assert_eq!(o.status, Status::Failed);
         assert_eq!(o.reason.as_deref(), Some("claude: error_max_turns"));
         assert_eq!(o.usage.unwrap().input_tokens, 3);
+    }
+
+    /// Found by fuzzing (the `claude_stream` target): a subtype with a newline made a
+    /// failure reason of two lines.
+    #[test]
+    fn a_failure_reason_is_one_line() {
+        let o = read(
+            r#"{"type":"result","subtype":"error\nforged line","result":"first\nsecond"}"#,
+            Status::Ok,
+        );
+        assert_eq!(o.status, Status::Failed);
+        assert_eq!(
+            o.reason.as_deref(),
+            Some("claude: error?forged line: first")
+        );
     }
 
     #[test]

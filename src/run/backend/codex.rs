@@ -152,6 +152,13 @@ fn message(v: &Value) -> String {
         .to_string()
 }
 
+/// What a run makes of `stdout` printed by the program, the run having ended with
+/// `status` (the entry point of the fuzz target of this reader).
+#[doc(hidden)]
+pub fn read_stream(stdout: &[u8], status: Status) -> RunOutcome {
+    super::exec::read_stream(&mut Events::default(), stdout, status)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::exec::read_printed;

@@ -467,20 +467,34 @@ pub fn fail_keeping_exit(out: &mut RunOutcome, why: &str) {
     });
 }
 
-/// The outcome of a run with `status` whose program printed `stdout`, as `reader` sets it:
-/// for the tests of output readers.
-#[cfg(test)]
-pub fn read_printed(reader: &mut dyn LineReader, stdout: &str, status: Status) -> RunOutcome {
-    let mut out = RunOutcome::printed(stdout, status);
-    let text = std::mem::take(&mut out.final_text);
+/// The outcome of a run that ended with `status` after its program printed `stdout`, as
+/// [`run_and_read`] makes it with `reader` (a failed program exited with status 1): for the
+/// tests and fuzz targets of output readers.
+#[doc(hidden)]
+pub fn read_stream(reader: &mut dyn LineReader, stdout: &[u8], status: Status) -> RunOutcome {
+    let mut out = RunOutcome::new(status);
+    if status == Status::Failed {
+        out.exit_code = Some(1);
+        out.reason = Some("exit status 1".into());
+    }
     let mut head = Head::default();
-    head.push(text.as_bytes());
+    head.push(stdout);
     out.stdout = head.capture();
     let mut lines = Lines::default();
-    lines.push(text.as_bytes(), reader);
+    lines.push(stdout, reader);
     lines.end(reader);
-    reader.finish(&mut out);
+    if matches!(out.status, Status::Timeout | Status::Killed) {
+        out.usage = reader.spent();
+    } else {
+        reader.finish(&mut out);
+    }
     out
+}
+
+/// [`read_stream`] of a text, for the tests of output readers.
+#[cfg(test)]
+pub fn read_printed(reader: &mut dyn LineReader, stdout: &str, status: Status) -> RunOutcome {
+    read_stream(reader, stdout.as_bytes(), status)
 }
 
 #[cfg(test)]

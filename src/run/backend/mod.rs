@@ -236,15 +236,6 @@ impl RunOutcome {
         }
     }
 
-    /// An outcome whose program printed `stdout`, for the tests of output readers.
-    #[cfg(test)]
-    pub fn printed(stdout: &str, status: Status) -> RunOutcome {
-        RunOutcome {
-            final_text: stdout.to_string(),
-            ..RunOutcome::new(status)
-        }
-    }
-
     pub fn failed(reason: impl Into<String>) -> RunOutcome {
         RunOutcome {
             reason: Some(reason.into()),
