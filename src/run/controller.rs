@@ -335,7 +335,7 @@ impl Controller {
                 cooldown_end = None;
             } else {
                 failed_upto = last;
-                cooldown_end = Some(Instant::now() + self.cooldown);
+                cooldown_end = Some(crate::time::deadline(self.cooldown));
             }
             drop(st);
             // Whatever arrived during the run is looked at now.
@@ -417,7 +417,7 @@ impl Controller {
                 if !self.stop.sleep(wait) {
                     return false;
                 }
-                wait *= 2;
+                wait = wait.saturating_mul(2);
             }
             if self.stop.is_set() || self.check_budgets(shared) {
                 return false;

@@ -67,6 +67,9 @@ impl Limit {
         match super::parse_duration(t) {
             Ok(d) if d.is_zero() => Err(format!("'{t}': expected a duration above 0")),
             Ok(d) => Ok(Limit::Time(d)),
+            Err(why) if why.contains(crate::time::MAX_DURATION_TEXT) => {
+                Err(format!("'{t}': {why}"))
+            }
             Err(_) => Err(bad()),
         }
     }

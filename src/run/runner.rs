@@ -456,7 +456,9 @@ impl Serving {
             .limits
             .get("timeout_secs")
             .and_then(|v| v.as_f64())
-            .map(Duration::from_secs_f64);
+            // A registry is a file: a value no workflow could give is taken as the longest.
+            .and_then(|s| Duration::try_from_secs_f64(s).ok())
+            .map(|d| d.min(crate::time::MAX_DURATION));
         if let Some(m) = a.limits.get("max_runs").and_then(|v| v.as_u64()) {
             c.max_runs = m;
         }
@@ -1249,7 +1251,7 @@ fn wait_done(
     debounce: Duration,
     adopter: &Mutex<Adopter>,
 ) -> (u8, Option<String>) {
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let deadline = opts.timeout.map(|t| crate::time::deadline(t));
     let mut st = shared.lock();
     loop {
         if st.stopping {

@@ -1,0 +1,130 @@
+//! Limits of what aw-run reads: durations longer than the longest accepted (workflow keys
+//! refused with FILE:LINE:COL and 65, flags with a one-line usage error and 64, never a
+//! panic), a YAML alias bomb that expands to gigabytes (refused by its bytes, under a memory
+//! bound), and what `-q --json` prints.
+
+mod common;
+
+use std::process::Command;
+
+use common::runner::{Setup, assert_code, run_hang_guarded, stderr};
+use common::{assert_error, json_lines};
+
+/// A duration no clock can add to now: 10^19 seconds.
+const HUGE: &str = "10000000000000000000";
+
+/// Run `c` and require a refusal: `code`, nothing on stdout, one line on stderr (no panic).
+fn refused(c: Command, code: i32, what: &str) -> String {
+    let out = run_hang_guarded(c);
+    assert_ne!(
+        out.status.code(),
+        Some(101),
+        "{what}: panicked: {}",
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(code), "{what}: {err}");
+    assert!(out.stdout.is_empty(), "{what}: {:?}", out.stdout);
+    assert_eq!(err.lines().count(), 1, "{what}: {err}");
+    assert!(err.contains("longer than 365 days"), "{what}: {err}");
+    err
+}
+
+#[test]
+fn workflow_durations_past_the_longest_are_refused_with_their_position() {
+    let cases = [
+        (
+            "agent timeout",
+            "agents:\n  alice:\n    mock: {replies: [hi]}\n    timeout: 1e19\nkickoff: '@alice go'\n",
+            "wf.yaml:4:14: agents.alice.timeout: ",
+        ),
+        (
+            "agent idle_timeout",
+            "agents:\n  alice:\n    command: [cat]\n    idle_timeout: 9000h\nkickoff: '@alice go'\n",
+            "wf.yaml:4:19: agents.alice.idle_timeout: ",
+        ),
+        (
+            "mock delay",
+            "agents:\n  alice:\n    mock: {replies: [hi], delay: 1e19}\nkickoff: '@alice go'\n",
+            "wf.yaml:3:34: agents.alice.mock.delay: ",
+        ),
+        (
+            "task timeout",
+            "agents:\n  alice:\n    mock: {replies: [hi]}\ntasks:\n  - send: hi\n    to: alice\n    timeout: 1e19\n",
+            "wf.yaml:7:14: tasks[0].timeout: ",
+        ),
+        (
+            "task timeout as text",
+            "agents:\n  alice:\n    mock: {replies: [hi]}\ntasks:\n  - send: hi\n    to: alice\n    timeout: \"10000000000000000000s\"\n",
+            "wf.yaml:7:14: tasks[0].timeout: ",
+        ),
+    ];
+    for (what, wf, want) in cases {
+        let s = Setup::new();
+        s.write("wf.yaml", wf);
+        for args in [vec!["--check"], vec!["-q"]] {
+            let err = refused(s.cmd(&args), 65, what);
+            assert!(err.starts_with(want), "{what} {args:?}: {err}");
+        }
+        assert!(!s.root.inst_dir("w").exists(), "{what}: something ran");
+    }
+}
+
+#[test]
+fn duration_flags_past_the_longest_are_usage_errors() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {replies: [hi]}\nkickoff: '@alice go'\n",
+    );
+    for flag in ["--cooldown", "--timeout", "--debounce", "--backoff"] {
+        for value in [HUGE, "8761h", "31536001s"] {
+            let out = run_hang_guarded(s.cmd(&[flag, value]));
+            let err = assert_error(&out, "aw-run", 64, flag);
+            assert!(err.contains(flag) && err.contains("365 days"), "{err}");
+        }
+    }
+    // The longest accepted is accepted.
+    let out = run_hang_guarded(s.cmd(&["-q", "--cooldown", "8760h", "--timeout", "8760h"]));
+    assert_code(&out, 0);
+    let err = refused(s.cmd(&["--iter", "10000000000000000000s"]), 64, "--iter");
+    assert!(err.starts_with("aw-run: --iter "), "{err}");
+    // aw-send --wait --timeout.
+    let mut send = s.tool_cmd("aw-send");
+    send.args([
+        "-i",
+        "w",
+        "--wait",
+        "--timeout",
+        HUGE,
+        "-t",
+        "alice",
+        "hello",
+    ]);
+    let out = run_hang_guarded(send);
+    let err = assert_error(&out, "aw-send", 64, "aw-send --timeout");
+    assert!(
+        err.contains("--timeout") && err.contains("365 days"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failed_run_with_the_longest_cooldown_neither_panics_nor_hangs() {
+    // Today's shape: a run fails for good, its controller sets the cooldown's end.
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {fail: 9}\n    timeout: 8760h\nkickoff: '@alice go'\n",
+    );
+    let out = run_hang_guarded(s.cmd(&[
+        "--retries",
+        "1",
+        "--cooldown",
+        "8760h",
+        "--timeout",
+        "8760h",
+    ]));
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains("mock failure"), "{}", stderr(&out));
+}
