@@ -128,3 +128,49 @@ fn a_failed_run_with_the_longest_cooldown_neither_panics_nor_hangs() {
     assert_code(&out, 1);
     assert!(stderr(&out).contains("mock failure"), "{}", stderr(&out));
 }
+
+/// The most address space a checking aw-run is given: far below what the bomb expands to.
+const MEMORY_BOUND: u64 = 1 << 30;
+
+#[test]
+fn a_yaml_alias_byte_bomb_is_refused_with_its_position_within_a_memory_bound() {
+    use std::os::unix::process::CommandExt;
+    // 283 KiB: one 200 KB anchored scalar and 30,000 aliases of it, some 6 GB expanded.
+    let s = Setup::new();
+    let mut bomb = format!(
+        "name: w\nvars: {{big: &a \"{}\"}}\nkickoff: [",
+        "x".repeat(200_000)
+    );
+    bomb.push_str(&["*a"; 30_000].join(","));
+    bomb.push_str("]\n");
+    assert!(bomb.len() < 300 << 10);
+    s.write("wf.yaml", &bomb);
+    for args in [vec!["--check"], vec!["-q"]] {
+        let mut c = s.cmd(&args);
+        // SAFETY: only setrlimit, async-signal-safe, between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                let lim = nix::libc::rlimit {
+                    rlim_cur: MEMORY_BOUND,
+                    rlim_max: MEMORY_BOUND,
+                };
+                if nix::libc::setrlimit(nix::libc::RLIMIT_AS, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = run_hang_guarded(c);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(65), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        // 16 MiB of text: the anchor and 82 aliases fit, the 84th copy does not.
+        let col = "kickoff: [".len() + 82 * "*a,".len() + 1;
+        assert!(
+            err.starts_with(&format!("wf.yaml:3:{col}: ")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("aliases expand too much"), "{err}");
+    }
+    assert!(!s.root.inst_dir("w").exists());
+}
