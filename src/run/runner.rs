@@ -27,7 +27,7 @@ use super::serve::{self, ControllerState, Served};
 use super::workflow::{Backend, Context, DocumentOwner, Workflow};
 use crate::channel::Channel;
 use crate::error::{Error, Result, exit};
-use crate::fs::atomic_write;
+use crate::fs::atomic_write_private;
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
@@ -399,9 +399,10 @@ impl Serving {
         // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
         let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
             .map_err(|e| Error::io(inst.state_dir(), e))?;
-        std::fs::create_dir_all(&mcp_dir).map_err(|e| Error::create(&mcp_dir, e))?;
+        // Private, whatever the umask: a configuration may hold what an agent's tools need.
+        crate::fs::private_dir(&mcp_dir)?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
-        atomic_write(
+        atomic_write_private(
             &mcp_path,
             crate::mcp::config::claude_json(
                 &sibling("aw-mcp"),
@@ -724,6 +725,7 @@ pub fn run(
         (Some(plan), Some(task)) => {
             let mut plan = plan.clone();
             plan.document = serving.document.clone();
+            plan.secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
             (None, Some((plan, task)))
         }
         (_, kickoff) => (kickoff, None),
@@ -1082,6 +1084,7 @@ fn drive(
     let watching = {
         let (shared, adopter) = (shared.clone(), adopter.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
+        printer.secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
         if start.iter.is_some() {
             printer.channel = None;
         }
@@ -1203,6 +1206,8 @@ struct Printer {
     after: u64,
     /// Print on stderr, as human lines (stdout is the tasks' result).
     stderr: bool,
+    /// What is never echoed (an agent may post a secret itself).
+    secrets: Vec<String>,
 }
 
 impl Printer {
@@ -1212,6 +1217,7 @@ impl Printer {
             json: opts.json && !stderr,
             after,
             stderr,
+            secrets: Vec::new(),
         }
     }
 
@@ -1226,6 +1232,10 @@ impl Printer {
             Box::new(std::io::stdout().lock())
         };
         for e in &batch.entries {
+            let e = &crate::channel::Entry {
+                message: super::redact::redact(&e.message, &self.secrets),
+                ..e.clone()
+            };
             let line = if self.json {
                 let mut v: serde_json::Value =
                     serde_json::from_str(&e.to_json()).unwrap_or_default();
