@@ -174,3 +174,35 @@ fn a_yaml_alias_byte_bomb_is_refused_with_its_position_within_a_memory_bound() {
     }
     assert!(!s.root.inst_dir("w").exists());
 }
+
+#[test]
+fn quiet_json_prints_the_runs_and_the_summary_but_no_entry() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {replies: ['@user done']}\nkickoff: '@alice go'\n",
+    );
+    let kinds = |out: &std::process::Output| -> Vec<String> {
+        json_lines(&out.stdout)
+            .iter()
+            .map(|v| v["event"].as_str().unwrap_or("?").to_string())
+            .collect()
+    };
+    let out = run_hang_guarded(s.cmd(&["--json"]));
+    assert_code(&out, 0);
+    assert_eq!(kinds(&out), ["entry", "entry", "run", "summary"]);
+    std::fs::remove_dir_all(s.root.inst_dir("w")).unwrap();
+    let out = run_hang_guarded(s.cmd(&["-q", "--json"]));
+    assert_code(&out, 0);
+    assert_eq!(kinds(&out), ["run", "summary"], "{}", stderr(&out));
+    let lines = json_lines(&out.stdout);
+    assert_eq!(lines[0]["agent"], "alice");
+    assert_eq!(lines[0]["status"], "ok");
+    assert_eq!(lines[1]["agents"]["alice"]["runs"], 1);
+    assert!(out.stderr.is_empty(), "{}", stderr(&out));
+    // Without --json, -q prints nothing at all.
+    std::fs::remove_dir_all(s.root.inst_dir("w")).unwrap();
+    let out = run_hang_guarded(s.cmd(&["-q"]));
+    assert_code(&out, 0);
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+}

@@ -57,8 +57,9 @@ Options:
       --budget-tokens N
                        stop every agent once the runs used more than N input and
                        output tokens (instead of the file's budget.tokens)
-  -q, --quiet          print no entries, run events or summary
+  -q, --quiet          print no entries, and no run events or summary on stderr
       --json           print entries, run events and the summary as JSON Lines
+                       (with -q: the run events and the summary)
   -h, --help           print this help
   -V, --version        print the version
 

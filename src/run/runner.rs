@@ -332,8 +332,10 @@ fn limits(
 
 /// Print controller events: lines on stderr, or JSON Lines on stdout.
 /// With tasks, stdout is their result: the events go to stderr as lines.
+/// `-q` silences the lines, not the JSON Lines: those are the run's result.
 fn reporter(opts: &Options, has_tasks: bool) -> Arc<Report> {
-    let (quiet, json) = (opts.quiet, opts.json && !has_tasks);
+    let json = opts.json && !has_tasks;
+    let quiet = opts.quiet && !json;
     // Iterations have lines of their own: only what went wrong is told.
     let only_failures = opts.iter.is_some();
     Arc::new(move |ev: &Event| {
@@ -1420,10 +1422,11 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
     }
 }
 
-/// Print runs and failures per agent.
+/// Print runs and failures per agent: a line on stderr (not with `-q`), or with `--json`
+/// an object on stdout (with `-q` too: it is the run's result).
 fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
     let st = shared.lock();
-    if opts.quiet {
+    if opts.quiet && !(opts.json && !has_tasks) {
         return;
     }
     let mut total = super::backend::Usage::default();
