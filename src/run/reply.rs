@@ -99,7 +99,7 @@ pub fn wait_reply_with(
     stop: &Stop,
     nap: &Nap<'_>,
 ) -> Result<Vec<Entry>> {
-    let deadline = timeout.map(|t| crate::time::deadline(t));
+    let deadline = timeout.map(crate::time::deadline);
     let dir = transcript_dir(inst, agent);
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
     let mut pause = POLL;

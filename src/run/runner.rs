@@ -1263,7 +1263,7 @@ fn wait_done(
     debounce: Duration,
     adopter: &Mutex<Adopter>,
 ) -> (u8, Option<String>) {
-    let deadline = opts.timeout.map(|t| crate::time::deadline(t));
+    let deadline = opts.timeout.map(crate::time::deadline);
     let mut st = shared.lock();
     loop {
         if st.stopping {
@@ -1426,14 +1426,15 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
 /// an object on stdout (with `-q` too: it is the run's result).
 fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
     let st = shared.lock();
-    if opts.quiet && !(opts.json && !has_tasks) {
+    let json = opts.json && !has_tasks;
+    if opts.quiet && !json {
         return;
     }
     let mut total = super::backend::Usage::default();
     for a in st.agents.values() {
         total.add(&a.usage);
     }
-    if opts.json && !has_tasks {
+    if json {
         let agents: serde_json::Map<String, serde_json::Value> = st
             .agents
             .iter()
