@@ -51,7 +51,7 @@ pub const PRIVATE: u32 = 0o600;
 pub const PRIVATE_DIR: u32 = 0o700;
 
 /// Make `dir` (and its missing parents) a folder of mode 0700, whatever the umask; one that
-/// exists is made 0700 too.
+/// exists is made 0700 too, unless another user owns it (its mode is theirs to choose).
 pub fn private_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     std::fs::DirBuilder::new()
@@ -61,16 +61,25 @@ pub fn private_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::create(dir, e))?;
     let meta = std::fs::metadata(dir).at(dir)?;
     if meta.permissions().mode() & 0o7777 != PRIVATE_DIR {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(PRIVATE_DIR)).at(dir)?;
+        let set = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(PRIVATE_DIR));
+        not_owner_is_fine(set).at(dir)?;
     }
     Ok(())
 }
 
-/// Make the open file `f` (at `path`) private: mode 0600, whatever the umask or its mode was.
+/// Make the open file `f` (at `path`) private: mode 0600, whatever the umask or its mode was,
+/// unless another user owns it.
 pub fn make_private(f: &File, path: &Path) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    f.set_permissions(std::fs::Permissions::from_mode(PRIVATE))
-        .at(path)
+    not_owner_is_fine(f.set_permissions(std::fs::Permissions::from_mode(PRIVATE))).at(path)
+}
+
+/// A change of mode refused because the file is another user's (`EPERM`) is no error.
+fn not_owner_is_fine(r: std::io::Result<()>) -> std::io::Result<()> {
+    match r {
+        Err(e) if e.raw_os_error() == Some(nix::libc::EPERM) => Ok(()),
+        r => r,
+    }
 }
 
 /// The open folder of `path`, and its file name.
