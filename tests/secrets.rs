@@ -274,3 +274,31 @@ fn the_detached_log_and_the_state_files_are_private_and_hold_no_secret() {
         std::fs::remove_dir_all(s.root.inst_dir(INST)).unwrap();
     }
 }
+
+#[test]
+fn the_result_of_tasks_shows_no_secret_of_a_reply() {
+    let s = Setup::new();
+    let key = secret();
+    // The agent posts its reply itself: aw's own post would be redacted already.
+    s.script(
+        "alice.sh",
+        "cat > /dev/null\naw-send \"@user alice has $OPENAI_API_KEY\" > /dev/null\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    command: [./alice.sh]\ntasks:\n  - send: go\n    to: alice\n    as: r\n",
+    );
+    for json in [false, true] {
+        let mut args = vec!["-q", "--retries", "1"];
+        if json {
+            args.push("--json");
+        }
+        let mut c = s.cmd(&args);
+        c.env("OPENAI_API_KEY", &key);
+        let out = run_hang_guarded(c);
+        assert_code(&out, 0);
+        let printed = String::from_utf8_lossy(&out.stdout);
+        assert!(!printed.contains(&key), "{printed}");
+        assert!(printed.contains("alice has [redacted]"), "{printed}");
+    }
+}

@@ -1033,6 +1033,8 @@ fn drive(
     start: Start,
 ) -> Result<u8> {
     let (inst, opts) = (&serving.inst, &serving.opts);
+    // What aw-run never echoes: the secrets of every agent.
+    let secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
     // Block the stop signals in every thread; one thread waits for them.
     let mut sigs = SigSet::empty();
     sigs.add(Signal::SIGINT);
@@ -1086,7 +1088,7 @@ fn drive(
     let watching = {
         let (shared, adopter) = (shared.clone(), adopter.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
-        printer.secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
+        printer.secrets = secrets.clone();
         if start.iter.is_some() {
             printer.channel = None;
         }
@@ -1153,7 +1155,7 @@ fn drive(
                         |o| {
                             if opts.keep {
                                 // Staying up: the result is printed now, not at the stop.
-                                o.print(opts.json, t0.elapsed());
+                                o.redacted(&secrets).print(opts.json, t0.elapsed());
                             } else {
                                 outcome = Some(o);
                             }
@@ -1196,7 +1198,7 @@ fn drive(
         return Err(Error::No(r));
     }
     if let (Some(o), exit::OK) = (outcome, code) {
-        o.print(opts.json, t0.elapsed());
+        o.redacted(&secrets).print(opts.json, t0.elapsed());
     }
     Ok(code)
 }
