@@ -229,7 +229,7 @@ fn server_of(inst: &Instance, agent: &str) -> Option<u32> {
 fn ensure_served(inst: &Instance, caller: &str, worker: &str) -> Result<(Option<u32>, bool)> {
     let running = serve::list(inst);
     if !running.is_empty() || serve::is_served(inst, caller) {
-        let end = Instant::now() + ADOPT_WAIT;
+        let end = crate::time::deadline(ADOPT_WAIT);
         let mut pause = Duration::from_millis(1);
         while Instant::now() < end {
             // The server records the worker's state just after taking its lock.
@@ -382,7 +382,7 @@ pub fn wait(
     for a in agents {
         open_agent(inst, caller, a)?;
     }
-    let end = Instant::now() + timeout;
+    let end = crate::time::deadline(timeout);
     let mut pause = Duration::from_millis(2);
     let (mut now, done) = loop {
         let now = agents

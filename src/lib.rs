@@ -20,6 +20,7 @@ pub mod resource;
 pub mod run;
 pub mod state;
 pub mod status;
+pub mod time;
 
 pub use error::{Error, Result};
 

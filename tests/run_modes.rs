@@ -324,17 +324,17 @@ fn idle_controllers_do_not_wake_each_other() {
 }
 
 #[test]
-fn timeout_ends_an_idle_keep_server_and_quiet_json_prints_nothing() {
+fn timeout_ends_an_idle_keep_server_and_quiet_json_prints_only_the_summary() {
     let s = Setup::new();
     s.write("wf.yaml", ALICE);
     let out = run_hang_guarded(s.cmd(&["--keep", "--timeout", "0.3s", "-q", "--json"]));
     assert_code(&out, 1);
     assert!(stderr(&out).contains("timeout"), "{}", stderr(&out));
-    assert!(
-        out.stdout.is_empty(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    // No entry and no run: the summary alone, the run's result.
+    let lines = common::json_lines(&out.stdout);
+    assert_eq!(lines.len(), 1, "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(lines[0]["event"], "summary");
+    assert_eq!(lines[0]["agents"]["alice"]["runs"], 0);
 }
 
 #[test]

@@ -57,8 +57,9 @@ Options:
       --budget-tokens N
                        stop every agent once the runs used more than N input and
                        output tokens (instead of the file's budget.tokens)
-  -q, --quiet          print no entries, run events or summary
+  -q, --quiet          print no entries, and no run events or summary on stderr
       --json           print entries, run events and the summary as JSON Lines
+                       (with -q: the run events and the summary)
   -h, --help           print this help
   -V, --version        print the version
 
@@ -340,6 +341,8 @@ fn plan(a: &Args, wf: &Workflow, agent: Option<String>, root: &Path) -> Result<O
         json: a.opts.json,
         quiet: a.opts.quiet,
         context: Default::default(),
+        // Known once the agent's environment is (aw-run sets them).
+        secrets: Vec::new(),
     }))
 }
 
@@ -439,13 +442,17 @@ fn ready_pipe() -> Result<Option<Arc<std::fs::File>>> {
 /// Start this same command again in the background (its own session, output to
 /// `_state/aw-run.log`), wait until it serves its agents, and print its pid.
 fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
+    use std::os::unix::fs::OpenOptionsExt;
     let log_path = inst.state_file("aw-run.log");
     let mut log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .read(true)
+        .mode(0o600)
         .open(&log_path)
         .map_err(|e| Error::create(&log_path, e))?;
+    // Private, whatever the umask: the log holds what the agents said.
+    crate::fs::make_private(&log, &log_path)?;
     let start = log.seek(std::io::SeekFrom::End(0)).unwrap_or(0);
     let (mut reader, writer) = std::io::pipe().map_err(|e| Error::io("<pipe>", e))?;
     let exe = std::env::current_exe().map_err(|e| Error::io("<aw-run>", e))?;

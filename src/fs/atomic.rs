@@ -33,6 +33,55 @@ pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
     atomic_write_at(&dir, name, data)
 }
 
+/// [`atomic_write`] of a file readable by its owner only (mode 0600, whatever the umask),
+/// from its first byte on: for what may hold model output or secrets.
+pub fn atomic_write_private(path: &Path, data: &[u8]) -> Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    sweep(&dir);
+    if !write_anonymous_mode(&dir, name, data, true, Some(PRIVATE))? {
+        write_named_mode(&dir, name, data, true, Some(PRIVATE))?;
+    }
+    dir.sync().at(dir.path())
+}
+
+/// The mode of private files.
+pub const PRIVATE: u32 = 0o600;
+
+/// The mode of private folders.
+pub const PRIVATE_DIR: u32 = 0o700;
+
+/// Make `dir` (and its missing parents) a folder of mode 0700, whatever the umask; one that
+/// exists is made 0700 too, unless another user owns it (its mode is theirs to choose).
+pub fn private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR)
+        .create(dir)
+        .map_err(|e| Error::create(dir, e))?;
+    let meta = std::fs::metadata(dir).at(dir)?;
+    if meta.permissions().mode() & 0o7777 != PRIVATE_DIR {
+        let set = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(PRIVATE_DIR));
+        not_owner_is_fine(set).at(dir)?;
+    }
+    Ok(())
+}
+
+/// Make the open file `f` (at `path`) private: mode 0600, whatever the umask or its mode was,
+/// unless another user owns it.
+pub fn make_private(f: &File, path: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    not_owner_is_fine(f.set_permissions(std::fs::Permissions::from_mode(PRIVATE))).at(path)
+}
+
+/// A change of mode refused because the file is another user's (`EPERM`) is no error.
+fn not_owner_is_fine(r: std::io::Result<()>) -> std::io::Result<()> {
+    match r {
+        Err(e) if e.raw_os_error() == Some(nix::libc::EPERM) => Ok(()),
+        r => r,
+    }
+}
+
 /// The open folder of `path`, and its file name.
 fn folder_and_name(path: &Path) -> Result<(Dir, &OsStr)> {
     let dir = path
@@ -69,9 +118,22 @@ pub fn atomic_write_at(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
 /// Write `data` to an anonymous file in `dir`, then name it and rename it over `name`.
 /// `Ok(false)` when anonymous files cannot be used here.
 fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<bool> {
+    write_anonymous_mode(dir, name, data, sync, None)
+}
+
+/// [`write_anonymous`], the file of exactly `mode` when one is given (else 0666 less the
+/// umask).
+fn write_anonymous_mode(
+    dir: &Dir,
+    name: &OsStr,
+    data: &[u8],
+    sync: bool,
+    mode: Option<u32>,
+) -> Result<bool> {
     let target = dir.path().join(name);
     let flags = OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
-    let fd = match openat(dir.fd(), ".", flags, Mode::from_bits_truncate(0o666)) {
+    let create = Mode::from_bits_truncate(mode.unwrap_or(0o666));
+    let fd = match openat(dir.fd(), ".", flags, create) {
         Ok(fd) => fd,
         Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL | Errno::ENOENT) => {
             return Ok(false);
@@ -79,6 +141,9 @@ fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<b
         Err(e) => return Err(Error::create(target, e.into())),
     };
     let mut f = File::from(fd);
+    if let Some(m) = mode {
+        set_mode(&f, m).at(&target)?;
+    }
     f.write_all(data).at(&target)?;
     if sync {
         f.sync_all().at(&target)?;
@@ -105,6 +170,17 @@ fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<b
 
 /// Write `data` to a named temp file in `dir` and rename it over `name`.
 fn write_named(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<()> {
+    write_named_mode(dir, name, data, sync, None)
+}
+
+/// [`write_named`], the file of exactly `mode` when one is given (else 0666 less the umask).
+fn write_named_mode(
+    dir: &Dir,
+    name: &OsStr,
+    data: &[u8],
+    sync: bool,
+    mode: Option<u32>,
+) -> Result<()> {
     let tmp = temp_name(name);
     let tmp_path = dir.path().join(&tmp);
     let _hold = HoldSignals::new();
@@ -114,13 +190,14 @@ fn write_named(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<()> {
         dir.fd(),
         tmp.as_os_str(),
         flags,
-        Mode::from_bits_truncate(0o666),
+        Mode::from_bits_truncate(mode.unwrap_or(0o666)),
     ) {
         Ok(fd) => File::from(fd),
         Err(e) => return Err(Error::create(tmp_path, e.into())),
     };
-    let written = f
-        .write_all(data)
+    let written = mode
+        .map_or(Ok(()), |m| set_mode(&f, m))
+        .and_then(|()| f.write_all(data))
         .and_then(|()| if sync { f.sync_all() } else { Ok(()) })
         .at(&tmp_path);
     if let Err(e) = written {
@@ -128,6 +205,12 @@ fn write_named(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<()> {
         return Err(e);
     }
     rename_or_remove(dir, &tmp, name)
+}
+
+/// Give the open file `f` exactly `mode` (what the umask took away too).
+fn set_mode(f: &File, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    f.set_permissions(std::fs::Permissions::from_mode(mode))
 }
 
 fn rename_or_remove(dir: &Dir, tmp: &OsStr, name: &OsStr) -> Result<()> {
@@ -254,6 +337,28 @@ mod tests {
         write_named(&dir, OsStr::new("x"), b"two", false).unwrap();
         assert_eq!(fs::read(d.path().join("x")).unwrap(), b"two");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn private_files_and_folders_are_private_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let dir = d.path().join("a/b");
+        private_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&dir).unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        let p = dir.join("t.json");
+        fs::write(&p, "old").unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        atomic_write_private(&p, b"new").unwrap();
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(fs::read(&p).unwrap(), b"new");
+        let dir = Dir::open(d.path()).unwrap();
+        write_named_mode(&dir, OsStr::new("n"), b"x", false, Some(0o600)).unwrap();
+        assert_eq!(mode(&d.path().join("n")), 0o600);
     }
 
     #[test]

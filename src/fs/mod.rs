@@ -5,6 +5,9 @@ pub mod beneath;
 pub mod lock;
 pub mod watch;
 
-pub use atomic::{atomic_write, atomic_write_at, atomic_write_unsynced, fsync_dir};
+pub use atomic::{
+    atomic_write, atomic_write_at, atomic_write_private, atomic_write_unsynced, fsync_dir,
+    make_private, private_dir,
+};
 pub use beneath::Dir;
 pub use lock::Lock;

@@ -262,7 +262,7 @@ impl FileWaiter {
     /// Block until the file may have changed, a [`Waker`] is used, or `timeout` passes.
     /// Returns `true` on a (possible) change or a wake, `false` on timeout.
     pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = timeout.map(crate::time::deadline);
         let got = match &mut self.mode {
             // The waiter holds a sender itself, so the channel never disconnects.
             Mode::Inotify { .. } => match deadline {

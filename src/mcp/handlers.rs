@@ -250,7 +250,7 @@ fn my_inbox(s: &Server, a: &Args) -> Result<Reply> {
         .min(MAX_WAIT_SECONDS);
     let (mut msgs, _) = inbox::unread(&s.inst, &s.agent)?;
     if msgs.is_empty() && wait > 0 {
-        let deadline = Instant::now() + Duration::from_secs(wait);
+        let deadline = crate::time::deadline(Duration::from_secs(wait));
         let mut waiter = FileWaiter::new(&s.inst.channel_path(), None)?;
         if let Some(why) = waiter.fallback() {
             eprintln!("aw-mcp: warning: {why}");

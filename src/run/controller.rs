@@ -22,7 +22,7 @@ use super::prompt::{self, PromptParts};
 use super::serve::{self, ControllerState, Served};
 use crate::channel::Channel;
 use crate::error::Result;
-use crate::fs::atomic_write;
+use crate::fs::atomic_write_private;
 use crate::inbox;
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
@@ -173,7 +173,7 @@ pub struct Controller {
     pub served: Served,
     /// The state and run count last recorded.
     pub published: Option<(ControllerState, u64)>,
-    /// Values that transcripts never show (see [`secrets`]).
+    /// Values that transcripts and replies never show (see [`secrets`]).
     pub secrets: Vec<String>,
     /// What this agent's own runs may spend.
     pub budget: Budget,
@@ -189,42 +189,8 @@ pub struct Controller {
     pub serving_lock: Option<crate::fs::Lock>,
 }
 
-/// Shortest value taken for a secret: shorter ones would blank out ordinary words.
-const MIN_SECRET: usize = 4;
-
-/// What transcripts must never show: the values of the agent's own environment (`env`), and
-/// those of aw-run's environment whose names say they are secret (`KEY`, `TOKEN`, `SECRET`,
-/// `PASSWORD`, `CREDENTIAL`, any case). Longest first.
-pub fn secrets(agent_env: &[(String, String)]) -> Vec<String> {
-    const MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
-    let own = std::env::vars_os().filter_map(|(k, v)| {
-        let k = k.to_string_lossy().to_ascii_uppercase();
-        MARKS
-            .iter()
-            .any(|m| k.contains(m))
-            .then(|| v.to_string_lossy().into_owned())
-    });
-    let mut v: Vec<String> = agent_env
-        .iter()
-        .map(|(_, v)| v.clone())
-        .chain(own)
-        .filter(|v| v.len() >= MIN_SECRET)
-        .collect();
-    v.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-    v.dedup();
-    v
-}
-
-/// `text` with every secret replaced by `[redacted]`.
-fn redact(text: &str, secrets: &[String]) -> String {
-    let mut t = text.to_string();
-    for s in secrets {
-        if t.contains(s.as_str()) {
-            t = t.replace(s.as_str(), "[redacted]");
-        }
-    }
-    t
-}
+pub use super::redact::secrets;
+use super::redact::{redact, redact_cut};
 
 impl Controller {
     /// The loop; returns when the runner stops.
@@ -335,7 +301,7 @@ impl Controller {
                 cooldown_end = None;
             } else {
                 failed_upto = last;
-                cooldown_end = Some(Instant::now() + self.cooldown);
+                cooldown_end = Some(crate::time::deadline(self.cooldown));
             }
             drop(st);
             // Whatever arrived during the run is looked at now.
@@ -417,7 +383,7 @@ impl Controller {
                 if !self.stop.sleep(wait) {
                     return false;
                 }
-                wait *= 2;
+                wait = wait.saturating_mul(2);
             }
             if self.stop.is_set() || self.check_budgets(shared) {
                 return false;
@@ -480,12 +446,9 @@ impl Controller {
                 .unwrap_or_default();
             if out.status == Status::Ok {
                 if replies.is_empty() && self.reply_fallback && !out.final_text.is_empty() {
-                    match post::post(
-                        &self.inst,
-                        &self.agent,
-                        &out.final_text,
-                        &PostOptions::default(),
-                    ) {
+                    // What the agent printed may hold a secret of its environment.
+                    let reply = redact(&out.final_text, &self.secrets);
+                    match post::post(&self.inst, &self.agent, &reply, &PostOptions::default()) {
                         Ok(p) => replies.push(p.entry.id),
                         Err(e) => {
                             out.status = Status::Failed;
@@ -539,6 +502,9 @@ impl Controller {
     ) {
         let n = self.next_transcript;
         self.next_transcript += 1;
+        // Redacted before what was cut is told: no head of a secret is kept at a cut.
+        let stdout = redact_cut(&out.stdout, &self.secrets);
+        let stderr = redact_cut(&out.stderr, &self.secrets);
         let doc = json!({
             "agent": self.agent,
             "run": run,
@@ -552,26 +518,18 @@ impl Controller {
             "reply": replies,
             "usage": out.usage,
             "command": out.command.iter().map(|a| redact(a, &self.secrets)).collect::<Vec<_>>(),
-            "stdout": redact(&out.stdout.text, &self.secrets),
-            "stdout_cut": out.stdout.cut,
-            "stderr": redact(&out.stderr.text, &self.secrets),
-            "stderr_cut": out.stderr.cut,
+            "stdout": stdout.text,
+            "stdout_cut": stdout.cut,
+            "stderr": stderr.text,
+            "stderr_cut": stderr.cut,
             "prompt": redact(prompt, &self.secrets),
         });
         let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
         let write = || -> Result<()> {
-            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-            // Private: a transcript holds prompts and outputs.
-            let dir = transcript_dir(&self.inst, &self.agent);
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| crate::error::Error::create(&dir, e))?;
+            // Private from its first byte: a transcript holds prompts and outputs.
+            crate::fs::private_dir(&transcript_dir(&self.inst, &self.agent))?;
             let text = serde_json::to_string_pretty(&doc).expect("json");
-            atomic_write(&path, text.as_bytes())?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| crate::error::Error::io(&path, e))
+            atomic_write_private(&path, text.as_bytes())
         };
         if let Err(e) = write() {
             crate::cli::warn(

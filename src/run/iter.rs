@@ -19,6 +19,7 @@ use serde_json::json;
 
 use super::backend::Usage;
 use super::controller::{Shared, transcript_dir};
+use super::redact::redact;
 use super::reply::{reply_text, wait_reply};
 use super::workflow::Workflow;
 use crate::error::{Error, Result};
@@ -67,6 +68,9 @@ impl Limit {
         match super::parse_duration(t) {
             Ok(d) if d.is_zero() => Err(format!("'{t}': expected a duration above 0")),
             Ok(d) => Ok(Limit::Time(d)),
+            Err(why) if why.contains(crate::time::MAX_DURATION_TEXT) => {
+                Err(format!("'{t}': {why}"))
+            }
             Err(_) => Err(bad()),
         }
     }
@@ -102,6 +106,9 @@ pub struct Plan {
     pub quiet: bool,
     /// What the controller adds to each prompt; set before each iteration.
     pub context: Arc<Mutex<String>>,
+    /// What summaries, records and commit messages never show (see
+    /// [`secrets`](super::redact::secrets)).
+    pub secrets: Vec<String>,
 }
 
 /// Make `wf` a workflow of the one agent that iterates (`agent`, or its only one) and check
@@ -207,14 +214,10 @@ pub fn records(inst: &Instance, agent: &str, tool: &str) -> Result<Vec<Record>> 
 
 /// Append `r` as one line, with one write on an append-only descriptor.
 fn append(inst: &Instance, agent: &str, r: &Record) -> Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let path = records_path(inst, agent);
-    let dir = path.parent().expect("a folder");
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::create(dir, e))?;
+    // Private, whatever the umask: a record holds the agent's summary.
+    crate::fs::private_dir(path.parent().expect("a folder"))?;
     let mut line = serde_json::to_string(r).expect("json");
     line.push('\n');
     let mut f = std::fs::OpenOptions::new()
@@ -223,6 +226,7 @@ fn append(inst: &Instance, agent: &str, r: &Record) -> Result<()> {
         .mode(0o600)
         .open(&path)
         .map_err(|e| Error::create(&path, e))?;
+    crate::fs::make_private(&f, &path)?;
     f.write_all(line.as_bytes())
         .and_then(|()| f.sync_data())
         .map_err(|e| Error::io(&path, e))
@@ -435,7 +439,10 @@ pub fn run(inst: &Instance, plan: &Plan, task: &str, shared: &Shared) -> Result<
             Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => Some(e.to_string()),
             Ok(entries) => {
-                let (summary, said_done) = summary_of(&reply_text(&entries));
+                // The agent may have posted a secret itself: it is never recorded,
+                // committed or printed.
+                let text = redact(&reply_text(&entries), &plan.secrets);
+                let (summary, said_done) = summary_of(&text);
                 let (status_after, is_done) = status_of(inst, agent);
                 rec.done = said_done || (is_done && status_after != status_before);
                 rec.summary = summary;
@@ -457,6 +464,7 @@ pub fn run(inst: &Instance, plan: &Plan, task: &str, shared: &Shared) -> Result<
                 }
             }
         };
+        let failed = failed.map(|why| redact(&why, &plan.secrets));
         if let Some(why) = &failed {
             rec.status = "failed".into();
             rec.reason = Some(why.clone());
@@ -620,6 +628,7 @@ mod tests {
             json: false,
             quiet: false,
             context: Default::default(),
+            secrets: Vec::new(),
         }
     }
 

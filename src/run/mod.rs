@@ -18,6 +18,7 @@
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
+//! | `redact`      | the secrets aw never stores or echoes, and their redaction (also at a cut) |
 //! | `guard`       | the process that kills the backends' process groups when aw-run dies, even by SIGKILL |
 
 pub mod backend;
@@ -31,6 +32,7 @@ pub mod models;
 pub mod pipeline;
 pub mod prompt;
 mod reader;
+pub mod redact;
 pub mod reply;
 pub mod runner;
 pub mod serve;

@@ -46,6 +46,20 @@ impl Outcome {
         let _ = out.flush();
     }
 
+    /// The outcome as printed: the secrets in its output and values replaced (see
+    /// [`redact`](super::redact)); a reply may hold one.
+    pub fn redacted(&self, secrets: &[String]) -> Outcome {
+        let r = |t: &str| super::redact::redact(t, secrets);
+        Outcome {
+            output: self.output.as_deref().map(r),
+            results: self
+                .results
+                .iter()
+                .map(|(k, v)| (k.clone(), r(v)))
+                .collect(),
+        }
+    }
+
     fn set(&mut self, name: &str, value: &str, vars: &mut Vars) {
         vars.set(name, value);
         self.results.retain(|(k, _)| k != name);

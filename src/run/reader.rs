@@ -206,9 +206,9 @@ impl<'d> Reader<'d> {
     /// A duration: seconds as a number, or a string for [`parse_duration`]; more than zero.
     pub fn duration(&mut self, node: &Node, path: &str) -> Option<Spanned<Duration>> {
         let parsed = match (node.number(), node.str()) {
-            (Some(secs), _) => {
-                Duration::try_from_secs_f64(secs).map_err(|_| duration_error(&secs.to_string()))
-            }
+            (Some(secs), _) => Duration::try_from_secs_f64(secs)
+                .map_err(|_| duration_error(&secs.to_string()))
+                .and_then(crate::time::check),
             (None, Ok(text)) => parse_duration(text),
             (None, Err(_)) => Err(format!(
                 "expected a duration (90, \"90s\", \"5m\", \"1h\"), found {}",
@@ -304,7 +304,8 @@ fn duration_error(text: &str) -> String {
 }
 
 /// Parse a duration: a number of seconds (`90`, `1.5`), or a number followed by `s`, `m`
-/// or `h` (`90s`, `5m`, `0.5h`). Surrounding blanks are ignored; zero is accepted.
+/// or `h` (`90s`, `5m`, `0.5h`). Surrounding blanks are ignored; zero is accepted, more than
+/// [`MAX_DURATION`](crate::time::MAX_DURATION) is not.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let (number, unit) = match t.strip_suffix(['s', 'm', 'h']) {
@@ -324,7 +325,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         Ok(n) if well_formed => n,
         _ => return Err(duration_error(text)),
     };
-    Duration::try_from_secs_f64(secs * scale).map_err(|_| duration_error(text))
+    Duration::try_from_secs_f64(secs * scale)
+        .map_err(|_| duration_error(text))
+        .and_then(crate::time::check)
 }
 
 #[cfg(test)]
@@ -348,5 +351,10 @@ mod tests {
             assert!(err.starts_with("invalid duration"), "{bad}: {err}");
         }
         assert!(parse_duration("99999999999999999999999h").is_err());
+        for long in ["10000000000000000000", "8761h", "31536001"] {
+            let err = parse_duration(long).unwrap_err();
+            assert!(err.contains("longest duration"), "{long}: {err}");
+        }
+        assert_eq!(ok("8760h"), crate::time::MAX_DURATION);
     }
 }

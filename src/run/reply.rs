@@ -36,7 +36,7 @@ pub fn check_served(inst: &Instance, agent: &str) -> Result<()> {
     if !serve::is_served(inst, agent) {
         return Err(unserved());
     }
-    let end = Instant::now() + REGISTER_WAIT;
+    let end = crate::time::deadline(REGISTER_WAIT);
     let mut pause = POLL;
     loop {
         let registry = crate::registry::Registry::load(inst)?;
@@ -99,7 +99,7 @@ pub fn wait_reply_with(
     stop: &Stop,
     nap: &Nap<'_>,
 ) -> Result<Vec<Entry>> {
-    let deadline = timeout.map(|t| Instant::now() + t);
+    let deadline = timeout.map(crate::time::deadline);
     let dir = transcript_dir(inst, agent);
     let mut runs: BTreeMap<String, Run> = BTreeMap::new();
     let mut pause = POLL;

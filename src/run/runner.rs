@@ -27,7 +27,7 @@ use super::serve::{self, ControllerState, Served};
 use super::workflow::{Backend, Context, DocumentOwner, Workflow};
 use crate::channel::Channel;
 use crate::error::{Error, Result, exit};
-use crate::fs::atomic_write;
+use crate::fs::atomic_write_private;
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
@@ -334,8 +334,10 @@ fn limits(
 
 /// Print controller events: lines on stderr, or JSON Lines on stdout.
 /// With tasks, stdout is their result: the events go to stderr as lines.
+/// `-q` silences the lines, not the JSON Lines: those are the run's result.
 fn reporter(opts: &Options, has_tasks: bool) -> Arc<Report> {
-    let (quiet, json) = (opts.quiet, opts.json && !has_tasks);
+    let json = opts.json && !has_tasks;
+    let quiet = opts.quiet && !json;
     // Iterations have lines of their own: only what went wrong is told.
     let only_failures = opts.iter.is_some();
     Arc::new(move |ev: &Event| {
@@ -492,9 +494,10 @@ impl Serving {
         // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
         let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
             .map_err(|e| Error::io(inst.state_dir(), e))?;
-        std::fs::create_dir_all(&mcp_dir).map_err(|e| Error::create(&mcp_dir, e))?;
+        // Private, whatever the umask: a configuration may hold what an agent's tools need.
+        crate::fs::private_dir(&mcp_dir)?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
-        atomic_write(
+        atomic_write_private(
             &mcp_path,
             crate::mcp::config::claude_json(
                 &sibling("aw-mcp"),
@@ -840,6 +843,7 @@ pub fn run(
         (Some(plan), Some(task)) => {
             let mut plan = plan.clone();
             plan.document = serving.document.clone();
+            plan.secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
             (None, Some((plan, task)))
         }
         (_, kickoff) => (kickoff, None),
@@ -1200,6 +1204,8 @@ fn drive(
     start: Start,
 ) -> Result<u8> {
     let (inst, opts) = (&serving.inst, &serving.opts);
+    // What aw-run never echoes: the secrets of every agent.
+    let secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
     // Block the stop signals in every thread; one thread waits for them.
     let mut sigs = SigSet::empty();
     sigs.add(Signal::SIGINT);
@@ -1255,6 +1261,7 @@ fn drive(
     let watching = {
         let (shared, adopter) = (shared.clone(), adopter.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
+        printer.secrets = secrets.clone();
         if start.iter.is_some() {
             printer.channel = None;
         }
@@ -1321,7 +1328,7 @@ fn drive(
                         |o| {
                             if opts.keep {
                                 // Staying up: the result is printed now, not at the stop.
-                                o.print(opts.json, t0.elapsed());
+                                o.redacted(&secrets).print(opts.json, t0.elapsed());
                             } else {
                                 outcome = Some(o);
                             }
@@ -1364,7 +1371,7 @@ fn drive(
         return Err(Error::No(r));
     }
     if let (Some(o), exit::OK) = (outcome, code) {
-        o.print(opts.json, t0.elapsed());
+        o.redacted(&secrets).print(opts.json, t0.elapsed());
     }
     Ok(code)
 }
@@ -1376,6 +1383,8 @@ struct Printer {
     after: u64,
     /// Print on stderr, as human lines (stdout is the tasks' result).
     stderr: bool,
+    /// What is never echoed (an agent may post a secret itself).
+    secrets: Vec<String>,
 }
 
 impl Printer {
@@ -1385,6 +1394,7 @@ impl Printer {
             json: opts.json && !stderr,
             after,
             stderr,
+            secrets: Vec::new(),
         }
     }
 
@@ -1399,6 +1409,10 @@ impl Printer {
             Box::new(std::io::stdout().lock())
         };
         for e in &batch.entries {
+            let e = &crate::channel::Entry {
+                message: super::redact::redact(&e.message, &self.secrets),
+                ..e.clone()
+            };
             let line = if self.json {
                 let mut v: serde_json::Value =
                     serde_json::from_str(&e.to_json()).unwrap_or_default();
@@ -1424,7 +1438,7 @@ fn wait_done(
     debounce: Duration,
     adopter: &Mutex<Adopter>,
 ) -> (u8, Option<String>) {
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let deadline = opts.timeout.map(crate::time::deadline);
     let mut st = shared.lock();
     loop {
         if st.stopping {
@@ -1583,17 +1597,19 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
     }
 }
 
-/// Print runs and failures per agent.
+/// Print runs and failures per agent: a line on stderr (not with `-q`), or with `--json`
+/// an object on stdout (with `-q` too: it is the run's result).
 fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
     let st = shared.lock();
-    if opts.quiet {
+    let json = opts.json && !has_tasks;
+    if opts.quiet && !json {
         return;
     }
     let mut total = super::backend::Usage::default();
     for a in st.agents.values() {
         total.add(&a.usage);
     }
-    if opts.json && !has_tasks {
+    if json {
         let agents: serde_json::Map<String, serde_json::Value> = st
             .agents
             .iter()

@@ -82,7 +82,7 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
     for i in order {
         let a = &agents[i];
         let path = lock_path(inst, a);
-        let end = Instant::now() + TAKE_RETRY;
+        let end = crate::time::deadline(TAKE_RETRY);
         let lock = loop {
             if let Some(lock) = Lock::try_exclusive(&path)? {
                 break lock;
@@ -169,7 +169,7 @@ pub fn request_stop(s: &Served) -> Result<()> {
 
 /// Wait until nothing serves `agent` any more, at most `timeout`; `true` when so.
 pub fn wait_unserved(inst: &Instance, agent: &str, timeout: Duration) -> bool {
-    let end = Instant::now() + timeout;
+    let end = crate::time::deadline(timeout);
     loop {
         if !is_served(inst, agent) {
             return true;

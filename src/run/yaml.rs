@@ -10,7 +10,9 @@
 //!   scalar, is a string. A `!!str` tag makes a string; any other tag is refused.
 //! - Aliases are expanded to a copy of the anchored node. A merge key `<<` is an ordinary key.
 //! - One document per file. Nesting is limited to [`MAX_DEPTH`] and the expanded tree to
-//!   [`MAX_NODES`] nodes (so aliases cannot multiply it without bound).
+//!   [`MAX_NODES`] nodes and [`MAX_BYTES`] bytes of scalar text, so that aliases cannot
+//!   multiply it without bound: a few aliases of one long scalar weigh as much as many
+//!   nodes. Both are checked before an alias is copied.
 
 use std::collections::HashMap;
 
@@ -23,6 +25,10 @@ pub const MAX_DEPTH: usize = 64;
 
 /// Most nodes a document may hold once aliases are expanded.
 pub const MAX_NODES: usize = 100_000;
+
+/// Most bytes of scalar text a document may hold once aliases are expanded (16 MiB: sixteen
+/// times the largest workflow file).
+pub const MAX_BYTES: usize = 16 << 20;
 
 /// One node and where it starts.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,8 +192,17 @@ struct Builder<'a> {
     parser: Parser<'a, StrInput<'a>>,
     /// Where the text ends: no position is past it.
     end: Pos,
-    anchors: HashMap<usize, Node>,
+    /// Each anchored node, with its size.
+    anchors: HashMap<usize, (Node, Size)>,
     nodes: usize,
+    bytes: usize,
+}
+
+/// How much a tree weighs: its nodes and the bytes of its scalars.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    nodes: usize,
+    bytes: usize,
 }
 
 impl<'a> Builder<'a> {
@@ -197,6 +212,7 @@ impl<'a> Builder<'a> {
             end: Pos::START.advance(text),
             anchors: HashMap::new(),
             nodes: 0,
+            bytes: 0,
         }
     }
 
@@ -254,6 +270,7 @@ impl<'a> Builder<'a> {
         let (kind, anchor, end) = match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 let ty = scalar_type(&text, style, tag.as_deref()).map_err(|m| (pos, m))?;
+                self.add_bytes(text.len(), pos)?;
                 (
                     Kind::Scalar(text.into_owned(), ty),
                     anchor,
@@ -278,22 +295,39 @@ impl<'a> Builder<'a> {
             end,
         };
         if anchor != 0 {
-            self.anchors.insert(anchor, node.clone());
+            let size = size(&node);
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         Ok(node)
     }
 
+    /// Count `n` more bytes of scalar text; an error past [`MAX_BYTES`].
+    fn add_bytes(&mut self, n: usize, pos: Pos) -> Result<(), SyntaxError> {
+        self.bytes = self.bytes.saturating_add(n);
+        if self.bytes > MAX_BYTES {
+            return Err((
+                pos,
+                format!("more than {MAX_BYTES} bytes of text (aliases expand too much)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A copy of the anchored node, once its size is known to fit.
     fn alias(&mut self, id: usize, pos: Pos) -> Result<Node, SyntaxError> {
-        let node = self.anchors.get(&id).cloned();
-        let node = node.ok_or((pos, "invalid YAML: unknown alias".to_string()))?;
-        self.nodes += count(&node);
+        let Some((_, size)) = self.anchors.get(&id) else {
+            return Err((pos, "invalid YAML: unknown alias".to_string()));
+        };
+        let size = *size;
+        self.nodes = self.nodes.saturating_add(size.nodes);
         if self.nodes > MAX_NODES {
             return Err((
                 pos,
                 format!("more than {MAX_NODES} nodes (aliases expand too much)"),
             ));
         }
-        Ok(node)
+        self.add_bytes(size.bytes, pos)?;
+        Ok(self.anchors[&id].0.clone())
     }
 
     fn items(&mut self, depth: usize) -> Result<(Vec<Node>, usize), SyntaxError> {
@@ -322,17 +356,23 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Number of nodes in a tree.
-fn count(node: &Node) -> usize {
+/// The nodes and scalar bytes of a tree.
+fn size(node: &Node) -> Size {
+    let add = |a: Size, b: Size| Size {
+        nodes: a.nodes + b.nodes,
+        bytes: a.bytes + b.bytes,
+    };
+    let one = Size { nodes: 1, bytes: 0 };
     match &node.kind {
-        Kind::Scalar(..) => 1,
-        Kind::Seq(items) => 1 + items.iter().map(count).sum::<usize>(),
-        Kind::Map(entries) => {
-            1 + entries
-                .iter()
-                .map(|(k, v)| count(k) + count(v))
-                .sum::<usize>()
-        }
+        Kind::Scalar(text, _) => Size {
+            nodes: 1,
+            bytes: text.len(),
+        },
+        Kind::Seq(items) => items.iter().map(size).fold(one, add),
+        Kind::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| add(size(k), size(v)))
+            .fold(one, add),
     }
 }
 
@@ -482,6 +522,21 @@ mod tests {
             bomb.push_str(&format!("a{i}: &a{i} [{list}]\n"));
         }
         assert!(err(&bomb).1.contains("aliases expand too much"));
+        // Few nodes, many bytes: one long scalar and its aliases.
+        // 16 copies of it fit with the keys (the anchor and 15 aliases), 17 do not.
+        let long = "x".repeat((1 << 20) - 1);
+        let mut bomb = format!("a: &a {long}\nb: [");
+        bomb.push_str(&["*a"; 16].join(", "));
+        bomb.push_str("]\n");
+        let (pos, msg) = err(&bomb);
+        assert_eq!(pos, Pos::new(2, 5 + 4 * 15));
+        assert!(
+            msg.contains("bytes of text (aliases expand too much)"),
+            "{msg}"
+        );
+        bomb.truncate(bomb.len() - "*a]\n".len() - 2);
+        bomb.push_str("]\n");
+        assert!(Document::parse(&bomb).is_ok());
     }
 
     #[test]

@@ -169,7 +169,7 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
             }
         }
     }
-    let end = Instant::now() + STOP_WAIT;
+    let end = crate::time::deadline(STOP_WAIT);
     let mut still = Vec::new();
     for (inst, s) in &chosen {
         let left = end.saturating_duration_since(Instant::now());

@@ -259,7 +259,7 @@ impl<D: Dialect> Backend for Api<D> {
             ..Server::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();
-        let deadline = ctx.timeout.map(|t| Instant::now() + t);
+        let deadline = ctx.timeout.map(crate::time::deadline);
         let mut messages = self.dialect.start(ctx.prompt);
         let mut usage = Usage::default();
         let mut log = String::new();

@@ -80,7 +80,7 @@ pub fn prepare(cmd: &mut Command, own_group: bool) {
 pub fn kill_group(child: &mut Child) {
     let pgid = Pid::from_raw(child.id() as i32);
     let _ = signal::killpg(pgid, Signal::SIGTERM);
-    let end = Instant::now() + GRACE;
+    let end = crate::time::deadline(GRACE);
     while Instant::now() < end {
         if matches!(child.try_wait(), Ok(Some(_))) {
             break;
@@ -313,7 +313,7 @@ impl Exec {
         crate::run::guard::watch(pgid);
         let mut pipes = Pipes::new(&mut child, ctx.prompt.as_bytes());
         let started = Instant::now();
-        let deadline = ctx.timeout.map(|t| started + t);
+        let deadline = ctx.timeout.map(|t| crate::time::after(started, t));
         let mut last_output = started;
         let status = loop {
             if pipes.pump(TICK, on_stdout) {

@@ -142,7 +142,7 @@ impl Client {
                     MAX_TOTAL_WAIT.as_secs()
                 )));
             }
-            if deadline.is_some_and(|d| Instant::now() + wait >= d) {
+            if deadline.is_some_and(|d| crate::time::deadline(wait) >= d) {
                 return Err(past_deadline());
             }
             if !stop.sleep(wait) {

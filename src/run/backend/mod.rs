@@ -62,7 +62,7 @@ impl Stop {
     /// Sleep for `d`, waking early (and returning `false`) when the flag is set.
     pub fn sleep(&self, d: Duration) -> bool {
         let step = Duration::from_millis(20);
-        let end = std::time::Instant::now() + d;
+        let end = crate::time::deadline(d);
         loop {
             if self.is_set() {
                 return false;
