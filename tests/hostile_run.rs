@@ -8,7 +8,9 @@ mod common;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
+use common::fake_api::{FakeApi, Reply};
 use common::runner::*;
+use serde_json::{Value, json};
 
 /// What a measured run gave: exit code, stdout, stderr, and aw-run's peak RSS in bytes.
 struct Measured {
@@ -210,4 +212,183 @@ fn a_setup_task_whose_background_job_keeps_stdout_open_ends() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let entries = s.entries();
     assert!(entries[0].1.starts_with("@bob ready"), "{entries:?}");
+}
+
+// ---------------------------------------------------------------------------------------
+// API answers
+
+const KEY: &str = "sk-test-0123456789";
+
+/// aw-run on `wf` with the fake's URL and a key in the environment.
+fn api_cmd(s: &Setup, wf: &str, api: &FakeApi, args: &[&str]) -> Command {
+    s.write("wf.yaml", wf);
+    let mut c = s.cmd(args);
+    c.env("ANTHROPIC_BASE_URL", &api.url)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.url))
+        .env("OPENAI_API_KEY", KEY);
+    c
+}
+
+const OPENAI_WF: &str = "agents:
+  alice:
+    backend: openai
+    model: gpt-test
+kickoff: '@alice go'
+";
+
+/// A Chat Completions answer.
+fn chat(message: Value, finish: &str) -> Value {
+    json!({
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5}
+    })
+}
+
+#[test]
+fn an_answer_that_is_not_utf8_fails_at_once_without_retries() {
+    let s = Setup::new();
+    let mut body = br#"{"choices":[{"message":{"role":"assistant","content":"caf"#.to_vec();
+    body.extend_from_slice(b"\xe9\xff");
+    body.extend_from_slice(br#""},"finish_reason":"stop"}]}"#);
+    let api = FakeApi::start(vec![Reply::Raw(200, std::sync::Arc::new(body)); 8]);
+    let out = run_hang_guarded(api_cmd(&s, OPENAI_WF, &api, &["-q", "--retries", "1"]));
+    assert_code(&out, 1);
+    assert_eq!(api.requests().len(), 1);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "failed");
+    let reason = t["reason"].as_str().unwrap();
+    assert!(reason.contains("not UTF-8"), "{reason}");
+    assert_eq!(s.unread("alice"), 1);
+}
+
+#[test]
+fn tool_calls_past_the_limit_of_one_answer_are_refused() {
+    let s = Setup::new();
+    let calls: Vec<Value> = (0..3000)
+        .map(|i| {
+            json!({"id": format!("c{i}"), "type": "function", "function": {
+                "name": "channel_send", "arguments": json!({"message": format!("note {i}")}).to_string()}})
+        })
+        .collect();
+    let api = FakeApi::start(vec![
+        Reply::ok(chat(
+            json!({"role": "assistant", "content": null, "tool_calls": calls}),
+            "tool_calls",
+        )),
+        Reply::ok(chat(
+            json!({"role": "assistant", "content": "done"}),
+            "stop",
+        )),
+    ]);
+    let out = run_hang_guarded(api_cmd(&s, OPENAI_WF, &api, &["-q", "--retries", "1"]));
+    assert_code(&out, 0);
+    // The documented default: 64 calls of one answer run.
+    let posted: Vec<String> = s
+        .entries()
+        .into_iter()
+        .filter(|(f, _)| f == "alice")
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(posted.len(), 64);
+    assert_eq!(posted[63], "note 63");
+    // Every call got a result; the refused ones an error saying why.
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 2);
+    let results: Vec<&Value> = reqs[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(results.len(), 3000);
+    let refused = results
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .contains("more than 64 tool calls in one answer")
+        })
+        .count();
+    assert_eq!(refused, 2936);
+    assert_eq!(results[2999]["tool_call_id"], "c2999");
+    // The attempt says so.
+    let t = s.transcript("alice", 1);
+    let first: Value =
+        serde_json::from_str(t["stdout"].as_str().unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(first["refused"], 2936);
+    assert!(stderr(&out).contains("2936 refused"), "{}", stderr(&out));
+}
+
+/// Four agents each get a valid 30 MiB answer, most of it an array no one reads.
+#[test]
+fn huge_answers_are_read_without_keeping_what_is_not_used() {
+    let s = Setup::new();
+    let mut body = br#"{"choices":[{"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5},"extra":["#.to_vec();
+    while body.len() < 30 << 20 {
+        body.extend_from_slice(b"1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,");
+    }
+    body.extend_from_slice(b"1]}");
+    let body = std::sync::Arc::new(body);
+    let api = FakeApi::start(vec![Reply::Raw(200, body); 4]);
+    let mut wf = String::from("agents:\n");
+    for a in ["a1", "a2", "a3", "a4"] {
+        wf.push_str(&format!(
+            "  {a}:\n    backend: openai\n    model: gpt-test\n"
+        ));
+    }
+    wf.push_str("kickoff: '@a1 @a2 @a3 @a4 go'\n");
+    let out = run_measured(api_cmd(&s, &wf, &api, &["-q", "--retries", "1"]));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(out.peak_rss < 200 * MB, "peak RSS {} MB", out.peak_rss / MB);
+    let replies = s.entries().into_iter().filter(|(_, m)| m == "fine").count();
+    assert_eq!(replies, 4);
+}
+
+/// The threads of a process, and its open sockets.
+fn threads_and_sockets(pid: u32) -> (usize, usize) {
+    let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+    let sockets = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .is_ok_and(|l| l.to_string_lossy().starts_with("socket:"))
+            })
+            .count()
+    });
+    (threads, sockets)
+}
+
+/// A server that trickles its answers (a byte every 0.1 s, never done): every attempt times
+/// out, and what it started is gone with it.
+#[test]
+fn timed_out_requests_leave_no_thread_or_socket_behind() {
+    let s = Setup::new();
+    let every = std::time::Duration::from_millis(100);
+    let api = FakeApi::start(vec![Reply::Trickle(every); 40]);
+    let wf = "agents:\n  alice:\n    backend: openai\n    model: gpt-test\n    timeout: 0.4s\n\
+              kickoff: '@alice go'\n";
+    // Ten attempts of one run, then it has failed for good (and waits out its cooldown).
+    let server = Server::new(spawn(api_cmd(
+        &s,
+        wf,
+        &api,
+        &["-q", "--keep", "--retries", "10", "--backoff", "0.01s"],
+    )));
+    let pid = server.pid();
+    wait_for("2 attempts", || s.transcript_path("alice", 2).exists());
+    let (threads_2, sockets_2) = threads_and_sockets(pid);
+    wait_for("10 attempts", || s.transcript_path("alice", 10).exists());
+    // The server sees every request closed.
+    wait_for("the requests to be closed", || api.open_connections() == 0);
+    let (threads_10, sockets_10) = threads_and_sockets(pid);
+    let out = server.term();
+    assert_code(&out, 0);
+    assert_eq!(s.statuses("alice", 10), vec!["timeout"; 10]);
+    assert!(!s.transcript_path("alice", 11).exists());
+    assert!(
+        threads_10 <= threads_2 && sockets_10 <= sockets_2,
+        "after 2 attempts: {threads_2} threads, {sockets_2} sockets; after 10: {threads_10}, {sockets_10}"
+    );
 }
