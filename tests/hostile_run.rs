@@ -214,6 +214,58 @@ fn a_setup_task_whose_background_job_keeps_stdout_open_ends() {
     assert!(entries[0].1.starts_with("@bob ready"), "{entries:?}");
 }
 
+/// 60 MiB of unread messages: each prompt shows the oldest that fit in 4 MiB, and the
+/// rest stay unread until a later run shows them; every message is handled once.
+#[test]
+fn a_huge_inbox_is_shown_a_prompt_at_a_time() {
+    let s = Setup::new();
+    s.script("agent.sh", "cat > /dev/null\necho ok\n");
+    s.write(
+        "wf.yaml",
+        "agents:\n  bob:\n    command: [./agent.sh]\n    max_runs: 100\n",
+    );
+    // A first run registers bob, so that the messages mention him.
+    assert_code(&run_hang_guarded(s.cmd(&["-q"])), 0);
+    let mut lines = Vec::new();
+    for i in 0..60 {
+        lines.extend_from_slice(format!("@bob {i:03} ").as_bytes());
+        lines.extend(std::iter::repeat_n(b'x', 1 << 20));
+        lines.push(b'\n');
+    }
+    let mut send = s.tool_cmd("aw-send");
+    send.args(["-i", INST, "--lines"]);
+    let sent = common::run_with(send, Some(&lines));
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    drop(lines);
+    let out = run_measured(s.cmd(&["-q"]));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(s.unread("bob"), 0);
+    // Each prompt is bounded; every message is in exactly one, in order.
+    let mut shown = Vec::new();
+    let mut n = 1;
+    while s.transcript_path("bob", n).exists() {
+        let t = s.transcript("bob", n);
+        assert_eq!(t["status"], "ok");
+        let prompt = t["prompt"].as_str().unwrap();
+        assert!(
+            prompt.len() < (4 << 20) + (256 << 10),
+            "prompt of {} bytes",
+            prompt.len()
+        );
+        let inbox: Vec<u64> = t["inbox"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert!(!inbox.is_empty() && inbox.len() <= 4, "{inbox:?}");
+        shown.extend(inbox);
+        n += 1;
+    }
+    assert_eq!(shown, (1..=60).collect::<Vec<u64>>());
+    assert!(out.peak_rss < 200 * MB, "peak RSS {} MB", out.peak_rss / MB);
+}
+
 // ---------------------------------------------------------------------------------------
 // API answers
 

@@ -292,7 +292,7 @@ impl Controller {
                 st.agents.entry(self.agent.clone()).or_default().idle_at = None;
             }
             recheck = false;
-            let msgs = match inbox::unread_with_last(&self.inst, &self.agent) {
+            let mut msgs = match inbox::unread_with_last(&self.inst, &self.agent) {
                 Ok((m, _, _)) => m,
                 Err(e) => {
                     // Counted as a failure, so that run mode does not wait for it.
@@ -304,6 +304,9 @@ impl Controller {
                     continue;
                 }
             };
+            // What one prompt cannot show stays unread (not acked) for the next run.
+            let left = msgs.len() - prompt::fit(&msgs);
+            msgs.truncate(msgs.len() - left);
             let Some(last) = msgs.last().map(|m| m.entry.id) else {
                 continue;
             };
@@ -325,7 +328,7 @@ impl Controller {
             self.served.runs = run;
             self.publish(ControllerState::Running);
             let t0 = Instant::now();
-            let ok = self.one_run(shared, report, run, &msgs);
+            let ok = self.one_run(shared, report, run, &msgs, left);
             let mut st = shared.lock();
             let a = st.agents.entry(self.agent.clone()).or_default();
             a.failed = !ok;
@@ -408,6 +411,7 @@ impl Controller {
         report: &Report,
         run: u64,
         msgs: &[inbox::InboxMessage],
+        left: usize,
     ) -> bool {
         let channel = Channel::new(&self.inst);
         let last = msgs.last().map_or(0, |m| m.entry.id);
@@ -437,6 +441,7 @@ impl Controller {
                     .as_deref()
                     .filter(|_| !self.backend.takes_system_prompt()),
                 inbox: msgs,
+                left,
                 recent: shared_context.as_ref().map(|c| c.0.as_slice()),
                 document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
                 attempt,
