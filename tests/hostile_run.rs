@@ -214,6 +214,31 @@ fn a_setup_task_whose_background_job_keeps_stdout_open_ends() {
     assert!(entries[0].1.starts_with("@bob ready"), "{entries:?}");
 }
 
+/// `--timeout` bounds setup too: a setup task that would run for a minute is killed.
+#[test]
+fn the_workflow_timeout_stops_a_setup_task() {
+    let s = Setup::new();
+    let out = s.run(
+        "setup:\n  - shell: echo $$ > setup.pid; exec sleep 60\n\
+         agents:\n  bob:\n    backend: mock\nkickoff: '@bob go'\n",
+        &["-q", "--timeout", "1s"],
+    );
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("setup task 1") && err.contains("--timeout passed"),
+        "{err}"
+    );
+    let pid: u32 = std::fs::read_to_string(s.dir().join("setup.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_for("the setup task to be gone", || !alive(pid));
+    // Nothing was posted: setup comes first.
+    assert!(s.entries().is_empty());
+}
+
 /// 60 MiB of unread messages: each prompt shows the oldest that fit in 4 MiB, and the
 /// rest stay unread until a later run shows them; every message is handled once.
 #[test]

@@ -63,17 +63,44 @@ pub struct Options {
     pub iter: Option<super::iter::Plan>,
 }
 
-/// Run `sh -c` for each setup task, storing outputs in `vars`.
-pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
-    for (i, task) in wf.setup.iter().enumerate() {
-        let first = task.shell.value.text().lines().next().unwrap_or("").trim();
-        let name = format!("setup task {} ({first})", i + 1);
-        let out = shell(&name, &task.shell.value, vars, None)?;
-        if let Some(var) = &task.output {
-            vars.set(&var.value, out);
+/// Run `sh -c` for each setup task, storing outputs in `vars`. Past `timeout` (the
+/// workflow's `--timeout`, which counts from here) the running task is killed and setup
+/// fails.
+pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Result<()> {
+    let expired = super::backend::Stop::default();
+    let done = super::backend::Stop::default();
+    std::thread::scope(|s| {
+        if let Some(t) = timeout {
+            let (expired, done) = (&expired, &done);
+            // Far enough to mean never, near enough for `Instant + Duration`.
+            let t = t.min(Duration::from_secs(1 << 40));
+            s.spawn(move || {
+                if done.sleep(t) {
+                    expired.set();
+                }
+            });
         }
-    }
-    Ok(())
+        let result = (|| {
+            for (i, task) in wf.setup.iter().enumerate() {
+                let first = task.shell.value.text().lines().next().unwrap_or("").trim();
+                let name = format!("setup task {} ({first})", i + 1);
+                let out = match shell(&name, &task.shell.value, vars, Some(&expired)) {
+                    Err(Error::Interrupted) if expired.is_set() => {
+                        return Err(Error::No(format!(
+                            "{name}: the workflow's --timeout passed; killed"
+                        )));
+                    }
+                    r => r?,
+                };
+                if let Some(var) = &task.output {
+                    vars.set(&var.value, out);
+                }
+            }
+            Ok(())
+        })();
+        done.set();
+        result
+    })
 }
 
 /// Most of its stdout a setup or shell task may print (16 MiB): past it the task is killed
@@ -608,7 +635,7 @@ pub fn run(
         inst.name(),
         Some((&inst.channel_path(), &doc_path)),
     );
-    setup(wf, &mut vars)?;
+    setup(wf, &mut vars, opts.timeout)?;
     let serving = Serving {
         inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
