@@ -423,6 +423,30 @@ fn huge_answers_are_read_without_keeping_what_is_not_used() {
     assert_eq!(replies, 4);
 }
 
+/// An API agent's `timeout` ends a tool that waits for a reply, as a stop does.
+#[test]
+fn the_run_timeout_ends_a_tool_waiting_for_a_reply() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![Reply::ok(chat(
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+            "type": "function", "function": {"name": "channel_send", "arguments":
+            json!({"message": "@carol hi", "wait_for": "carol", "wait_seconds": 300}).to_string()}}]}),
+        "tool_calls",
+    ))]);
+    let wf = "agents:\n  alice:\n    backend: openai\n    model: gpt-test\n    timeout: 1s\n\
+              \x20 carol:\n    mock: {delay: 60s}\nkickoff: '@alice go'\n";
+    let out = run_hang_guarded(api_cmd(
+        &s,
+        wf,
+        &api,
+        &["-q", "--retries", "1", "--timeout", "5s"],
+    ));
+    assert_code(&out, 1);
+    let t = s.transcript("alice", 1);
+    assert_eq!(t["status"], "timeout", "{t}");
+    assert_eq!(api.requests().len(), 1);
+}
+
 /// The threads of a process, and its open sockets.
 fn threads_and_sockets(pid: u32) -> (usize, usize) {
     let threads = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());

@@ -254,13 +254,45 @@ fn cut(mut text: String) -> String {
 
 impl<D: Dialect> Backend for Api<D> {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        let deadline = ctx.timeout.and_then(|t| Instant::now().checked_add(t));
+        // A tool that waits (`channel_send` with `wait_for`) is stopped by the run's timeout
+        // as by a stop.
+        let tool_stop = ctx.stop.child();
+        let done = super::Stop::default();
+        std::thread::scope(|s| {
+            if let Some(d) = deadline {
+                let (tool_stop, done) = (&tool_stop, &done);
+                s.spawn(move || {
+                    if done.sleep(d.saturating_duration_since(Instant::now())) {
+                        tool_stop.set();
+                    }
+                });
+            }
+            let out = self.steps(ctx, deadline, &tool_stop);
+            done.set();
+            out
+        })
+    }
+
+    fn takes_system_prompt(&self) -> bool {
+        true
+    }
+}
+
+impl<D: Dialect> Api<D> {
+    /// The tool loop of one run; `tool_stop` stops the tools that wait.
+    fn steps(
+        &mut self,
+        ctx: &RunContext,
+        deadline: Option<Instant>,
+        tool_stop: &super::Stop,
+    ) -> RunOutcome {
         let server = Server {
-            stop: ctx.stop.clone(),
+            stop: tool_stop.clone(),
             tools: self.toolset,
             ..Server::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();
-        let deadline = ctx.timeout.map(|t| Instant::now() + t);
         let mut messages = self.dialect.start(ctx.prompt);
         let mut usage = Usage::default();
         let mut log = String::new();
@@ -400,10 +432,6 @@ impl<D: Dialect> Backend for Api<D> {
         out.stdout = Capture::of(log.as_bytes());
         out.usage = Some(usage);
         out
-    }
-
-    fn takes_system_prompt(&self) -> bool {
-        true
     }
 }
 
