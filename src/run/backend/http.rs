@@ -65,9 +65,10 @@ impl std::fmt::Display for CallError {
 
 /// One JSON POST endpoint.
 pub struct Client {
-    /// Each attempt gets an agent of its own from it, so that giving it up shuts down its
-    /// connection and nothing else.
     config: ureq::config::Config,
+    /// The connections kept for the next requests. An attempt given up shuts it down (its
+    /// connection with it) and puts a new one from `config` in its place.
+    agent: std::sync::Mutex<ureq::Agent>,
     /// The deadline of a request in all.
     request_timeout: Duration,
     pub url: String,
@@ -101,6 +102,7 @@ impl Client {
             .user_agent(format!("aw/{}", crate::VERSION))
             .build();
         Client {
+            agent: std::sync::Mutex::new(config.new_agent()),
             config,
             request_timeout: REQUEST_TIMEOUT.max(read_timeout),
             url,
@@ -195,7 +197,7 @@ impl Client {
         deadline: Option<Instant>,
     ) -> Result<Answer, Attempt> {
         let (tx, rx) = mpsc::channel();
-        let agent = self.config.new_agent();
+        let agent = self.agent.lock().unwrap_or_else(|e| e.into_inner()).clone();
         // The request's deadline in all, never past the run's.
         let mut limit = self.request_timeout;
         if let Some(d) = deadline {
@@ -213,6 +215,7 @@ impl Client {
         let give_up = |why: Attempt, worker: std::thread::JoinHandle<()>| {
             agent.shutdown();
             let _ = worker.join();
+            *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = self.config.new_agent();
             Err(why)
         };
         loop {
