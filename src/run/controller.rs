@@ -292,21 +292,20 @@ impl Controller {
                 st.agents.entry(self.agent.clone()).or_default().idle_at = None;
             }
             recheck = false;
-            let mut msgs = match inbox::unread_with_last(&self.inst, &self.agent) {
-                Ok((m, _, _)) => m,
-                Err(e) => {
-                    // Counted as a failure, so that run mode does not wait for it.
-                    shared.agent(&self.agent).failed = true;
-                    let mut ev =
-                        self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
-                    ev.gave_up = true;
-                    report(&ev);
-                    continue;
-                }
-            };
             // What one prompt cannot show stays unread (not acked) for the next run.
-            let left = msgs.len() - prompt::fit(&msgs);
-            msgs.truncate(msgs.len() - left);
+            let (msgs, left) =
+                match inbox::unread_head(&self.inst, &self.agent, prompt::MAX_INBOX_BYTES) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        // Counted as a failure, so that run mode does not wait for it.
+                        shared.agent(&self.agent).failed = true;
+                        let mut ev =
+                            self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
+                        ev.gave_up = true;
+                        report(&ev);
+                        continue;
+                    }
+                };
             let Some(last) = msgs.last().map(|m| m.entry.id) else {
                 continue;
             };
