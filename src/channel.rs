@@ -569,6 +569,70 @@ impl Channel {
         self.read(Want::After(after))
     }
 
+    /// Entries with an id greater than `after`, in order, given to `f` until it returns
+    /// `false`: the log is read `chunk` bytes at a time (more when one entry is longer), so
+    /// that a long tail is never held whole. The damage met is returned.
+    pub fn scan_since(
+        &self,
+        after: u64,
+        chunk: u64,
+        mut f: impl FnMut(Entry) -> bool,
+    ) -> Result<Vec<Damage>> {
+        let log = match File::open(&self.log) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(&self.log, e)),
+        };
+        let size = log.metadata().at(&self.log)?.len();
+        let start = self.start(&log, size, Want::After(after));
+        let (mut pos, mut floor, mut check) = (start.offset, start.floor, start.first);
+        let mut chunk = chunk.max(1);
+        let mut damage = Vec::new();
+        while pos < size {
+            let end = size.min(pos.saturating_add(chunk));
+            let buf = read_range(&log, pos, end).at(&self.log)?;
+            let (found, mut met) = parse_all(&buf, pos, floor);
+            if found.is_empty() && end < size {
+                // No whole entry: read again, larger.
+                chunk = chunk.saturating_mul(2);
+                continue;
+            }
+            if let Some(first) = check.take()
+                && found.first().map(|(_, r)| (r.id, r.offset)) != Some(first)
+            {
+                // The index named an entry the log does not hold there: the whole read
+                // checks and falls back as it knows how.
+                let batch = self.read_since(after)?;
+                for e in batch.entries {
+                    if !f(e) {
+                        break;
+                    }
+                }
+                return Ok(batch.damage);
+            }
+            // A cut through an entry is read again with the next chunk.
+            let next = match found.last() {
+                Some((_, r)) if end < size => r.end(),
+                _ => end,
+            };
+            met.retain(|d| match d {
+                Damage::Unreadable { offset, .. } | Damage::OutOfOrder { offset, .. } => {
+                    *offset < next
+                }
+                Damage::IndexNotUpdated { .. } => true,
+            });
+            damage.extend(met);
+            for (e, _) in found {
+                floor = e.id;
+                if e.id > after && !f(e) {
+                    return Ok(damage);
+                }
+            }
+            pos = next;
+        }
+        Ok(damage)
+    }
+
     /// The last `n` entries.
     pub fn tail(&self, n: usize) -> Result<Batch> {
         self.read(Want::Last(n))
@@ -878,6 +942,41 @@ mod tests {
             message: msg.into(),
             mentions: vec!["bob".into()],
         }
+    }
+
+    #[test]
+    fn a_scan_in_small_chunks_sees_what_a_read_sees() {
+        let dir = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(dir.path())
+            .instance("w")
+            .unwrap();
+        inst.create().unwrap();
+        let ch = Channel::new(&inst);
+        for i in 0..30 {
+            let text = format!("{i} {}", "y".repeat(i * 37 % 500));
+            ch.append("amy", &text, vec!["bob".into()], false).unwrap();
+        }
+        for after in [0, 1, 17, 30] {
+            let whole = ch.read_since(after).unwrap().entries;
+            for chunk in [1, 64, 700, 1 << 20] {
+                let mut seen = Vec::new();
+                let damage = ch
+                    .scan_since(after, chunk, |e| {
+                        seen.push(e);
+                        true
+                    })
+                    .unwrap();
+                assert_eq!(seen, whole, "after {after}, chunks of {chunk}");
+                assert!(damage.is_empty(), "{damage:?}");
+            }
+        }
+        let mut n = 0;
+        ch.scan_since(0, 64, |_| {
+            n += 1;
+            n < 5
+        })
+        .unwrap();
+        assert_eq!(n, 5);
     }
 
     #[test]

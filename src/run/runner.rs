@@ -63,18 +63,49 @@ pub struct Options {
     pub iter: Option<super::iter::Plan>,
 }
 
-/// Run `sh -c` for each setup task, storing outputs in `vars`.
-pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
-    for (i, task) in wf.setup.iter().enumerate() {
-        let first = task.shell.value.text().lines().next().unwrap_or("").trim();
-        let name = format!("setup task {} ({first})", i + 1);
-        let out = shell(&name, &task.shell.value, vars, None)?;
-        if let Some(var) = &task.output {
-            vars.set(&var.value, out);
+/// Run `sh -c` for each setup task, storing outputs in `vars`. Past `timeout` (the
+/// workflow's `--timeout`, which counts from here) the running task is killed and setup
+/// fails.
+pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Result<()> {
+    let expired = super::backend::Stop::default();
+    let done = super::backend::Stop::default();
+    std::thread::scope(|s| {
+        if let Some(t) = timeout {
+            let (expired, done) = (&expired, &done);
+            // Far enough to mean never, near enough for `Instant + Duration`.
+            let t = t.min(Duration::from_secs(1 << 40));
+            s.spawn(move || {
+                if done.sleep(t) {
+                    expired.set();
+                }
+            });
         }
-    }
-    Ok(())
+        let result = (|| {
+            for (i, task) in wf.setup.iter().enumerate() {
+                let first = task.shell.value.text().lines().next().unwrap_or("").trim();
+                let name = format!("setup task {} ({first})", i + 1);
+                let out = match shell(&name, &task.shell.value, vars, Some(&expired)) {
+                    Err(Error::Interrupted) if expired.is_set() => {
+                        return Err(Error::No(format!(
+                            "{name}: the workflow's --timeout passed; killed"
+                        )));
+                    }
+                    r => r?,
+                };
+                if let Some(var) = &task.output {
+                    vars.set(&var.value, out);
+                }
+            }
+            Ok(())
+        })();
+        done.set();
+        result
+    })
 }
+
+/// Most of its stdout a setup or shell task may print (16 MiB): past it the task is killed
+/// and fails.
+pub const MAX_SHELL_OUTPUT: usize = 16 << 20;
 
 /// Run `template` with `sh -c`, values passed through the environment; its stdout without
 /// one trailing newline. A failure is an error naming `name`.
@@ -82,14 +113,16 @@ pub fn setup(wf: &Workflow, vars: &mut Vars) -> Result<()> {
 /// Like a backend, the shell runs in its own process group that dies with aw-run, the
 /// guard told of it (so a `kill -9` of aw-run takes what it started too), and with `stop`
 /// set (a stopped pipeline) its group is killed. What it leaves running in the background
-/// once it has exited is its own.
+/// once it has exited is its own, but its stdout is closed [`GRACE`] after the shell's
+/// exit (a job that kept it open does not hold the run).
+///
+/// [`GRACE`]: super::backend::exec::GRACE
 pub(super) fn shell(
     name: &str,
     template: &super::Template,
     vars: &Vars,
     stop: Option<&super::backend::Stop>,
 ) -> Result<String> {
-    use std::io::Read;
     let cmd = template
         .render_shell(vars)
         .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
@@ -106,36 +139,19 @@ pub(super) fn shell(
         .map_err(|e| Error::No(format!("{name}: cannot run sh: {e}")))?;
     let pgid = child.id();
     super::guard::watch(pgid);
-    let mut stdout = child.stdout.take().expect("a piped stdout");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        stdout.read_to_end(&mut out).map(|_| out)
-    });
-    let status = match stop {
-        None => child.wait().map(Some),
-        Some(stop) => {
-            // Short first looks: most shell tasks take a few milliseconds.
-            let mut pause = Duration::from_micros(100);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(st)) => break Ok(Some(st)),
-                    Ok(None) if stop.is_set() => {
-                        super::backend::exec::kill_group(&mut child);
-                        break Ok(None);
-                    }
-                    Ok(None) => {}
-                    Err(e) => break Err(e),
-                }
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-        }
-    };
-    let out = reader.join().unwrap_or_else(|_| Ok(Vec::new()));
+    let ended = super::backend::exec::collect(&mut child, stop, MAX_SHELL_OUTPUT);
     super::guard::release(pgid);
-    let status = status.map_err(|e| Error::No(format!("{name}: cannot wait for sh: {e}")))?;
-    let Some(status) = status else {
-        return Err(Error::Interrupted);
+    use super::backend::exec::Ended;
+    let (status, out) = match ended {
+        Err(e) => return Err(Error::No(format!("{name}: cannot wait for sh: {e}"))),
+        Ok((Ended::Stopped, _)) => return Err(Error::Interrupted),
+        Ok((Ended::TooLong, _)) => {
+            return Err(Error::No(format!(
+                "{name} printed more than {} MiB (write a large output to a file)",
+                MAX_SHELL_OUTPUT >> 20
+            )));
+        }
+        Ok((Ended::Exited(status), out)) => (status, out),
     };
     if !status.success() {
         let how = match status.code() {
@@ -144,7 +160,6 @@ pub(super) fn shell(
         };
         return Err(Error::No(format!("{name} failed: {how}")));
     }
-    let out = out.map_err(|e| Error::No(format!("{name}: cannot read its output: {e}")))?;
     let text = String::from_utf8_lossy(&out);
     Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
 }
@@ -727,7 +742,7 @@ pub fn run(
         inst.name(),
         Some((&inst.channel_path(), &doc_path)),
     );
-    setup(wf, &mut vars)?;
+    setup(wf, &mut vars, opts.timeout)?;
     let mut serving = Serving {
         inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,

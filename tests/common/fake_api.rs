@@ -2,9 +2,11 @@
 //! the script (past its end, a 500 that says so). Every request is recorded: path, headers,
 //! JSON body, and when it came. Each connection carries one request and is closed after the
 //! answer; every connection has its own thread, so a hanging reply stalls only its own.
+//! The connections open at a moment are counted.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,6 +21,12 @@ pub enum Reply {
     Hang,
     /// Read the request, then close the connection without an answer.
     Close,
+    /// Status and a body sent as they are: any bytes (not UTF-8, huge), `content-length`
+    /// told.
+    Raw(u16, Arc<Vec<u8>>),
+    /// Read the request, then a 200 with a long `content-length` whose body comes one byte
+    /// per interval, until the client leaves.
+    Trickle(Duration),
 }
 
 impl Reply {
@@ -60,6 +68,7 @@ pub struct FakeApi {
     /// `http://127.0.0.1:PORT`
     pub url: String,
     state: Arc<Mutex<State>>,
+    open: Arc<AtomicUsize>,
 }
 
 impl FakeApi {
@@ -67,16 +76,26 @@ impl FakeApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(State::default()));
-        let shared = state.clone();
+        let open = Arc::new(AtomicUsize::new(0));
+        let (shared, counter) = (state.clone(), open.clone());
         let script = Arc::new(script);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let (state, script) = (shared.clone(), script.clone());
-                std::thread::spawn(move || serve(stream, &state, &script));
+                let (state, script, counter) = (shared.clone(), script.clone(), counter.clone());
+                counter.fetch_add(1, Ordering::SeqCst);
+                std::thread::spawn(move || {
+                    serve(stream, &state, &script);
+                    counter.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         });
-        FakeApi { url, state }
+        FakeApi { url, state, open }
+    }
+
+    /// Connections accepted and not yet done with.
+    pub fn open_connections(&self) -> usize {
+        self.open.load(Ordering::SeqCst)
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -129,6 +148,27 @@ fn serve(stream: TcpStream, state: &Mutex<State>, script: &[Reply]) {
     match reply {
         Some(Reply::Hang) => std::thread::sleep(Duration::from_secs(60)),
         Some(Reply::Close) => {}
+        Some(Reply::Raw(status, body)) => {
+            let head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
+            let _ = stream.flush();
+        }
+        Some(Reply::Trickle(every)) => {
+            let head = "HTTP/1.1 200 X\r\ncontent-type: application/json\r\ncontent-length: 100000\r\nconnection: close\r\n\r\n";
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            for _ in 0..100_000 {
+                if stream.write_all(b" ").and_then(|_| stream.flush()).is_err() {
+                    return;
+                }
+                std::thread::sleep(every);
+            }
+        }
         Some(Reply::Json(status, extra, body)) => answer(&mut stream, status, &extra, &body),
         None => answer(
             &mut stream,

@@ -62,7 +62,42 @@ pub struct Anthropic {
     pub max_tokens: u64,
 }
 
+/// The fields of a Messages answer that are read: the content (kept whole: it is sent back
+/// as the assistant's turn), the stop reason and the usage. The rest is skipped unread.
+mod answer {
+    use super::super::api::loose::Loose;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Serialize)]
+    pub struct Answer {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        content: Loose<Vec<serde_json::Value>>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        stop_reason: Loose<String>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        usage: Loose<Usage>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct Usage {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        input_tokens: Loose<u64>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        output_tokens: Loose<u64>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        cache_read_input_tokens: Loose<u64>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        cache_creation_input_tokens: Loose<u64>,
+    }
+
+    crate::loose_struct!(Usage);
+}
+
 impl Dialect for Anthropic {
+    fn parse(&self, body: &[u8]) -> Result<Value, String> {
+        super::api::parse_answer::<answer::Answer>("anthropic", body)
+    }
+
     fn start(&self, prompt: &str) -> Vec<Value> {
         vec![json!({"role": "user", "content": prompt})]
     }
@@ -183,6 +218,23 @@ mod tests {
         );
         assert_eq!(t.message["role"], "assistant");
         assert_eq!(t.message["content"][1]["id"], "tu_1");
+    }
+
+    #[test]
+    fn an_answer_keeps_its_content_whole_and_skips_the_rest() {
+        let d = dialect();
+        let content = json!([{"type": "thinking", "thinking": "hm", "signature": "s"},
+            {"type": "tool_use", "id": "t", "name": "n", "input": {"a": [1, true, null, 1.5]}}]);
+        let full = json!({"id": "m", "content": content, "stop_reason": "tool_use",
+            "extra": {"big": [1, 2, 3]}, "usage": {"input_tokens": 3, "service_tier": "x"}});
+        let v = d.parse(full.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            v,
+            json!({"content": content, "stop_reason": "tool_use", "usage": {"input_tokens": 3}})
+        );
+        let t = d.read(&v).unwrap();
+        assert_eq!(t.message["content"], content);
+        assert_eq!(t.calls[0].input.as_ref().unwrap()["a"][3], 1.5);
     }
 
     #[test]

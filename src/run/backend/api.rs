@@ -32,6 +32,9 @@ use crate::mcp::tools::Tool;
 pub const DEFAULT_MAX_STEPS: u64 = 20;
 /// Longest tool result sent back, in bytes; the rest is cut with a note.
 pub const MAX_TOOL_RESULT: usize = 100 * 1024;
+/// Most tool calls of one answer that are run; each call past them gets an error result
+/// instead (the model is told), and the step's record counts them as `refused`.
+pub const MAX_TOOL_CALLS: usize = 64;
 
 /// How long a call may go without a byte from the service when the agent sets no
 /// `idle_timeout`.
@@ -148,6 +151,9 @@ pub trait Dialect: Send {
     fn start(&self, prompt: &str) -> Vec<Value>;
     /// The request body.
     fn body(&self, messages: &[Value], tools: &[ToolDef]) -> Value;
+    /// The fields of an answer (its body, UTF-8) that [`read`](Dialect::read) uses, in the
+    /// same shape: the rest is skipped as it is parsed, never held.
+    fn parse(&self, body: &[u8]) -> Result<Value, String>;
     /// Read an answer.
     fn read(&self, answer: &Value) -> Result<Turn, String>;
     /// The messages that carry the results of a step's tool calls.
@@ -253,13 +259,45 @@ fn cut(mut text: String) -> String {
 
 impl<D: Dialect> Backend for Api<D> {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        let deadline = ctx.timeout.and_then(|t| Instant::now().checked_add(t));
+        // A tool that waits (`channel_send` with `wait_for`) is stopped by the run's timeout
+        // as by a stop.
+        let tool_stop = ctx.stop.child();
+        let done = super::Stop::default();
+        std::thread::scope(|s| {
+            if let Some(d) = deadline {
+                let (tool_stop, done) = (&tool_stop, &done);
+                s.spawn(move || {
+                    if done.sleep(d.saturating_duration_since(Instant::now())) {
+                        tool_stop.set();
+                    }
+                });
+            }
+            let out = self.steps(ctx, deadline, &tool_stop);
+            done.set();
+            out
+        })
+    }
+
+    fn takes_system_prompt(&self) -> bool {
+        true
+    }
+}
+
+impl<D: Dialect> Api<D> {
+    /// The tool loop of one run; `tool_stop` stops the tools that wait.
+    fn steps(
+        &mut self,
+        ctx: &RunContext,
+        deadline: Option<Instant>,
+        tool_stop: &super::Stop,
+    ) -> RunOutcome {
         let server = Server {
-            stop: ctx.stop.clone(),
+            stop: tool_stop.clone(),
             tools: self.toolset,
             ..Server::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();
-        let deadline = ctx.timeout.map(crate::time::deadline);
         let mut messages = self.dialect.start(ctx.prompt);
         let mut usage = Usage::default();
         let mut log = String::new();
@@ -300,7 +338,11 @@ impl<D: Dialect> Backend for Api<D> {
                     break;
                 }
             };
-            let turn = match self.dialect.read(&answer) {
+            let turn = match self
+                .dialect
+                .parse(&answer)
+                .and_then(|a| self.dialect.read(&a))
+            {
                 Ok(t) => t,
                 Err(why) => {
                     end(&mut out, Status::Failed, why);
@@ -324,15 +366,34 @@ impl<D: Dialect> Backend for Api<D> {
             }
             match turn.finish {
                 Finish::ToolUse | Finish::Other(_) if !turn.calls.is_empty() => {
-                    let results: Vec<ToolResult> =
-                        turn.calls.iter().map(|c| self.call(&server, c)).collect();
+                    let (run, refused) = turn.calls.split_at(turn.calls.len().min(MAX_TOOL_CALLS));
+                    let mut results: Vec<ToolResult> =
+                        run.iter().map(|c| self.call(&server, c)).collect();
                     record["tools"] = json!(
-                        turn.calls
-                            .iter()
+                        run.iter()
                             .zip(&results)
                             .map(|(c, r)| json!({"name": c.name, "error": r.is_error}))
                             .collect::<Vec<_>>()
                     );
+                    if !refused.is_empty() {
+                        record["refused"] = json!(refused.len());
+                        crate::cli::warn(
+                            "aw-run",
+                            format!(
+                                "{}: an answer called {} tools; {} refused (at most {MAX_TOOL_CALLS} run per answer)",
+                                ctx.agent,
+                                turn.calls.len(),
+                                refused.len()
+                            ),
+                        );
+                        results.extend(refused.iter().map(|c| ToolResult {
+                            id: c.id.clone(),
+                            text: format!(
+                                "Error: refused: more than {MAX_TOOL_CALLS} tool calls in one answer"
+                            ),
+                            is_error: true,
+                        }));
+                    }
                     log_line(&mut log, &record);
                     messages.extend(self.dialect.results(results));
                 }
@@ -377,10 +438,6 @@ impl<D: Dialect> Backend for Api<D> {
         out.usage = Some(usage);
         out
     }
-
-    fn takes_system_prompt(&self) -> bool {
-        true
-    }
 }
 
 fn log_line(log: &mut String, v: &Value) {
@@ -402,4 +459,190 @@ fn finish_name(f: &Finish) -> &str {
 /// A count from a usage object: a missing or odd value counts 0.
 pub fn count(v: &Value) -> u64 {
     v.as_u64().unwrap_or(0)
+}
+
+/// Parse an answer's `body` into `T`, whose fields are the ones used: what else it holds is
+/// skipped, not kept. `service` names the API in the error.
+pub fn parse_answer<T: serde::de::DeserializeOwned + serde::Serialize>(
+    service: &str,
+    body: &[u8],
+) -> Result<Value, String> {
+    let known: T =
+        serde_json::from_slice(body).map_err(|e| format!("{service}: answer is not JSON: {e}"))?;
+    serde_json::to_value(known).map_err(|e| format!("{service}: {e}"))
+}
+
+/// Typed shapes for answers, lenient as `serde_json::Value` indexing is: a field of an
+/// unexpected type reads as absent instead of failing the answer, and what is not kept is
+/// skipped with [`IgnoredAny`](serde::de::IgnoredAny).
+pub mod loose {
+    use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde::{Serialize, Serializer};
+
+    /// A value of `T` when the answer has one of its kind (an object for a struct, an array
+    /// for a list, a string for a string, an unsigned integer for a count), else none.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Loose<T>(pub Option<T>);
+
+    impl<T> Default for Loose<T> {
+        fn default() -> Self {
+            Loose(None)
+        }
+    }
+
+    impl<T> Loose<T> {
+        pub fn is_none(&self) -> bool {
+            self.0.is_none()
+        }
+    }
+
+    impl<T: Serialize> Serialize for Loose<T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            self.0.serialize(s)
+        }
+    }
+
+    /// What [`Loose`] may hold: how a value of each JSON kind is taken.
+    pub trait Kind: Sized {
+        fn from_str(_: &str) -> Option<Self> {
+            None
+        }
+        fn from_u64(_: u64) -> Option<Self> {
+            None
+        }
+        fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
+            drain_map(map).map(|_| None)
+        }
+        fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Option<Self>, A::Error> {
+            drain_seq(seq).map(|_| None)
+        }
+    }
+
+    fn drain_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    fn drain_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+
+    impl Kind for String {
+        fn from_str(s: &str) -> Option<Self> {
+            Some(s.to_string())
+        }
+    }
+
+    impl Kind for u64 {
+        fn from_u64(n: u64) -> Option<Self> {
+            Some(n)
+        }
+    }
+
+    /// A list whose items are each taken loosely (an item of another kind is left out).
+    impl<T: Kind> Kind for Vec<T> {
+        fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(Loose(item)) = seq.next_element::<Loose<T>>()? {
+                items.extend(item);
+            }
+            Ok(Some(items))
+        }
+    }
+
+    /// The first item of a list, the rest skipped.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct First<T>(pub T);
+
+    impl<T: Kind> Kind for First<Loose<T>> {
+        fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Option<Self>, A::Error> {
+            let first = seq.next_element::<Loose<T>>()?.unwrap_or_default();
+            drain_seq(seq)?;
+            Ok(Some(First(first)))
+        }
+    }
+
+    impl<T: Serialize> Serialize for First<T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            let mut seq = s.serialize_seq(Some(1))?;
+            seq.serialize_element(&self.0)?;
+            seq.end()
+        }
+    }
+
+    /// Any JSON value, kept whole (for what must be sent back as it came).
+    impl Kind for serde_json::Value {
+        fn from_str(s: &str) -> Option<Self> {
+            Some(s.into())
+        }
+        fn from_u64(n: u64) -> Option<Self> {
+            Some(n.into())
+        }
+        fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Option<Self>, A::Error> {
+            Deserialize::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+        fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Option<Self>, A::Error> {
+            Deserialize::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(Some)
+        }
+    }
+
+    /// A struct of an answer taken loosely from an object.
+    #[macro_export]
+    #[doc(hidden)]
+    macro_rules! loose_struct {
+        ($t:ty) => {
+            impl $crate::run::backend::api::loose::Kind for $t {
+                fn from_map<'de, A: serde::de::MapAccess<'de>>(
+                    map: A,
+                ) -> Result<Option<Self>, A::Error> {
+                    serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(
+                        map,
+                    ))
+                    .map(Some)
+                }
+            }
+        };
+    }
+
+    impl<'de, T: Kind> Deserialize<'de> for Loose<T> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V<T>(std::marker::PhantomData<T>);
+            impl<'de, T: Kind> Visitor<'de> for V<T> {
+                type Value = Loose<T>;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("any JSON value")
+                }
+                fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                    Ok(Loose(T::from_str(v)))
+                }
+                fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                    Ok(Loose(T::from_u64(v)))
+                }
+                fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                    Ok(Loose(u64::try_from(v).ok().and_then(T::from_u64)))
+                }
+                fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                    Ok(Loose(None))
+                }
+                fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                    Ok(Loose(None))
+                }
+                fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                    Ok(Loose(None))
+                }
+                fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                    Ok(Loose(None))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                    T::from_map(map).map(Loose)
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                    T::from_seq(seq).map(Loose)
+                }
+            }
+            d.deserialize_any(V(std::marker::PhantomData))
+        }
+    }
 }

@@ -26,8 +26,15 @@ use nix::unistd::Pid;
 use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status};
 
 /// How long a process group has between SIGTERM and SIGKILL; also how long the output left
-/// in the pipes is read once the program is gone, after the last byte that came.
+/// in the pipes is read once the program is gone, in all (counted from its end, whatever
+/// comes meanwhile): a descendant that left the group (`setsid`) and keeps the pipes open
+/// does not hold the run, the pipes are closed after it.
 pub const GRACE: Duration = Duration::from_millis(500);
+
+/// Most of an `exec` program's stdout kept for its final reply: one byte more than a channel
+/// message may hold, so that a longer reply is refused as too long rather than cut. The
+/// rest is counted, not kept (the transcript keeps the first [`MAX_CAPTURE`] bytes).
+pub const MAX_REPLY: usize = crate::channel::MAX_MESSAGE + 1;
 
 /// How often a running child is checked for its end, its timeouts, or a stop.
 const TICK: Duration = Duration::from_millis(20);
@@ -247,18 +254,23 @@ impl Pipes {
         }
     }
 
-    /// Read what is left once the program is gone: until the pipes close, or nothing came
-    /// for [`GRACE`] (a descendant outside the group may hold them open).
-    fn drain(&mut self, on_stdout: &mut dyn FnMut(&[u8])) {
+    /// Read what is left once the program is gone: until the pipes close, for [`GRACE`] at
+    /// most in all (a descendant outside the group may hold them open and keep writing),
+    /// less when `stop` is set; then close them.
+    fn drain(&mut self, stop: &dyn Fn() -> bool, on_stdout: &mut dyn FnMut(&[u8])) {
         self.stdin = None;
         // The exit is known: it would make every wait end at once.
         self.exited = None;
-        let mut last = Instant::now();
-        while self.open() && last.elapsed() < GRACE {
-            if self.pump(TICK, on_stdout) {
-                last = Instant::now();
+        let end = Instant::now() + GRACE;
+        while self.open() && !stop() {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
             }
+            self.pump(left.min(TICK), on_stdout);
         }
+        self.stdout = None;
+        self.stderr = None;
     }
 }
 
@@ -356,7 +368,7 @@ impl Exec {
         };
         // Every way out of the loop sent SIGKILL to the group.
         crate::run::guard::release(pgid);
-        pipes.drain(on_stdout);
+        pipes.drain(&|| ctx.stop.is_set(), on_stdout);
         out.stdout = pipes.out.capture();
         out.stderr = pipes.err.capture();
         if let Some(s) = status {
@@ -378,11 +390,79 @@ impl Exec {
 impl Backend for Exec {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let mut all = Vec::new();
-        let mut out = self.run_with(ctx, &mut |b: &[u8]| all.extend_from_slice(b));
-        // Kept whatever the status.
-        out.final_text = String::from_utf8_lossy(&all).trim().to_string();
+        let mut cut = false;
+        let mut out = self.run_with(ctx, &mut |b: &[u8]| {
+            let room = MAX_REPLY - all.len();
+            cut |= b.len() > room;
+            all.extend_from_slice(&b[..b.len().min(room)]);
+        });
+        // Kept whatever the status; a reply longer than a message stays longer than one
+        // (untrimmed), so that posting it is refused rather than cut.
+        let text = String::from_utf8_lossy(&all);
+        out.final_text = if cut {
+            text.into_owned()
+        } else {
+            text.trim().to_string()
+        };
         out
     }
+}
+
+/// How a child waited for by [`collect`] ended.
+#[derive(Debug)]
+pub enum Ended {
+    Exited(std::process::ExitStatus),
+    /// Killed (its group) on a stop.
+    Stopped,
+    /// Killed (its group) for printing more than it may.
+    TooLong,
+}
+
+/// Wait for `child` (the leader of its own group, its stdout piped, nothing else), keeping
+/// its stdout, at most `max` bytes: past that its group is killed. With `stop` set its group
+/// is killed. Once it has exited, what is left in the pipe is read for [`GRACE`] at most,
+/// then the pipe is closed: a background job that kept it open does not hold the wait (the
+/// job itself is left running).
+pub fn collect(
+    child: &mut Child,
+    stop: Option<&super::Stop>,
+    max: usize,
+) -> std::io::Result<(Ended, Vec<u8>)> {
+    let mut pipes = Pipes::new(child, b"");
+    let mut kept = Vec::new();
+    let over = std::cell::Cell::new(false);
+    let mut keep = |b: &[u8]| {
+        let room = max - kept.len();
+        if b.len() > room {
+            over.set(true);
+        }
+        kept.extend_from_slice(&b[..b.len().min(room)]);
+    };
+    let stopped = || stop.is_some_and(|s| s.is_set());
+    let ended = loop {
+        pipes.pump(TICK, &mut keep);
+        if over.get() {
+            kill_group(child);
+            break Ended::TooLong;
+        }
+        match child.try_wait() {
+            Ok(Some(s)) => break Ended::Exited(s),
+            Ok(None) => {}
+            Err(e) => {
+                kill_group(child);
+                return Err(e);
+            }
+        }
+        if stopped() {
+            kill_group(child);
+            break Ended::Stopped;
+        }
+    };
+    pipes.drain(&stopped, &mut keep);
+    if over.get() && matches!(ended, Ended::Exited(_)) {
+        return Ok((Ended::TooLong, kept));
+    }
+    Ok((ended, kept))
 }
 
 /// What a CLI backend makes of its program's stdout, read line by line as it streams.

@@ -8,8 +8,15 @@
 //! - Any other 4xx fails at once with the service's own message.
 //! - Every read has a timeout (the agent's idle timeout): a service that stops sending fails
 //!   the call as a timeout, which is not retried here (the controller's run retries decide).
+//!   Every request also has a deadline in all, [`REQUEST_TIMEOUT`] (or the idle timeout when
+//!   longer), never past the run's timeout: a service that trickles its answer a byte at a
+//!   time fails the same way.
 //! - The request runs on a thread of its own so that a stop (SIGTERM, a budget) is seen at
-//!   once; an abandoned request ends with its timeout or with the process.
+//!   once; a request given up (a stop, the run's timeout) has its connection shut down and
+//!   its thread joined before the call returns: nothing of it outlives the attempt.
+//! - A 2xx answer must be UTF-8 (JSON is); one that is not fails the call at once, as a bad
+//!   answer, not retried. Answers larger than [`MAX_BODY`] fail the same way. Of an error
+//!   answer, only the first [`MAX_ERROR_BODY`] bytes are read, for its message.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -30,6 +37,11 @@ pub const MAX_TOTAL_WAIT: Duration = Duration::from_secs(120);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest answer read, in bytes.
 pub const MAX_BODY: u64 = 32 << 20;
+/// Most of an error answer (not 2xx) read for its message, in bytes.
+pub const MAX_ERROR_BODY: u64 = 64 << 10;
+/// Longest a request may take in all, from its connection to the last byte of its answer,
+/// unless the agent's idle timeout is longer (then that).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Why a call gave no answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,18 +65,24 @@ impl std::fmt::Display for CallError {
 
 /// One JSON POST endpoint.
 pub struct Client {
-    agent: ureq::Agent,
+    config: ureq::config::Config,
+    /// The connections kept for the next requests. An attempt given up shuts it down (its
+    /// connection with it) and puts a new one from `config` in its place.
+    agent: std::sync::Mutex<ureq::Agent>,
+    /// The deadline of a request in all.
+    request_timeout: Duration,
     pub url: String,
     headers: Vec<(String, String)>,
     /// How the service is named in messages (`anthropic`, `openai`).
     pub service: &'static str,
 }
 
-/// One attempt's result: the status, its `retry-after` wait, and the body.
+/// One attempt's result: the status, its `retry-after` wait, and the body (at most
+/// [`MAX_BODY`] bytes of a 2xx answer, [`MAX_ERROR_BODY`] of another).
 struct Answer {
     status: u16,
     retry_after: Option<Duration>,
-    body: String,
+    body: Vec<u8>,
 }
 
 impl Client {
@@ -76,31 +94,33 @@ impl Client {
         headers: Vec<(String, String)>,
         read_timeout: Duration,
     ) -> Client {
-        let agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_connect(Some(CONNECT_TIMEOUT))
             .timeout_per_read(Some(read_timeout))
             .timeout_per_write(Some(read_timeout))
             .user_agent(format!("aw/{}", crate::VERSION))
-            .build()
-            .new_agent();
+            .build();
         Client {
-            agent,
+            agent: std::sync::Mutex::new(config.new_agent()),
+            config,
+            request_timeout: REQUEST_TIMEOUT.max(read_timeout),
             url,
             headers,
             service,
         }
     }
 
-    /// POST `body`, retrying as the module says; the answer's JSON. Past `deadline` (the
-    /// run's timeout) the call ends as a timeout. `retries` counts the retries made.
+    /// POST `body`, retrying as the module says; the answer's body, UTF-8 (its JSON is
+    /// read by the caller, keeping only what it uses). Past `deadline` (the run's timeout)
+    /// the call ends as a timeout. `retries` counts the retries made.
     pub fn post(
         &self,
         body: &Value,
         stop: &Stop,
         deadline: Option<Instant>,
         retries: &mut u32,
-    ) -> Result<Value, CallError> {
+    ) -> Result<Vec<u8>, CallError> {
         let text = body.to_string();
         let mut backoff = FIRST_BACKOFF;
         let mut waited = Duration::ZERO;
@@ -120,9 +140,14 @@ impl Client {
                     return Err(CallError::Failed(format!("{}: {e}", self.service)));
                 }
                 Ok(a) if (200..300).contains(&a.status) => {
-                    return serde_json::from_str(&a.body).map_err(|e| {
-                        CallError::Failed(format!("{}: answer is not JSON: {e}", self.service))
-                    });
+                    return match std::str::from_utf8(&a.body) {
+                        Ok(_) => Ok(a.body),
+                        Err(e) => Err(CallError::Failed(format!(
+                            "{}: answer is not UTF-8 (at byte {})",
+                            self.service,
+                            e.valid_up_to()
+                        ))),
+                    };
                 }
                 Ok(a) if retryable(a.status) => {
                     (self.status_message(a.status, &a.body), a.retry_after)
@@ -155,15 +180,16 @@ impl Client {
     }
 
     /// "anthropic: 400: messages: field required" from an error answer.
-    fn status_message(&self, status: u16, body: &str) -> String {
-        let msg = serde_json::from_str::<Value>(body)
+    fn status_message(&self, status: u16, body: &[u8]) -> String {
+        let msg = serde_json::from_slice::<Value>(body)
             .ok()
             .and_then(|v| error_message(&v))
-            .unwrap_or_else(|| first_line(body));
+            .unwrap_or_else(|| first_line(&String::from_utf8_lossy(body)));
         format!("{}: HTTP {status}: {msg}", self.service)
     }
 
-    /// One request on its own thread, waited for while watching `stop`.
+    /// One request on its own thread, waited for while watching `stop`. A request given
+    /// up has its connection shut down and its thread joined before this returns.
     fn attempt(
         &self,
         body: &str,
@@ -171,27 +197,51 @@ impl Client {
         deadline: Option<Instant>,
     ) -> Result<Answer, Attempt> {
         let (tx, rx) = mpsc::channel();
-        let agent = self.agent.clone();
-        let url = self.url.clone();
-        let headers = self.headers.clone();
-        let body = body.to_string();
-        std::thread::spawn(move || {
-            let _ = tx.send(send(&agent, &url, &headers, &body));
-        });
+        let agent = self.agent.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        // The request's deadline in all, never past the run's.
+        let mut limit = self.request_timeout;
+        if let Some(d) = deadline {
+            limit = limit.min(d.saturating_duration_since(Instant::now()));
+        }
+        let worker = {
+            let agent = agent.clone();
+            let url = self.url.clone();
+            let headers = self.headers.clone();
+            let body = body.to_string();
+            std::thread::spawn(move || {
+                let _ = tx.send(send(&agent, &url, &headers, &body, limit));
+            })
+        };
+        let give_up = |why: Attempt, worker: std::thread::JoinHandle<()>| {
+            agent.shutdown();
+            let _ = worker.join();
+            *self.agent.lock().unwrap_or_else(|e| e.into_inner()) = self.config.new_agent();
+            Err(why)
+        };
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
-                Ok(answer) => return answer,
+                Ok(answer) => {
+                    let _ = worker.join();
+                    return match answer {
+                        Err(Attempt::Timeout(_))
+                            if deadline.is_some_and(|d| Instant::now() >= d) =>
+                        {
+                            Err(Attempt::Deadline)
+                        }
+                        other => other,
+                    };
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) if stop.is_set() => {
-                    return Err(Attempt::Stopped);
+                    return give_up(Attempt::Stopped, worker);
                 }
                 Err(mpsc::RecvTimeoutError::Timeout)
                     if deadline.is_some_and(|d| Instant::now() >= d) =>
                 {
-                    return Err(Attempt::Deadline);
+                    return give_up(Attempt::Deadline, worker);
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(Attempt::Transport("the request thread died".into()));
+                    return give_up(Attempt::Transport("the request thread died".into()), worker);
                 }
             }
         }
@@ -216,20 +266,35 @@ fn send(
     url: &str,
     headers: &[(String, String)],
     body: &str,
+    limit: Duration,
 ) -> Result<Answer, Attempt> {
+    use std::io::Read;
     let mut req = agent.post(url).header("content-type", "application/json");
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
+    let req = req.config().timeout_global(Some(limit)).build();
     let mut resp = req.send(body).map_err(transport)?;
     let status = resp.status().as_u16();
     let retry_after = retry_after(resp.headers(), std::time::SystemTime::now());
-    let body = resp
-        .body_mut()
-        .with_config()
-        .limit(MAX_BODY)
-        .read_to_string()
-        .map_err(transport)?;
+    let ok = (200..300).contains(&status);
+    let max = if ok { MAX_BODY } else { MAX_ERROR_BODY };
+    // Room for the whole answer at once when its length is told: no copy while it grows.
+    let told = resp.body().content_length().unwrap_or(0).min(max);
+    let mut body = Vec::with_capacity(told as usize);
+    let reader = resp.body_mut().with_config().limit(max).reader();
+    let read = if ok {
+        reader.take(max + 1).read_to_end(&mut body)
+    } else {
+        // An error answer is cut, not refused: only its message is wanted.
+        reader.take(max).read_to_end(&mut body)
+    };
+    match read {
+        Ok(_) => {}
+        // An error answer longer than what is read of it.
+        Err(_) if !ok && body.len() as u64 >= max => {}
+        Err(e) => return Err(transport(ureq::Error::from(e))),
+    }
     Ok(Answer {
         status,
         retry_after,
@@ -239,6 +304,9 @@ fn send(
 
 fn transport(e: ureq::Error) -> Attempt {
     match e {
+        ureq::Error::Timeout(ureq::Timeout::Global) => {
+            Attempt::Timeout("the request took longer than allowed in all".into())
+        }
         ureq::Error::Timeout(t) => Attempt::Timeout(t.to_string()),
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
             Attempt::Timeout(io.to_string())

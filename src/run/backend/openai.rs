@@ -65,7 +65,86 @@ pub struct OpenAi {
     pub official: bool,
 }
 
+/// The fields of a Chat Completions answer that are read: the first choice's message (text,
+/// refusal, tool calls) and finish reason, and the usage. The rest is skipped unread.
+mod answer {
+    use super::super::api::loose::{First, Loose};
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Serialize)]
+    pub struct Answer {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        choices: Loose<First<Loose<Choice>>>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        usage: Loose<Usage>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct Choice {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        message: Loose<Message>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        finish_reason: Loose<String>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct Message {
+        /// Sent back as it came: null when it is not text.
+        #[serde(default)]
+        content: Loose<String>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        refusal: Loose<String>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        tool_calls: Loose<Vec<ToolCall>>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct ToolCall {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        id: Loose<String>,
+        #[serde(rename = "type", default, skip_serializing_if = "Loose::is_none")]
+        kind: Loose<String>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        function: Loose<Function>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct Function {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        name: Loose<String>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        arguments: Loose<String>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct Usage {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        prompt_tokens: Loose<u64>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        completion_tokens: Loose<u64>,
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        prompt_tokens_details: Loose<Details>,
+    }
+
+    #[derive(Deserialize, Serialize)]
+    struct Details {
+        #[serde(default, skip_serializing_if = "Loose::is_none")]
+        cached_tokens: Loose<u64>,
+    }
+
+    crate::loose_struct!(Choice);
+    crate::loose_struct!(Message);
+    crate::loose_struct!(ToolCall);
+    crate::loose_struct!(Function);
+    crate::loose_struct!(Usage);
+    crate::loose_struct!(Details);
+}
+
 impl Dialect for OpenAi {
+    fn parse(&self, body: &[u8]) -> Result<Value, String> {
+        super::api::parse_answer::<answer::Answer>("openai", body)
+    }
+
     fn start(&self, prompt: &str) -> Vec<Value> {
         vec![
             json!({"role": "system", "content": self.system}),
@@ -225,6 +304,49 @@ mod tests {
             json!({"tool_calls": [{"id": "c", "function": {"name": "n", "arguments": "{}"}}]});
         assert_eq!(read(json!("stop"), call), Finish::ToolUse);
         assert!(dialect(false).read(&json!({"choices": []})).is_err());
+    }
+
+    #[test]
+    fn an_answer_is_parsed_to_the_fields_read_and_no_more() {
+        let d = dialect(false);
+        let full = json!({
+            "id": "x", "extra": [1, 2, {"deep": [3]}],
+            "choices": [
+                {"message": {"role": "assistant", "content": "hi", "audio": {"data": "..."},
+                    "tool_calls": [{"id": "c1", "type": "function", "index": 0,
+                        "function": {"name": "n", "arguments": "{}", "more": 1}}, 7]},
+                 "finish_reason": "tool_calls", "logprobs": {"content": []}},
+                {"message": {"content": "second"}}
+            ],
+            "usage": {"prompt_tokens": 9, "completion_tokens": -1, "total_tokens": 8}
+        });
+        let v = d.parse(full.to_string().as_bytes()).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "choices": [{"message": {"content": "hi", "tool_calls": [{"id": "c1",
+                    "type": "function", "function": {"name": "n", "arguments": "{}"}}]},
+                    "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 9}
+            })
+        );
+        let t = d.read(&v).unwrap();
+        assert_eq!((t.text.as_str(), t.calls.len()), ("hi", 1));
+        assert_eq!(t.usage.output_tokens, 0);
+        // Fields of an unexpected kind read as absent, as before.
+        let odd = json!({"choices": [{"message": {"content": 5, "tool_calls": "no"},
+            "finish_reason": ["stop"]}], "usage": "none"});
+        let t = d
+            .read(&d.parse(odd.to_string().as_bytes()).unwrap())
+            .unwrap();
+        assert_eq!((t.text.as_str(), t.calls.len()), ("", 0));
+        assert_eq!(t.finish, Finish::EndTurn);
+        assert!(d.read(&d.parse(b"{\"choices\": []}").unwrap()).is_err());
+        assert!(
+            d.parse(b"[1")
+                .unwrap_err()
+                .starts_with("openai: answer is not JSON")
+        );
     }
 
     #[test]
