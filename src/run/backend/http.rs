@@ -181,7 +181,8 @@ impl Client {
         loop {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok(answer) => return answer,
-                Err(mpsc::RecvTimeoutError::Timeout) if stop.is_set() => {
+                // A budget's stop lets the answer come, to be counted.
+                Err(mpsc::RecvTimeoutError::Timeout) if stop.interrupts_calls() => {
                     return Err(Attempt::Stopped);
                 }
                 Err(mpsc::RecvTimeoutError::Timeout)

@@ -32,10 +32,15 @@ pub const MAX_CAPTURE: usize = 64 * 1024;
 
 /// A flag that asks every running backend to stop. A [`child`](Stop::child) is set when
 /// its parent is, and can be set alone (one controller of many).
+///
+/// A stop [after the calls](Stop::set_after_calls) (a budget's) stops everything but a
+/// model call already waiting for its answer: that answer is read and counted first.
 #[derive(Clone, Default)]
 pub struct Stop {
     flag: Arc<AtomicBool>,
     parent: Option<Arc<AtomicBool>>,
+    /// Shared by a stop and its children.
+    after_calls: Arc<AtomicBool>,
 }
 
 impl Stop {
@@ -43,7 +48,19 @@ impl Stop {
         self.flag.store(true, Ordering::SeqCst);
     }
 
+    /// Stop, letting the model calls under way end first (set on a root stop, it applies
+    /// to its children).
+    pub fn set_after_calls(&self) {
+        self.after_calls.store(true, Ordering::SeqCst);
+    }
+
     pub fn is_set(&self) -> bool {
+        self.after_calls.load(Ordering::SeqCst) || self.interrupts_calls()
+    }
+
+    /// Is a model call under way to be abandoned (a stop that is not one
+    /// [after the calls](Stop::set_after_calls))?
+    pub fn interrupts_calls(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
             || self
                 .parent
@@ -56,6 +73,7 @@ impl Stop {
         Stop {
             flag: Arc::default(),
             parent: Some(self.flag.clone()),
+            after_calls: self.after_calls.clone(),
         }
     }
 
@@ -142,23 +160,89 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
+/// Most tokens of one kind (input, output, cache reads, cache writes) one answer may report:
+/// a model call's answer, or a CLI run's report of its calls. A higher count (or a count that
+/// is not a whole number, such as a negative one) is not believed: the answer fails, and the
+/// count is taken as this ceiling, so that a budget trips rather than overflows.
+pub const MAX_ANSWER_TOKENS: u64 = 1_000_000_000;
+
 impl Usage {
-    /// Add `other`; a cost stays known when either side knows one.
+    /// Add `other`, saturating at `u64::MAX`; a cost stays known when either side knows
+    /// one (a cost that is not a finite number of at least 0 adds nothing).
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+        let sane = |c: Option<f64>| c.filter(|c| c.is_finite() && *c >= 0.0).unwrap_or(0.0);
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            (a, b) => Some(sane(a) + sane(b)),
         };
     }
 
     /// The tokens a token budget counts: input and output (cache reads and writes are
-    /// priced apart and left out).
+    /// priced apart and left out), saturating.
     pub fn tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Why this usage, as one answer reported it, cannot be believed: a count above
+    /// [`MAX_ANSWER_TOKENS`], or a cost that is negative, not a number or infinite.
+    pub fn implausible(&self) -> Option<String> {
+        let counts = [
+            ("input", self.input_tokens),
+            ("output", self.output_tokens),
+            ("cache read", self.cache_read_tokens),
+            ("cache write", self.cache_write_tokens),
+        ];
+        if let Some((kind, n)) = counts.iter().find(|(_, n)| *n > MAX_ANSWER_TOKENS) {
+            return Some(format!(
+                "implausible usage: {n} {kind} tokens reported (at most {MAX_ANSWER_TOKENS} \
+                 are believed of one answer)"
+            ));
+        }
+        match self.cost_usd {
+            Some(c) if !c.is_finite() || c < 0.0 => Some(format!(
+                "implausible usage: a cost of {c} USD reported (a cost is a finite number of at \
+                 least 0)"
+            )),
+            _ => None,
+        }
+    }
+
+    /// This less `other`, never below nothing (a cost stays unknown when this one is).
+    pub fn minus(&self, other: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(other.output_tokens),
+            cache_read_tokens: self
+                .cache_read_tokens
+                .saturating_sub(other.cache_read_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_sub(other.cache_write_tokens),
+            cost_usd: self
+                .cost_usd
+                .map(|c| (c - other.cost_usd.unwrap_or(0.0)).max(0.0)),
+        }
+    }
+
+    /// What is counted of an implausible report: each count at most [`MAX_ANSWER_TOKENS`],
+    /// and a cost that is not a finite number of at least 0 unknown.
+    pub fn believed(&self) -> Usage {
+        let cap = |n: u64| n.min(MAX_ANSWER_TOKENS);
+        Usage {
+            input_tokens: cap(self.input_tokens),
+            output_tokens: cap(self.output_tokens),
+            cache_read_tokens: cap(self.cache_read_tokens),
+            cache_write_tokens: cap(self.cache_write_tokens),
+            cost_usd: self.cost_usd.filter(|c| c.is_finite() && *c >= 0.0),
+        }
     }
 }
 
