@@ -34,14 +34,19 @@ pub const MAX_CAPTURE: usize = 64 * 1024;
 /// its parent is, and can be set alone (one controller of many).
 ///
 /// A stop [after the calls](Stop::set_after_calls) (a budget's) stops everything but a
-/// model call already waiting for its answer: that answer is read and counted first.
+/// model call already waiting for its answer: that answer is read and counted first, for
+/// at most [`CALL_GRACE`].
 #[derive(Clone, Default)]
 pub struct Stop {
     flag: Arc<AtomicBool>,
     parent: Option<Arc<AtomicBool>>,
-    /// Shared by a stop and its children.
-    after_calls: Arc<AtomicBool>,
+    /// When a stop after the calls was asked; shared by a stop and its children.
+    after_calls: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
+
+/// How long a stop [after the calls](Stop::set_after_calls) waits for the answer of a
+/// model call under way before abandoning it.
+pub const CALL_GRACE: Duration = Duration::from_secs(60);
 
 impl Stop {
     pub fn set(&self) {
@@ -51,17 +56,20 @@ impl Stop {
     /// Stop, letting the model calls under way end first (set on a root stop, it applies
     /// to its children).
     pub fn set_after_calls(&self) {
-        self.after_calls.store(true, Ordering::SeqCst);
+        let _ = self.after_calls.set(std::time::Instant::now());
     }
 
     pub fn is_set(&self) -> bool {
-        self.after_calls.load(Ordering::SeqCst) || self.interrupts_calls()
+        self.after_calls.get().is_some() || self.interrupts_calls()
     }
 
-    /// Is a model call under way to be abandoned (a stop that is not one
-    /// [after the calls](Stop::set_after_calls))?
+    /// Is a model call under way to be abandoned: a stop that is not one
+    /// [after the calls](Stop::set_after_calls), or one asked [`CALL_GRACE`] ago?
     pub fn interrupts_calls(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.after_calls
+            .get()
+            .is_some_and(|t| t.elapsed() >= CALL_GRACE)
+            || self.flag.load(Ordering::SeqCst)
             || self
                 .parent
                 .as_ref()
