@@ -565,3 +565,47 @@ fn a_detached_worker_server_ends_with_the_workflow_that_spawned_it() {
         "{log}"
     );
 }
+
+#[test]
+fn a_bad_rate_or_a_damaged_ledger_is_refused_by_name() {
+    let s = Setup::new();
+    s.write("wf.yaml", "agents:\n  alice:\n    mock: {}\n");
+    for (rate, why) in [
+        (
+            "0/60s",
+            "--max-rate '0/60s': the runs must be a whole number of at least 1",
+        ),
+        (
+            "20",
+            "--max-rate '20': expected RUNS/DURATION (such as 20/60s) or off",
+        ),
+    ] {
+        let out = run_hang_guarded(s.cmd(&["--keep", "--max-rate", rate]));
+        assert_code(&out, 64);
+        assert_eq!(
+            stderr(&out).lines().next(),
+            Some(&*format!("aw-run: {why}"))
+        );
+    }
+    // A damaged budget file is named, and left as it is.
+    let out = run(
+        &s,
+        "agents:\n  alice:\n    mock: {}\n",
+        "http://127.0.0.1:9",
+        &[],
+    );
+    assert_code(&out, 0);
+    let file = s.root.inst_dir(INST).join("_state/budget.json");
+    std::fs::write(&file, "{not json").unwrap();
+    let out = run(
+        &s,
+        "agents:\n  alice:\n    mock: {}\n",
+        "http://127.0.0.1:9",
+        &[],
+    );
+    assert_code(&out, 65);
+    assert!(stderr(&out).contains("budget.json"), "{}", stderr(&out));
+    let (code, _) = budget(&s, &[]);
+    assert_eq!(code, 65);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "{not json");
+}

@@ -953,6 +953,21 @@ mod tests {
     }
 
     #[test]
+    fn rates_parse_or_say_what_is_wrong() {
+        assert_eq!(
+            Rate::parse("20/60s"),
+            Ok(Some(Rate {
+                runs: 20,
+                window: Duration::from_secs(60)
+            }))
+        );
+        assert_eq!(Rate::parse("off"), Ok(None));
+        for bad in ["20", "0/60s", "x/60s", "5/0s", "5/soon"] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn the_usd_left_is_the_smaller_of_the_two_budgets() {
         let shared = shared();
         let st = shared.lock();

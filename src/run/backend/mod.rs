@@ -381,3 +381,74 @@ pub fn sibling(name: &str) -> PathBuf {
         .filter(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from(name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(input: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn sums_saturate_and_bad_costs_add_nothing() {
+        let mut u = tokens(u64::MAX, 1);
+        assert_eq!(u.tokens(), u64::MAX);
+        u.add(&tokens(5, u64::MAX));
+        assert_eq!((u.input_tokens, u.output_tokens), (u64::MAX, u64::MAX));
+        let mut c = Usage {
+            cost_usd: Some(1.5),
+            ..Usage::default()
+        };
+        for bad in [-5.0, f64::NAN, f64::INFINITY] {
+            c.add(&Usage {
+                cost_usd: Some(bad),
+                ..Usage::default()
+            });
+        }
+        assert_eq!(c.cost_usd, Some(1.5));
+        assert_eq!(
+            tokens(10, 3).minus(&tokens(4, 5)),
+            tokens(6, 0),
+            "never below nothing"
+        );
+    }
+
+    #[test]
+    fn implausible_reports_are_named_and_believed_at_the_ceiling() {
+        assert_eq!(tokens(MAX_ANSWER_TOKENS, 7).implausible(), None);
+        let big = tokens(MAX_ANSWER_TOKENS + 1, 7);
+        assert_eq!(
+            big.implausible().as_deref(),
+            Some(
+                "implausible usage: 1000000001 input tokens reported (at most 1000000000 are \
+                 believed of one answer)"
+            )
+        );
+        assert_eq!(big.believed(), tokens(MAX_ANSWER_TOKENS, 7));
+        let negative = Usage {
+            cost_usd: Some(-5.0),
+            ..tokens(1, 1)
+        };
+        assert!(negative.implausible().unwrap().contains("a cost of -5 USD"));
+        assert_eq!(negative.believed(), tokens(1, 1));
+        assert_eq!(super::api::count(&serde_json::json!(-1)), u64::MAX);
+        assert_eq!(super::api::count(&serde_json::json!(2.5)), u64::MAX);
+        assert_eq!(super::api::count(&serde_json::json!("12")), 0);
+        assert_eq!(super::api::count(&serde_json::json!(12)), 12);
+    }
+
+    #[test]
+    fn a_stop_after_the_calls_stops_all_but_a_call_under_way() {
+        let root = Stop::default();
+        let child = root.child();
+        root.set_after_calls();
+        assert!(child.is_set() && !child.interrupts_calls());
+        child.set();
+        assert!(child.interrupts_calls() && !root.interrupts_calls());
+    }
+}
