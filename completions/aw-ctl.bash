@@ -155,16 +155,17 @@ _aw_ctl() {
         vote/*) opts+=' --reason --as --json' ;;
         cancel/*) opts+=' --as --json' ;;
         mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
-        ps/* | runs/*) opts+=' --json' ;;
+        ps/* | runs/* | budget/*) opts+=' --json' ;;
         stop/*) opts+=' --all' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps stop runs) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps stop runs budget) ;;
     1/rm/ | 1/ack/ | 1/status/ | 1/runs/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/stop/) _aw_reply < <(_aw_targets "$root" "$inst") ;;
+    1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/propose/) _aw_reply < <(printf '%s\n' election decision approval assignment) ;;
     1/mcp-config/) _aw_reply < <(_aw_agents "$root" "$inst" | sed "s/\$/@$inst/") ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;

@@ -47,16 +47,21 @@ Options:
       --poll SECS      poll the channel every SECS seconds instead of watching it
       --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
                        with --keep, counted since the workflow was last quiet
+      --max-rate N/DUR with --keep, pause an agent that ran N times within DUR on
+                       other agents' messages alone, until someone else writes to
+                       it (default 20/60s; off to turn it off)
       --timeout DUR    bound on the whole workflow
       --retries N      attempts per run (default 3)
       --backoff DUR    wait before the second attempt, doubled after (default 1s)
       --cooldown DUR   after a run failed for good, wait before trying its messages
                        again unless something new arrives (default 60s)
-      --budget-usd USD stop every agent once the runs cost more than USD dollars
-                       (instead of the file's budget.usd)
+      --budget-usd USD stop every agent once the instance's runs cost more than USD
+                       dollars (instead of the file's budget.usd; counted across
+                       runs until aw-ctl budget reset)
       --budget-tokens N
-                       stop every agent once the runs used more than N input and
-                       output tokens (instead of the file's budget.tokens)
+                       stop every agent once the instance's runs used more than N
+                       input and output tokens (instead of the file's
+                       budget.tokens; counted the same way)
   -q, --quiet          print no entries, and no run events or summary on stderr
       --json           print entries, run events and the summary as JSON Lines
                        (with -q: the run events and the summary)
@@ -118,6 +123,7 @@ fn parse() -> Result<Parsed> {
             },
             cooldown: Duration::from_secs(60),
             budget: Default::default(),
+            rate: Some(crate::run::controller::DEFAULT_RATE),
             keep: false,
             quiet: false,
             json: false,
@@ -162,6 +168,11 @@ fn parse() -> Result<Parsed> {
                 if a.opts.max_runs == 0 {
                     return Err(Error::Usage("--max-runs: must be at least 1".into()));
                 }
+            }
+            Long("max-rate") => {
+                let v = cli::string(&mut p, "--max-rate")?;
+                a.opts.rate = crate::run::controller::Rate::parse(&v)
+                    .map_err(|why| Error::Usage(format!("--max-rate '{v}': {why}")))?;
             }
             Long("timeout") => a.opts.timeout = Some(duration(&mut p, "--timeout")?),
             Long("retries") => {

@@ -35,7 +35,46 @@ pub struct Shared {
     pub stop: Stop,
     /// What the whole workflow may spend.
     pub budget: Budget,
+    /// The loop guard's rate limit (keep mode), when on.
+    pub rate: Option<Rate>,
 }
+
+/// The loop guard's limit on the runs of one agent that only other agents' messages
+/// started: at most `runs` within any `window`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub runs: u32,
+    pub window: Duration,
+}
+
+impl Rate {
+    /// `N/DURATION` (`20/60s`), or `off` (`None`).
+    pub fn parse(v: &str) -> std::result::Result<Option<Rate>, String> {
+        if v == "off" {
+            return Ok(None);
+        }
+        let (n, d) = v
+            .split_once('/')
+            .ok_or("expected RUNS/DURATION (such as 20/60s) or off")?;
+        let runs: u32 = n
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or("the runs must be a whole number of at least 1")?;
+        let window = super::parse_duration(d)?;
+        if window.is_zero() {
+            return Err("the duration must be above 0".into());
+        }
+        Ok(Some(Rate { runs, window }))
+    }
+}
+
+/// The loop guard's rate limit by default: 20 runs per agent within any 60 s, counting
+/// only the runs that messages from other agents served by the same aw-run started.
+pub const DEFAULT_RATE: Rate = Rate {
+    runs: 20,
+    window: Duration::from_secs(60),
+};
 
 #[derive(Default)]
 pub struct State {
@@ -48,6 +87,11 @@ pub struct State {
     pub agents: BTreeMap<String, AgentState>,
     /// The budget that stopped the run, as a reason.
     pub over_budget: Option<String>,
+    /// What the instance's ledger (see [`super::ledger`]) counts besides the runs of this
+    /// process: earlier runs, other servers. Refreshed whenever the ledger is read.
+    pub outside: Usage,
+    /// The same, per agent.
+    pub outside_agents: BTreeMap<String, Usage>,
 }
 
 /// A controller's state as the runner sees it.
@@ -74,6 +118,13 @@ pub struct AgentState {
     pub cap: u64,
     /// A worker closed with `close_agent`: its controller has ended.
     pub closed: bool,
+    /// What the run under way has spent so far, as its backend last told.
+    pub running: Usage,
+    /// When its latest runs started on other agents' messages alone (the loop guard's
+    /// rate window).
+    pub recent: std::collections::VecDeque<Instant>,
+    /// The loop guard paused it until a message from outside the agents served here.
+    pub paused: bool,
 }
 
 impl Shared {
@@ -104,6 +155,42 @@ impl Shared {
         self.lock().stopping = true;
         self.cv.notify_all();
     }
+
+    /// Stop every controller, letting a model call under way end and be counted (a
+    /// budget's stop).
+    pub fn stop_all_after_calls(&self) {
+        self.stop.set_after_calls();
+        self.lock().stopping = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Are `msgs` all from agents served here other than `agent` (a run on them may be a loop)?
+fn from_agents(st: &State, agent: &str, msgs: &[inbox::InboxMessage]) -> bool {
+    msgs.iter()
+        .all(|m| m.entry.from != agent && st.agents.contains_key(&m.entry.from))
+}
+
+/// Take the ledger's figures `l` as what is spent outside this process: the ledger less
+/// what this process's runs have spent (they are in it once written).
+fn absorb(st: &mut State, l: &super::ledger::Ledger) {
+    let mut ours = Usage::default();
+    for a in st.agents.values() {
+        ours.add(&a.usage);
+    }
+    st.outside = l.spent.minus(&ours);
+    st.outside_agents = l
+        .agents
+        .iter()
+        .map(|(n, u)| {
+            let mine = st
+                .agents
+                .get(n)
+                .map(|a| a.usage.clone())
+                .unwrap_or_default();
+            (n.clone(), u.minus(&mine))
+        })
+        .collect();
 }
 
 /// One agent's state, locked.
@@ -201,10 +288,14 @@ impl Controller {
         // cooldown ends.
         let mut failed_upto = 0;
         let mut cooldown_end: Option<Instant> = None;
+        // The loop guard paused it (its messages wait for one from outside).
+        let mut paused = false;
         shared.agent(&self.agent).cap = self.max_runs;
         loop {
             if !recheck {
-                let waiting = if failed_upto > 0 {
+                let waiting = if paused {
+                    ControllerState::Paused
+                } else if failed_upto > 0 {
                     ControllerState::Cooldown
                 } else {
                     ControllerState::Idle
@@ -280,12 +371,27 @@ impl Controller {
             }
             let run = {
                 let mut st = shared.lock();
+                if let Some(rate) = shared.rate
+                    && let Some(why) = self.rate_guard(&mut st, rate, &msgs)
+                {
+                    drop(st);
+                    // Its messages wait for a message from outside.
+                    failed_upto = last;
+                    cooldown_end = None;
+                    paused = true;
+                    self.publish(ControllerState::Paused);
+                    if let Some(why) = why {
+                        self.announce_pause(&why);
+                    }
+                    continue;
+                }
                 let a = st.agents.entry(self.agent.clone()).or_default();
                 if a.runs >= self.max_runs {
                     a.capped = true;
                     continue;
                 }
                 a.capped = false;
+                paused = false;
                 a.runs += 1;
                 a.total += 1;
                 a.total
@@ -311,9 +417,75 @@ impl Controller {
         }
     }
 
-    /// Count what a run spent, then check the budgets.
+    /// The loop guard's rate check before a run on `msgs`: `None` when the run may go;
+    /// `Some` when the agent is paused, with the reason when it was paused just now.
+    ///
+    /// Only runs that messages from other agents served here started count: a message
+    /// from anyone else (a user, the kickoff) is no loop, and it ends a pause.
+    fn rate_guard(
+        &self,
+        st: &mut State,
+        rate: Rate,
+        msgs: &[inbox::InboxMessage],
+    ) -> Option<Option<String>> {
+        let from_agents = from_agents(st, &self.agent, msgs);
+        let a = st.agents.entry(self.agent.clone()).or_default();
+        if !from_agents {
+            a.paused = false;
+            return None;
+        }
+        if a.paused {
+            return Some(None);
+        }
+        let now = Instant::now();
+        while a
+            .recent
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= rate.window)
+        {
+            a.recent.pop_front();
+        }
+        if a.recent.len() < rate.runs as usize {
+            a.recent.push_back(now);
+            return None;
+        }
+        a.paused = true;
+        a.recent.clear();
+        Some(Some(format!(
+            "loop guard: {} ran {} times within {} s on other agents' messages alone; \
+             paused until a message from someone else (theirs are left unread)",
+            self.agent,
+            rate.runs,
+            rate.window.as_secs_f64()
+        )))
+    }
+
+    /// Say on stderr and on the channel that the loop guard paused this agent.
+    fn announce_pause(&self, why: &str) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
+        if let Err(e) = post::post(&self.inst, "system", why, &PostOptions::default()) {
+            crate::cli::warn("aw-run", format!("cannot post the pause: {e}"));
+        }
+    }
+
+    /// Count what a run spent (in the instance's ledger too), then check the budgets.
     fn spend(&self, shared: &Shared, u: &Usage) {
-        shared.agent(&self.agent).usage.add(u);
+        {
+            // Under the lock, so that the ledger and this process's figures agree.
+            let mut st = shared.lock();
+            let written = super::ledger::add(&self.inst, &self.agent, u);
+            let a = st.agents.entry(self.agent.clone()).or_default();
+            a.usage.add(u);
+            a.running = Usage::default();
+            match written {
+                Ok(l) => absorb(&mut st, &l),
+                Err(e) => crate::cli::warn(
+                    "aw-run",
+                    format!("{}: spending not recorded in the instance: {e}", self.agent),
+                ),
+            }
+        }
         self.check_budgets(shared);
     }
 
@@ -321,9 +493,14 @@ impl Controller {
     /// stop every controller (a running backend is killed; its messages stay unread). `true`
     /// when a budget stopped the run.
     fn check_budgets(&self, shared: &Shared) -> bool {
+        // What other servers of the instance spent meanwhile.
+        let ledger = super::ledger::load(&self.inst).ok();
         let mut st = shared.lock();
         if st.over_budget.is_some() {
             return true;
+        }
+        if let Some(l) = &ledger {
+            absorb(&mut st, l);
         }
         let Some(why) = exceeded(&st, shared, &self.agent, &self.budget, &Usage::default()) else {
             return false;
@@ -334,7 +511,8 @@ impl Controller {
         if let Err(e) = post::post(&self.inst, "system", &text, &PostOptions::default()) {
             crate::cli::warn("aw-run", format!("cannot post the budget stop: {e}"));
         }
-        shared.stop_all();
+        // The answers of the calls under way still come, and are counted.
+        shared.stop_all_after_calls();
         true
     }
 
@@ -437,6 +615,12 @@ impl Controller {
             let mut out = self.backend.run(&ctx);
             // A reason may quote what a service sent back, a key among it.
             out.reason = out.reason.map(|r| redact(&r, &self.secrets));
+            if let Some(why) = out.usage.as_ref().and_then(Usage::implausible) {
+                // Not believed: the answer fails, its counts taken at the ceiling.
+                out.status = Status::Failed;
+                out.reason = Some(why);
+                out.usage = out.usage.map(|u| u.believed());
+            }
             out.usage = out.usage.map(|u| priced(&u, price));
             let mut replies: Vec<u64> = channel
                 .read_since(before)
@@ -475,8 +659,9 @@ impl Controller {
             if !ok {
                 shared.agent(&self.agent).failures += 1;
             }
-            if let Some(u) = &out.usage {
-                self.spend(shared, u);
+            match &out.usage {
+                Some(u) => self.spend(shared, u),
+                None => shared.agent(&self.agent).running = Usage::default(),
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
             ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || self.stop.is_set());
@@ -555,15 +740,23 @@ fn priced(usage: &Usage, price: Option<&Price>) -> Usage {
 }
 
 /// What `agent` and what everyone has spent, with `partial` (a running run's usage so far)
-/// added to both.
+/// added to both: the runs of this process, those under way of the other agents, and what
+/// the instance's ledger counts besides.
 fn spent(st: &State, agent: &str, partial: &Usage) -> (Usage, Usage) {
     let mut own = partial.clone();
     if let Some(a) = st.agents.get(agent) {
         own.add(&a.usage);
     }
+    if let Some(u) = st.outside_agents.get(agent) {
+        own.add(u);
+    }
     let mut all = partial.clone();
-    for a in st.agents.values() {
+    all.add(&st.outside);
+    for (name, a) in &st.agents {
         all.add(&a.usage);
+        if name != agent {
+            all.add(&a.running);
+        }
     }
     (own, all)
 }
@@ -592,11 +785,14 @@ fn over_budget(
     price: Option<&Price>,
     partial: &Usage,
 ) -> Option<String> {
-    let st = shared.lock();
+    let mut st = shared.lock();
+    let partial = priced(partial, price);
+    // Seen by the other agents' checks while the run goes on.
+    st.agents.entry(agent.to_string()).or_default().running = partial.clone();
     if let Some(why) = &st.over_budget {
         return Some(why.clone());
     }
-    exceeded(&st, shared, agent, budget, &priced(partial, price))
+    exceeded(&st, shared, agent, budget, &partial)
 }
 
 /// What the USD budgets leave for a run of `agent`: the smaller of what the workflow's and
@@ -716,6 +912,21 @@ mod tests {
             over_budget(&shared, "bob", &Budget::default(), None, &usage(0, 0, None)).as_deref(),
             Some("budget: stopped")
         );
+    }
+
+    #[test]
+    fn rates_parse_or_say_what_is_wrong() {
+        assert_eq!(
+            Rate::parse("20/60s"),
+            Ok(Some(Rate {
+                runs: 20,
+                window: Duration::from_secs(60)
+            }))
+        );
+        assert_eq!(Rate::parse("off"), Ok(None));
+        for bad in ["20", "0/60s", "x/60s", "5/0s", "5/soon"] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

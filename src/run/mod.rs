@@ -15,6 +15,7 @@
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
 //! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
 //! | `serve`       | the serving locks and controller states under `_state/serve/`, read by `aw-ctl ps` and `stop` |
+//! | `ledger`      | what an instance has spent across runs, and its workflow budget, in `_state/budget.json` |
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
@@ -28,6 +29,7 @@ pub mod expr;
 pub mod guard;
 pub mod interpolate;
 pub mod iter;
+pub mod ledger;
 pub mod models;
 pub mod pipeline;
 pub mod prompt;

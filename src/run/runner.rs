@@ -55,8 +55,11 @@ pub struct Options {
     pub keep: bool,
     pub quiet: bool,
     pub json: bool,
-    /// What the whole workflow may spend.
+    /// What the whole workflow may spend (else the instance's recorded budget, see
+    /// [`super::ledger`]).
     pub budget: super::backend::Budget,
+    /// The loop guard's rate limit in keep mode (`None`: off).
+    pub rate: Option<super::controller::Rate>,
     /// Told (one byte) once the agents are served and the kickoff posted.
     pub ready: Option<Arc<std::fs::File>>,
     /// Run the workflow's one agent on its kickoff over many iterations (`--iter`).
@@ -407,6 +410,9 @@ struct Serving {
     trusted: BTreeMap<String, Trusted>,
     /// Workers refused at the start (and said so).
     refused: std::collections::BTreeSet<String>,
+    /// Workers served here whose spawner another aw-run served when this one started,
+    /// with that spawner: each is served only as long as its spawner is.
+    tethers: Vec<(String, String)>,
 }
 
 /// What a server knows of an agent it serves from a trusted source, never from the registry
@@ -758,6 +764,7 @@ pub fn run(
         pricing: wf.pricing.clone(),
         trusted: BTreeMap::new(),
         refused: Default::default(),
+        tethers: Vec::new(),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -1021,6 +1028,14 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     }
     let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
     let locks = serve::take(inst, &names)?;
+    // A worker whose workflow serves its spawner elsewhere ends with that workflow.
+    let tethers = chosen
+        .iter()
+        .filter_map(|a| Some((a.name.clone(), a.spawned_by.clone()?)))
+        .filter(|(_, spawner)| {
+            !names.contains(&spawner.as_str()) && serve::is_served(inst, spawner)
+        })
+        .collect();
     let serving = Serving {
         inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
@@ -1031,6 +1046,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         pricing: Pricing::default(),
         trusted,
         refused,
+        tethers,
     };
     let controllers = chosen
         .into_iter()
@@ -1227,12 +1243,24 @@ fn drive(
     sigs.add(Signal::SIGTERM);
     pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&sigs), None)
         .map_err(|e| Error::io("<signals>", e.into()))?;
+    // The instance's budget: this run's, recorded, else the one recorded before; spending
+    // counts from what the instance spent before.
+    let (budget, ledger) = super::ledger::apply(inst, opts.budget)?;
+    if let Some(why) = budget.exceeded(&ledger.spent) {
+        return Err(Error::No(why).hint(
+            "the instance's spending counts across runs: see aw-ctl budget; aw-ctl budget reset \
+             starts counting again",
+        ));
+    }
     let shared = Arc::new(Shared {
-        budget: opts.budget,
+        budget,
+        rate: opts.rate.filter(|_| opts.keep),
         ..Shared::default()
     });
     {
         let mut st = shared.lock();
+        st.outside = ledger.spent.clone();
+        st.outside_agents = ledger.agents.clone();
         st.generation = 1;
         for c in &mut controllers {
             st.agents.entry(c.agent.clone()).or_default();
@@ -1311,6 +1339,7 @@ fn drive(
     }
     // Workers registered before this server started.
     adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
+    let tethered = tether(&serving, &shared, &adopter);
     let t0 = Instant::now();
     let mut outcome = None;
     let (code, reason) = match start.begin(inst, &shared) {
@@ -1366,15 +1395,30 @@ fn drive(
         }
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };
-    shared.stop_all();
+    if shared.lock().over_budget.is_some() {
+        // The answers of model calls under way still come and are counted.
+        shared.stop_all_after_calls();
+    } else {
+        shared.stop_all();
+    }
     waker.wake();
     let adopted = std::mem::take(&mut adopter.lock().unwrap_or_else(|e| e.into_inner()).handles);
     for h in handles.into_iter().chain(adopted) {
         let _ = h.join();
     }
     let _ = watching.join();
+    if let Some(t) = tethered {
+        let _ = t.join();
+    }
     summary(&shared, opts, has_tasks);
     if let Some(why) = shared.lock().over_budget.clone() {
+        return Err(Error::No(why));
+    }
+    // What other servers of the instance (a worker's) spent counts too.
+    if let Some(why) = super::ledger::load(inst)
+        .ok()
+        .and_then(|l| shared.budget.exceeded(&l.spent))
+    {
         return Err(Error::No(why));
     }
     match *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) {
@@ -1389,6 +1433,50 @@ fn drive(
         o.redacted(&secrets).print(opts.json, t0.elapsed());
     }
     Ok(code)
+}
+
+/// How often a server of tethered workers looks whether their spawners are still served.
+const TETHER_LOOK: Duration = Duration::from_millis(200);
+
+/// Stop serving each tethered worker (see [`Serving::tethers`]) once its spawner is no
+/// longer served: the thread that watches, when there are any.
+fn tether(
+    serving: &Arc<Serving>,
+    shared: &Arc<Shared>,
+    adopter: &Arc<Mutex<Adopter>>,
+) -> Option<std::thread::JoinHandle<()>> {
+    if serving.tethers.is_empty() {
+        return None;
+    }
+    let (serving, shared, adopter) = (serving.clone(), shared.clone(), adopter.clone());
+    Some(std::thread::spawn(move || {
+        let mut left = serving.tethers.clone();
+        while !left.is_empty() {
+            {
+                let st = shared.lock();
+                if st.stopping {
+                    return;
+                }
+                let _ = shared.cv.wait_timeout(st, TETHER_LOOK);
+            }
+            left.retain(|(worker, spawner)| {
+                if serve::is_served(&serving.inst, spawner) {
+                    return true;
+                }
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "aw-run: {worker}: {spawner}, its spawner, is no longer served; so \
+                     neither is {worker}"
+                );
+                let ad = adopter.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(stop) = ad.workers.get(worker) {
+                    stop.set();
+                }
+                shared.cv.notify_all();
+                false
+            });
+        }
+    }))
 }
 
 /// Prints the channel's new entries: lines on stdout, or JSON Lines with `--json`.
@@ -1581,7 +1669,7 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
         }
         if a.capped {
             capped.push(name.as_str());
-        } else if a.failed {
+        } else if a.failed || a.paused {
             failed.push(name.as_str());
         } else {
             return Verdict::Missed;

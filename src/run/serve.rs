@@ -29,6 +29,9 @@ crate::keyword_enum! {
         Running = "running",
         /// Its last run failed for good; it waits for new activity or the end of the cooldown.
         Cooldown = "cooldown",
+        /// The loop guard paused it: it ran too often on other agents' messages, and waits
+        /// for a message from outside them.
+        Paused = "paused",
         /// Its server is finishing.
         Stopped = "stopped",
     }

@@ -3,6 +3,7 @@
 //! parses the command line and dispatches.
 
 mod agents;
+mod budget;
 mod docs;
 mod mcp_config;
 mod runs;
@@ -51,6 +52,8 @@ Commands:
                          ask the aw-run serving them to finish (SIGTERM); wait up to 10 s
   runs [AGENT] [--json]  the transcripts of the agents' runs
   runs AGENT N [--json]  show transcript N of AGENT
+  budget [--json]        what the instance spent across runs of aw-run, and its budget
+  budget reset [--json]  start counting the instance's spending again from nothing
   (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
 
 Options:
@@ -205,6 +208,13 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["runs"] => runs::runs(out, &a, None, None),
         ["runs", agent] => runs::runs(out, &a, Some(agent), None),
         ["runs", agent, n] => runs::runs(out, &a, Some(agent), Some(n)),
+        ["budget"] => budget::show(out, &a),
+        ["budget", "reset"] => budget::reset(out, &a),
+        ["budget", other] => Err(Error::Usage(format!(
+            "budget: unknown subcommand '{}'",
+            names::sanitize(other)
+        ))
+        .hint("aw-ctl budget [reset]")),
         [] => Err(Error::Usage("no command".into()).hint("see aw-ctl --help")),
         [cmd, ..]
             if [
@@ -221,6 +231,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 "ps",
                 "stop",
                 "runs",
+                "budget",
             ]
             .contains(cmd) =>
         {

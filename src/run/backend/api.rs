@@ -349,7 +349,8 @@ impl<D: Dialect> Api<D> {
                     break;
                 }
             };
-            usage.add(&turn.usage);
+            let implausible = turn.usage.implausible();
+            usage.add(&turn.usage.believed());
             let mut record = json!({
                 "step": step,
                 "finish": finish_name(&turn.finish),
@@ -359,6 +360,13 @@ impl<D: Dialect> Api<D> {
                 record["text"] = json!(turn.text);
             }
             messages.push(turn.message.clone());
+            if let Some(why) = implausible {
+                log_line(&mut log, &record);
+                // Counted (at the ceiling), so that a budget trips on it.
+                let _ = (ctx.over_budget)(&usage);
+                end(&mut out, Status::Failed, why);
+                break;
+            }
             if let Some(why) = (ctx.over_budget)(&usage) {
                 log_line(&mut log, &record);
                 end(&mut out, Status::Killed, why);
@@ -456,9 +464,14 @@ fn finish_name(f: &Finish) -> &str {
     }
 }
 
-/// A count from a usage object: a missing or odd value counts 0.
+/// A count from a usage object: a missing or non-numeric value counts 0; a number that is
+/// not a whole count of at most `u64::MAX` (negative, fractional, too large) counts
+/// `u64::MAX`, which [`Usage::implausible`] then refuses.
 pub fn count(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
+    match v {
+        Value::Number(n) => n.as_u64().unwrap_or(u64::MAX),
+        _ => 0,
+    }
 }
 
 /// Parse an answer's `body` into `T`, whose fields are the ones used: what else it holds is

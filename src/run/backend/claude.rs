@@ -211,7 +211,7 @@ fn keep_result_line(c: &mut Capture, raw: &[u8]) {
 
 fn usage(r: &Value) -> Usage {
     let u = &r["usage"];
-    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let n = |k: &str| super::api::count(&u[k]);
     Usage {
         input_tokens: n("input_tokens"),
         output_tokens: n("output_tokens"),

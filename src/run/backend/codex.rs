@@ -135,11 +135,14 @@ impl LineReader for Events {
 /// Codex counts cached input inside `input_tokens`; [`Usage`] keeps them apart, so that
 /// each is priced once.
 fn add_usage(u: &mut Usage, v: &Value) {
-    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    let n = |k: &str| super::api::count(&v[k]);
     let cached = n("cached_input_tokens");
-    u.input_tokens += n("input_tokens").saturating_sub(cached);
-    u.output_tokens += n("output_tokens");
-    u.cache_read_tokens += cached;
+    u.add(&Usage {
+        input_tokens: n("input_tokens").saturating_sub(cached),
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: cached,
+        ..Usage::default()
+    });
 }
 
 fn message(v: &Value) -> String {

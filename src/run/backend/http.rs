@@ -231,7 +231,7 @@ impl Client {
                         other => other,
                     };
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) if stop.is_set() => {
+                Err(mpsc::RecvTimeoutError::Timeout) if stop.interrupts_calls() => {
                     return give_up(Attempt::Stopped, worker);
                 }
                 Err(mpsc::RecvTimeoutError::Timeout)

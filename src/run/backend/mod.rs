@@ -32,19 +32,44 @@ pub const MAX_CAPTURE: usize = 64 * 1024;
 
 /// A flag that asks every running backend to stop. A [`child`](Stop::child) is set when
 /// its parent is, and can be set alone (one controller of many).
+///
+/// A stop [after the calls](Stop::set_after_calls) (a budget's) stops everything but a
+/// model call already waiting for its answer: that answer is read and counted first, for
+/// at most [`CALL_GRACE`].
 #[derive(Clone, Default)]
 pub struct Stop {
     flag: Arc<AtomicBool>,
     parent: Option<Arc<AtomicBool>>,
+    /// When a stop after the calls was asked; shared by a stop and its children.
+    after_calls: Arc<std::sync::OnceLock<std::time::Instant>>,
 }
+
+/// How long a stop [after the calls](Stop::set_after_calls) waits for the answer of a
+/// model call under way before abandoning it.
+pub const CALL_GRACE: Duration = Duration::from_secs(60);
 
 impl Stop {
     pub fn set(&self) {
         self.flag.store(true, Ordering::SeqCst);
     }
 
+    /// Stop, letting the model calls under way end first (set on a root stop, it applies
+    /// to its children).
+    pub fn set_after_calls(&self) {
+        let _ = self.after_calls.set(std::time::Instant::now());
+    }
+
     pub fn is_set(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
+        self.after_calls.get().is_some() || self.interrupts_calls()
+    }
+
+    /// Is a model call under way to be abandoned: a stop that is not one
+    /// [after the calls](Stop::set_after_calls), or one asked [`CALL_GRACE`] ago?
+    pub fn interrupts_calls(&self) -> bool {
+        self.after_calls
+            .get()
+            .is_some_and(|t| t.elapsed() >= CALL_GRACE)
+            || self.flag.load(Ordering::SeqCst)
             || self
                 .parent
                 .as_ref()
@@ -56,6 +81,7 @@ impl Stop {
         Stop {
             flag: Arc::default(),
             parent: Some(self.flag.clone()),
+            after_calls: self.after_calls.clone(),
         }
     }
 
@@ -142,23 +168,89 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
+/// Most tokens of one kind (input, output, cache reads, cache writes) one answer may report:
+/// a model call's answer, or a CLI run's report of its calls. A higher count (or a count that
+/// is not a whole number, such as a negative one) is not believed: the answer fails, and the
+/// count is taken as this ceiling, so that a budget trips rather than overflows.
+pub const MAX_ANSWER_TOKENS: u64 = 1_000_000_000;
+
 impl Usage {
-    /// Add `other`; a cost stays known when either side knows one.
+    /// Add `other`, saturating at `u64::MAX`; a cost stays known when either side knows
+    /// one (a cost that is not a finite number of at least 0 adds nothing).
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(other.cache_write_tokens);
+        let sane = |c: Option<f64>| c.filter(|c| c.is_finite() && *c >= 0.0).unwrap_or(0.0);
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            (a, b) => Some(sane(a) + sane(b)),
         };
     }
 
     /// The tokens a token budget counts: input and output (cache reads and writes are
-    /// priced apart and left out).
+    /// priced apart and left out), saturating.
     pub fn tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
+    }
+
+    /// Why this usage, as one answer reported it, cannot be believed: a count above
+    /// [`MAX_ANSWER_TOKENS`], or a cost that is negative, not a number or infinite.
+    pub fn implausible(&self) -> Option<String> {
+        let counts = [
+            ("input", self.input_tokens),
+            ("output", self.output_tokens),
+            ("cache read", self.cache_read_tokens),
+            ("cache write", self.cache_write_tokens),
+        ];
+        if let Some((kind, n)) = counts.iter().find(|(_, n)| *n > MAX_ANSWER_TOKENS) {
+            return Some(format!(
+                "implausible usage: {n} {kind} tokens reported (at most {MAX_ANSWER_TOKENS} \
+                 are believed of one answer)"
+            ));
+        }
+        match self.cost_usd {
+            Some(c) if !c.is_finite() || c < 0.0 => Some(format!(
+                "implausible usage: a cost of {c} USD reported (a cost is a finite number of at \
+                 least 0)"
+            )),
+            _ => None,
+        }
+    }
+
+    /// This less `other`, never below nothing (a cost stays unknown when this one is).
+    pub fn minus(&self, other: &Usage) -> Usage {
+        Usage {
+            input_tokens: self.input_tokens.saturating_sub(other.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(other.output_tokens),
+            cache_read_tokens: self
+                .cache_read_tokens
+                .saturating_sub(other.cache_read_tokens),
+            cache_write_tokens: self
+                .cache_write_tokens
+                .saturating_sub(other.cache_write_tokens),
+            cost_usd: self
+                .cost_usd
+                .map(|c| (c - other.cost_usd.unwrap_or(0.0)).max(0.0)),
+        }
+    }
+
+    /// What is counted of an implausible report: each count at most [`MAX_ANSWER_TOKENS`],
+    /// and a cost that is not a finite number of at least 0 unknown.
+    pub fn believed(&self) -> Usage {
+        let cap = |n: u64| n.min(MAX_ANSWER_TOKENS);
+        Usage {
+            input_tokens: cap(self.input_tokens),
+            output_tokens: cap(self.output_tokens),
+            cache_read_tokens: cap(self.cache_read_tokens),
+            cache_write_tokens: cap(self.cache_write_tokens),
+            cost_usd: self.cost_usd.filter(|c| c.is_finite() && *c >= 0.0),
+        }
     }
 }
 
@@ -279,4 +371,75 @@ pub fn sibling(name: &str) -> PathBuf {
         .and_then(|p| p.parent().map(|d| d.join(name)))
         .filter(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(input: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn sums_saturate_and_bad_costs_add_nothing() {
+        let mut u = tokens(u64::MAX, 1);
+        assert_eq!(u.tokens(), u64::MAX);
+        u.add(&tokens(5, u64::MAX));
+        assert_eq!((u.input_tokens, u.output_tokens), (u64::MAX, u64::MAX));
+        let mut c = Usage {
+            cost_usd: Some(1.5),
+            ..Usage::default()
+        };
+        for bad in [-5.0, f64::NAN, f64::INFINITY] {
+            c.add(&Usage {
+                cost_usd: Some(bad),
+                ..Usage::default()
+            });
+        }
+        assert_eq!(c.cost_usd, Some(1.5));
+        assert_eq!(
+            tokens(10, 3).minus(&tokens(4, 5)),
+            tokens(6, 0),
+            "never below nothing"
+        );
+    }
+
+    #[test]
+    fn implausible_reports_are_named_and_believed_at_the_ceiling() {
+        assert_eq!(tokens(MAX_ANSWER_TOKENS, 7).implausible(), None);
+        let big = tokens(MAX_ANSWER_TOKENS + 1, 7);
+        assert_eq!(
+            big.implausible().as_deref(),
+            Some(
+                "implausible usage: 1000000001 input tokens reported (at most 1000000000 are \
+                 believed of one answer)"
+            )
+        );
+        assert_eq!(big.believed(), tokens(MAX_ANSWER_TOKENS, 7));
+        let negative = Usage {
+            cost_usd: Some(-5.0),
+            ..tokens(1, 1)
+        };
+        assert!(negative.implausible().unwrap().contains("a cost of -5 USD"));
+        assert_eq!(negative.believed(), tokens(1, 1));
+        assert_eq!(super::api::count(&serde_json::json!(-1)), u64::MAX);
+        assert_eq!(super::api::count(&serde_json::json!(2.5)), u64::MAX);
+        assert_eq!(super::api::count(&serde_json::json!("12")), 0);
+        assert_eq!(super::api::count(&serde_json::json!(12)), 12);
+    }
+
+    #[test]
+    fn a_stop_after_the_calls_stops_all_but_a_call_under_way() {
+        let root = Stop::default();
+        let child = root.child();
+        root.set_after_calls();
+        assert!(child.is_set() && !child.interrupts_calls());
+        child.set();
+        assert!(child.interrupts_calls() && !root.interrupts_calls());
+    }
 }
