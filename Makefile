@@ -29,9 +29,11 @@ build:
 	RUSTFLAGS="$$RUSTFLAGS -C target-feature=+crt-static" \
 		$(CARGO) build --release --bins --target $(HOST)
 
-# The whole test suite (what CI runs): the tests, then every fuzz target for a few seconds
-# so that the harness cannot rot (needs the nightly toolchain; see the README's FUZZING).
+# The whole test suite (what CI runs): what the tests need is installed first (or the run
+# stops naming it), then the tests, then every fuzz target for a few seconds so that the
+# harness cannot rot (needs the nightly toolchain; see the README's FUZZING).
 test:
+	sh scripts/test-deps.sh
 	$(CARGO) test --release
 	$(MAKE) fuzz-smoke
 

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Make sure everything the test suite needs is on this machine, or fail loudly.
+#
+#   sh scripts/test-deps.sh
+#
+# The suite needs: mandoc (man page lint), tmux (the live view is driven in a terminal),
+# GlusterFS with FUSE (the several-hosts tests mount a real volume twice), and the nightly
+# Rust toolchain (the fuzz smoke run). Missing Debian packages are installed when this runs as
+# root on a system with apt-get (one `apt-get update`, then `apt-get install -y`); the nightly
+# toolchain is installed with rustup. Anything still missing stops here with exit 69, naming
+# it: the suite never skips a test silently because a program is absent.
+set -eu
+
+missing=""
+need() { # need PROGRAM PACKAGE
+	command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
+}
+need mandoc mandoc
+need tmux tmux
+need glusterd glusterfs-server
+need gluster glusterfs-server
+need mount.glusterfs glusterfs-client
+need unshare util-linux
+
+if [ -n "$missing" ]; then
+	# shellcheck disable=SC2086
+	missing=$(printf '%s\n' $missing | sort -u | tr '\n' ' ')
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+		echo "test-deps: INSTALLING $missing" >&2
+		apt-get update -q >/dev/null
+		# shellcheck disable=SC2086
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing >/dev/null
+	else
+		echo "test-deps: missing packages: $missing" >&2
+		echo "test-deps: install them (as root: apt-get install -y $missing) and run again" >&2
+		exit 69
+	fi
+fi
+
+if [ ! -c /dev/fuse ]; then
+	echo "test-deps: /dev/fuse is missing: the several-hosts tests mount GlusterFS through FUSE" >&2
+	echo "test-deps: load the module (modprobe fuse) or give the container the device" >&2
+	exit 69
+fi
+
+if ! command -v rustup >/dev/null 2>&1; then
+	echo "test-deps: rustup is missing: the fuzz smoke run needs the nightly toolchain" >&2
+	exit 69
+fi
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+	echo "test-deps: INSTALLING the nightly toolchain for the fuzz targets" >&2
+	rustup toolchain install nightly --profile minimal
+fi
