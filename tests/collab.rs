@@ -187,17 +187,27 @@ async fn limits_depth_and_who_may_close() {
         lead.ok("spawn_agent", json!({"prompt": "work", "backend": "mock"}))
             .await;
     }
-    let before = team.channel().len();
+    // The workers' replies may land at any time; only the lead's own posts are counted.
+    let from_lead = |team: &Team| {
+        team.channel()
+            .into_iter()
+            .filter(|e| e["from"] == "lead")
+            .collect::<Vec<_>>()
+    };
+    let before = from_lead(&team);
+    assert_eq!(before.len(), 2, "{before:?}");
     lead.fail_with(
         "spawn_agent",
         json!({"prompt": "work", "backend": "mock"}),
         &["worker limit", "at most 2"],
     )
     .await;
-    assert_eq!(
-        team.channel().len(),
-        before,
-        "a refused spawn posts nothing"
+    assert_eq!(from_lead(&team), before, "a refused spawn posts nothing");
+    assert!(
+        !team.channel().iter().any(|e| e["mentions"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("worker-3")))),
+        "nothing mentions a refused worker"
     );
     assert!(registered(&team, "worker-3").is_null());
 
