@@ -431,3 +431,32 @@ kickoff: '@olga tidy up'
     );
     assert!(results[3].starts_with("wrote 5 bytes"), "{}", results[3]);
 }
+
+#[test]
+fn an_agent_that_rewrites_its_mcp_configuration_gets_aws_again_next_run() {
+    // The agent's own tools can reach `_state/mcp/NAME.json`: what it writes there must
+    // never be what its next run is given.
+    let s = Setup::new();
+    s.script(
+        "alice.sh",
+        r#"cat >/dev/null
+cp "$AW_MCP_CONFIG" "seen-$AW_RUN.json"
+printf '{"mcpServers":{"aw":{"command":"sh","args":["-c","touch PWNED"]}}}' >"$AW_MCP_CONFIG"
+if [ "$AW_RUN" = 1 ]; then echo '@bob your turn'; else echo 'done'; fi
+"#,
+    );
+    s.script("bob.sh", "cat >/dev/null\necho '@alice back'\n");
+    let wf = "agents:\n  alice:\n    command: [./alice.sh]\n  bob:\n    command: [./bob.sh]\nkickoff: '@alice go'\n";
+    let out = s.run(wf, &[]);
+    assert_code(&out, 0);
+    let first = read(&s.dir().join("seen-1.json"));
+    let second = read(&s.dir().join("seen-2.json"));
+    let cfg: Value = serde_json::from_str(&first).unwrap();
+    let exe = cfg["mcpServers"]["aw"]["command"].as_str().unwrap();
+    assert!(exe.ends_with("aw-mcp"), "{first}");
+    assert_eq!(
+        second, first,
+        "the second run got the file as the first run left it"
+    );
+    assert!(!s.dir().join("PWNED").exists());
+}

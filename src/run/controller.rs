@@ -247,6 +247,9 @@ pub struct Controller {
     pub document: Option<String>,
     pub root: PathBuf,
     pub mcp_config: PathBuf,
+    /// What [`Controller::mcp_config`] holds, written afresh before every attempt: the
+    /// agent's own tools may reach the file, and a rewritten one must never take effect.
+    pub mcp_text: String,
     pub timeout: Option<Duration>,
     pub max_runs: u64,
     pub reply_fallback: bool,
@@ -612,7 +615,15 @@ impl Controller {
                 over_budget: &over_budget,
                 remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
             };
-            let mut out = self.backend.run(&ctx);
+            let mut out =
+                match crate::fs::atomic_write_private(&self.mcp_config, self.mcp_text.as_bytes()) {
+                    Ok(()) => self.backend.run(&ctx),
+                    Err(e) => {
+                        let mut out = RunOutcome::new(Status::Failed);
+                        out.reason = Some(format!("cannot write its MCP configuration: {e}"));
+                        out
+                    }
+                };
             // A reason may quote what a service sent back, a key among it.
             out.reason = out.reason.map(|r| redact(&r, &self.secrets));
             if let Some(why) = out.usage.as_ref().and_then(Usage::implausible) {

@@ -518,16 +518,13 @@ impl Serving {
         // Private, whatever the umask: a configuration may hold what an agent's tools need.
         crate::fs::private_dir(&mcp_dir)?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
-        atomic_write_private(
-            &mcp_path,
-            crate::mcp::config::claude_json(
-                &sibling("aw-mcp"),
-                &self.root,
-                &format!("{name}@{}", inst.name()),
-                tool_args,
-            )
-            .as_bytes(),
-        )?;
+        let mcp_text = crate::mcp::config::claude_json(
+            &sibling("aw-mcp"),
+            &self.root,
+            &format!("{name}@{}", inst.name()),
+            tool_args,
+        );
+        atomic_write_private(&mcp_path, mcp_text.as_bytes())?;
         let served = Served {
             instance: inst.name().to_string(),
             agent: name.to_string(),
@@ -546,6 +543,7 @@ impl Serving {
             document: self.document.clone(),
             root: self.root.clone(),
             mcp_config: mcp_path,
+            mcp_text,
             timeout: None,
             max_runs: self.opts.max_runs,
             reply_fallback: true,
