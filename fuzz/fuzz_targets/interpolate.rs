@@ -27,9 +27,8 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 /// Generate contexts nested in command substitutions and parameter expansions, and the
-/// statements that mislead a scanner that does not track them. Off while the scanner reads
-/// `$(...)`, backquotes, `$((...))` and `${...}` as plain text.
-const NESTED: bool = false;
+/// statements that mislead a scanner that does not track them.
+const NESTED: bool = true;
 
 /// Characters of hostile values: shell syntax, blanks, globs, quotes, non-ASCII.
 const ALPHABET: &[char] = &[
