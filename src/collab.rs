@@ -240,13 +240,20 @@ fn ensure_served(inst: &Instance, caller: &str, worker: &str) -> Result<(Option<
             pause = (pause * 2).min(MAX_PAUSE);
         }
     }
-    let pid = start_server(inst, worker)?;
+    let pid = start_server(inst, caller, worker)?;
     Ok((pid.or_else(|| server_of(inst, worker)), pid.is_some()))
 }
 
-/// Start `aw-run --serve --keep --detach WORKER`; its pid (`None` when another server took
-/// the worker first).
-fn start_server(inst: &Instance, worker: &str) -> Result<Option<u32>> {
+/// Start `aw-run --serve --keep --detach WORKER`, with the caps of the `aw-run` that serves
+/// `caller` (its budget is the instance's, kept in the ledger); its pid (`None` when another
+/// server took the worker first).
+fn start_server(inst: &Instance, caller: &str, worker: &str) -> Result<Option<u32>> {
+    let caps = serve::list(inst)
+        .into_iter()
+        .find(|s| s.agent == caller)
+        .and_then(|s| s.caps)
+        .map(|c| c.args())
+        .unwrap_or_default();
     let root = inst
         .dir()
         .parent()
@@ -257,7 +264,9 @@ fn start_server(inst: &Instance, worker: &str) -> Result<Option<u32>> {
     let out = Command::new(&exe)
         .arg("--root")
         .arg(&root)
-        .args(["-i", inst.name(), "--serve", "--keep", "--detach", worker])
+        .args(["-i", inst.name(), "--serve", "--keep", "--detach"])
+        .args(&caps)
+        .arg(worker)
         .env_remove(crate::run::runner::READY_FD)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -21,6 +21,11 @@ const KEY: &str = "sk-test-0123456789";
 /// aw-run -q --retries 1 on `wf` with `args`, the API URLs at `url`, fakes in `bin/` first
 /// in PATH.
 fn run(s: &Setup, wf: &str, url: &str, args: &[&str]) -> std::process::Output {
+    run_hang_guarded(command(s, wf, url, args))
+}
+
+/// The command [`run`] runs.
+fn command(s: &Setup, wf: &str, url: &str, args: &[&str]) -> std::process::Command {
     s.write("wf.yaml", wf);
     let mut all = vec!["-q", "--retries", "1"];
     all.extend_from_slice(args);
@@ -31,7 +36,7 @@ fn run(s: &Setup, wf: &str, url: &str, args: &[&str]) -> std::process::Output {
             "PATH",
             format!("{}:{}", s.dir().join("bin").display(), path_with_bins()),
         );
-    run_hang_guarded(c)
+    c
 }
 
 /// `aw-ctl budget [more] --json`.
@@ -546,6 +551,7 @@ fn a_worker_on_a_detached_server_stays_under_the_workflow_budget() {
     // At most one call of each agent past the budget.
     assert!(spent <= 3000 + 5000 + 20, "{b}");
     assert_eq!(b["agents"]["w1"]["tokens"], 5000, "{b}");
+    assert_lock_free(&s, "w1");
 }
 
 #[test]
@@ -563,6 +569,88 @@ fn a_detached_worker_server_ends_with_the_workflow_that_spawned_it() {
     assert!(
         log.contains("aw-run: w1: lead, its spawner, is no longer served; so neither is w1"),
         "{log}"
+    );
+}
+
+#[test]
+fn a_detached_worker_server_gets_the_workflows_caps_and_ends_with_it() {
+    // The lead waits 6 s in its last call: the detached server started for its worker after
+    // spawn_agent's 2 s is seen at work, then ends with the workflow.
+    let s = Setup::new();
+    let (url, _) = lead_and_worker(Duration::from_secs(6), Duration::from_millis(100), 10);
+    let wf = LEAD.replace("tokens: 3000", "tokens: 100000000");
+    let args = [
+        "--poll",
+        "4",
+        "--max-runs",
+        "7",
+        "--max-rate",
+        "5/30s",
+        "--retries",
+        "2",
+        "--backoff",
+        "0.5s",
+        "--cooldown",
+        "9s",
+        "--timeout",
+        "600s",
+    ];
+    let run = spawn(command(&s, &wf, &url, &args));
+    let record = s.root.inst_dir(INST).join("_state/serve/w1.json");
+    let mut served = Value::Null;
+    wait_for("the detached server to serve w1", || {
+        served = std::fs::read(&record)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        served["state"] == "running"
+    });
+    let pid = served["pid"].as_u64().unwrap() as u32;
+    assert_ne!(pid, run.id());
+    let caps = &served["caps"];
+    assert_eq!(caps["max_runs"], 7, "{served}");
+    assert_eq!(caps["max_rate"], "5/30.000s", "{served}");
+    assert_eq!(caps["retries"], 2, "{served}");
+    assert_eq!(caps["backoff"], 0.5, "{served}");
+    assert_eq!(caps["cooldown"], 9.0, "{served}");
+    // What is left of the workflow's 600 s, not a fresh 600 s.
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv: Vec<String> = cmdline
+        .split(|&b| b == 0)
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let at = argv
+        .iter()
+        .position(|a| a == "--timeout")
+        .expect("a --timeout");
+    let left: f64 = argv[at + 1].trim_end_matches('s').parse().unwrap();
+    assert!(left > 0.0 && left < 600.0, "{argv:?}");
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    let log = s.root.inst_dir(INST).join("_state/aw-run.log");
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    while alive(pid) {
+        assert!(
+            std::time::Instant::now() < end,
+            "the detached server did not end: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(ps(&s).is_empty());
+    assert_lock_free(&s, "w1");
+}
+
+/// The serving lock of `agent` is free: a server of it may start again.
+fn assert_lock_free(s: &Setup, agent: &str) {
+    let path = s
+        .root
+        .inst_dir(INST)
+        .join(format!("_state/serve/{agent}.lock"));
+    let lock = std::fs::File::open(path).unwrap();
+    assert!(
+        nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok(),
+        "the serving lock of {agent} is still held"
     );
 }
 

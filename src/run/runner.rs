@@ -413,6 +413,8 @@ struct Serving {
     /// Workers served here whose spawner another aw-run served when this one started,
     /// with that spawner: each is served only as long as its spawner is.
     tethers: Vec<(String, String)>,
+    /// The caps a detached server started for a worker is given.
+    caps: serve::Caps,
 }
 
 /// What a server knows of an agent it serves from a trusted source, never from the registry
@@ -533,6 +535,7 @@ impl Serving {
             runs: 0,
             workflow: self.workflow.clone(),
             started: self.started.clone(),
+            caps: Some(self.caps.clone()),
         };
         serve::write(inst, &served)?;
         Ok(Controller {
@@ -763,6 +766,7 @@ pub fn run(
         trusted: BTreeMap::new(),
         refused: Default::default(),
         tethers: Vec::new(),
+        caps: caps(opts),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -1045,6 +1049,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         trusted,
         refused,
         tethers,
+        caps: caps(opts),
     };
     let controllers = chosen
         .into_iter()
@@ -1057,6 +1062,18 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         .collect::<Result<Vec<_>>>()?;
     let before = Channel::new(inst).last_id().unwrap_or(0);
     drive(Arc::new(serving), controllers, before, Start::default())
+}
+
+/// The caps of a server run with `opts`, from now.
+fn caps(opts: &Options) -> serve::Caps {
+    serve::Caps::new(
+        opts.max_runs,
+        opts.rate.map(|r| (r.runs, r.window)),
+        opts.timeout,
+        opts.retry.attempts,
+        opts.retry.backoff,
+        opts.cooldown,
+    )
 }
 
 /// `aw-run --serve` needs an instance with registered agents.
@@ -1586,9 +1603,14 @@ fn wait_done(
                 for a in st.agents.values_mut() {
                     a.runs = 0;
                 }
-                // Until the next change, or the end of --timeout.
-                let idle =
-                    |s: &mut super::controller::State| s.generation == generation && !s.stopping;
+                // Until the next change, a controller closed (a worker let go, one whose
+                // spawner ended), or the end of --timeout.
+                let closed =
+                    |s: &super::controller::State| s.agents.values().filter(|a| a.closed).count();
+                let was_closed = closed(&st);
+                let idle = |s: &mut super::controller::State| {
+                    s.generation == generation && !s.stopping && closed(s) == was_closed
+                };
                 st = match left {
                     Some(l) => {
                         shared

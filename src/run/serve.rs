@@ -50,6 +50,83 @@ pub struct Served {
     pub workflow: Option<String>,
     /// When the server started.
     pub started: String,
+    /// The caps of the server, handed on to a detached server started for a worker this
+    /// agent spawns (absent in records of older servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caps: Option<Caps>,
+}
+
+/// The caps an `aw-run` serves its agents under, as a detached worker server is given them
+/// (`aw-run --serve --keep`, started by `spawn_agent`): the workflow's budget is shared
+/// through the instance's ledger, these through the command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Caps {
+    /// `--max-runs`.
+    pub max_runs: u64,
+    /// `--max-rate` as `N/SECSs`; `None`: off.
+    pub max_rate: Option<String>,
+    /// When the server's `--timeout` ends, in milliseconds since the Unix epoch.
+    pub timeout_at: Option<u64>,
+    /// `--retries`.
+    pub retries: u32,
+    /// `--backoff` and `--cooldown`, in seconds.
+    pub backoff: f64,
+    pub cooldown: f64,
+}
+
+/// A duration as `aw-run` reads one (`1.5s`), never zero.
+fn secs(d: Duration) -> String {
+    format!("{:.3}s", d.as_secs_f64().max(0.001))
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Caps {
+    /// The caps of a server started now with these limits.
+    pub fn new(
+        max_runs: u64,
+        rate: Option<(u32, Duration)>,
+        timeout: Option<Duration>,
+        retries: u32,
+        backoff: Duration,
+        cooldown: Duration,
+    ) -> Caps {
+        Caps {
+            max_runs,
+            max_rate: rate.map(|(n, w)| format!("{n}/{}", secs(w))),
+            timeout_at: timeout
+                .map(|t| now_ms().saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX))),
+            retries,
+            backoff: backoff.as_secs_f64(),
+            cooldown: cooldown.as_secs_f64(),
+        }
+    }
+
+    /// The options of `aw-run` that give a server these caps; its `--timeout` is what is
+    /// left of this one's.
+    pub fn args(&self) -> Vec<String> {
+        let mut v = vec![
+            "--max-runs".to_string(),
+            self.max_runs.max(1).to_string(),
+            "--max-rate".to_string(),
+            self.max_rate.clone().unwrap_or_else(|| "off".into()),
+            "--retries".to_string(),
+            self.retries.max(1).to_string(),
+            "--backoff".to_string(),
+            secs(Duration::try_from_secs_f64(self.backoff).unwrap_or_default()),
+            "--cooldown".to_string(),
+            secs(Duration::try_from_secs_f64(self.cooldown).unwrap_or_default()),
+        ];
+        if let Some(at) = self.timeout_at {
+            let left = Duration::from_millis(at.saturating_sub(now_ms()));
+            v.extend(["--timeout".to_string(), secs(left)]);
+        }
+        v
+    }
 }
 
 /// `_state/serve`.
