@@ -392,6 +392,121 @@ kickoff: '@alice go'
 }
 
 #[test]
+fn the_pair_guard_pauses_two_agents_that_answer_each_other_late_by_default() {
+    // The shape of the rate guard's test above, with the default limits: the mentions
+    // between alice and bob are counted across the quiet moments that reset --max-runs.
+    let s = Setup::new();
+    s.script(
+        "late.sh",
+        "cat >/dev/null
+setsid sh -c \"touch detached.$$; sleep 0.3; aw-send '@$1 again'\" </dev/null >/dev/null 2>&1 &
+while [ ! -e detached.$$ ]; do sleep 0.01; done
+rm -f detached.$$
+",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:
+  alice:
+    backend: exec
+    command: [./late.sh, bob]
+  bob:
+    backend: exec
+    command: [./late.sh, alice]
+kickoff: '@alice go'
+",
+    );
+    let server = Server::new(spawn(s.cmd(&[
+        "--keep",
+        "--max-runs",
+        "5",
+        "--debounce",
+        "0.01s",
+    ])));
+    let notice = |s: &Setup| {
+        s.entries()
+            .into_iter()
+            .find(|(f, m)| f == "system" && m.contains("mentioned each other 10 times within 60 s"))
+    };
+    wait_for("the kickoff", || s.root.channel(INST).exists());
+    wait_for("the pair guard", || notice(&s).is_some());
+    let (_, why) = notice(&s).unwrap();
+    assert!(
+        why.starts_with("loop guard: alice and bob mentioned")
+            || why.starts_with("loop guard: bob and alice mentioned"),
+        "{why}"
+    );
+    let settled = |s: &Setup| {
+        let n = s.entries().len();
+        std::thread::sleep(Duration::from_millis(800));
+        (n == s.entries().len()).then_some(n)
+    };
+    let mut n = None;
+    wait_for("the channel to settle", || {
+        n = settled(&s);
+        n.is_some()
+    });
+    // The kickoff, alice's answer to it, 10 counted mentions, the notice.
+    let n = n.unwrap();
+    assert!(n <= 1 + 1 + 10 + 1, "{n}: {:?}", s.entries());
+    assert!(alive(server.pid()));
+    let paused = if why.starts_with("loop guard: alice") {
+        "alice"
+    } else {
+        "bob"
+    };
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "status", "--json"]);
+    let status = String::from_utf8(run_hang_guarded(c).stdout).unwrap();
+    assert!(
+        status
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|v| v.to_string().contains(paused) && v.to_string().contains("\"paused\"")),
+        "{status}"
+    );
+    let out = server.term();
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains(&format!("aw-run: {why}")),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn sixty_pings_from_a_user_are_all_handled_by_a_kept_server() {
+    // Each ping is sent once the one before is handled, well within the debounce: no quiet
+    // moment resets the run count, and 60 runs pass the default --max-runs of 50. Outside
+    // traffic is no loop: the server handles them all and stays up.
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  carol:\n    mock: {replies: ['ok']}\n  dave:\n    mock: {}\n",
+    );
+    let server = Server::new(spawn(s.cmd(&["--keep", "--debounce", "10s"])));
+    wait_for("the server", || {
+        s.root
+            .inst_dir(INST)
+            .join("_state/serve/carol.json")
+            .exists()
+    });
+    for i in 0..60 {
+        s.root
+            .send(INST, &["--from", "user"], &format!("@carol ping {i}"));
+        wait_for("carol to read the ping", || s.unread("carol") == 0);
+    }
+    let from_carol = |s: &Setup| s.entries().iter().filter(|(f, _)| f == "carol").count();
+    wait_for("carol's 60 answers", || from_carol(&s) == 60);
+    assert!(alive(server.pid()));
+    let out = server.term();
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(!err.contains("loop guard"), "{err}");
+    assert!(s.entries().iter().all(|(f, _)| f != "system"));
+}
+
+#[test]
 fn steady_traffic_from_a_user_is_no_loop() {
     // 50 pings back to back: each run of carol on them is started by a user, not by
     // another agent, however often.

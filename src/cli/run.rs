@@ -46,10 +46,15 @@ Options:
       --debounce DUR   quiet time before the work counts as done (default 0.05s)
       --poll SECS      poll the channel every SECS seconds instead of watching it
       --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
-                       with --keep, counted since the workflow was last quiet
+                       with --keep, counted since the workflow was last quiet or
+                       the agent's last message from outside, and it pauses the
+                       agent instead of ending the server
       --max-rate N/DUR with --keep, pause an agent that ran N times within DUR on
                        other agents' messages alone, until someone else writes to
                        it (default 20/60s; off to turn it off)
+      --max-pair N/DUR with --keep, pause an agent that ran on one other agent's
+                       messages alone once the two mentioned each other N times
+                       within DUR (default 10/60s; off to turn it off)
       --timeout DUR    bound on the whole workflow
       --retries N      attempts per run (default 3)
       --backoff DUR    wait before the second attempt, doubled after (default 1s)
@@ -124,6 +129,7 @@ fn parse() -> Result<Parsed> {
             cooldown: Duration::from_secs(60),
             budget: Default::default(),
             rate: Some(crate::run::controller::DEFAULT_RATE),
+            pair: Some(crate::run::controller::DEFAULT_PAIR),
             keep: false,
             quiet: false,
             json: false,
@@ -173,6 +179,11 @@ fn parse() -> Result<Parsed> {
                 let v = cli::string(&mut p, "--max-rate")?;
                 a.opts.rate = crate::run::controller::Rate::parse(&v)
                     .map_err(|why| Error::Usage(format!("--max-rate '{v}': {why}")))?;
+            }
+            Long("max-pair") => {
+                let v = cli::string(&mut p, "--max-pair")?;
+                a.opts.pair = crate::run::controller::Rate::parse(&v)
+                    .map_err(|why| Error::Usage(format!("--max-pair '{v}': {why}")))?;
             }
             Long("timeout") => a.opts.timeout = Some(duration(&mut p, "--timeout")?),
             Long("retries") => {

@@ -37,6 +37,10 @@ pub struct Shared {
     pub budget: Budget,
     /// The loop guard's rate limit (keep mode), when on.
     pub rate: Option<Rate>,
+    /// The loop guard's limit on the mentions between two agents (keep mode), when on.
+    pub pair: Option<Rate>,
+    /// Keep mode: a guard pauses an agent, never ends the server.
+    pub keep: bool,
 }
 
 /// The loop guard's limit on the runs of one agent that only other agents' messages
@@ -76,6 +80,14 @@ pub const DEFAULT_RATE: Rate = Rate {
     window: Duration::from_secs(60),
 };
 
+/// The loop guard's limit on the mentions between two agents by default: 10 within any
+/// 60 s, both ways together, counting the runs of one of them on the other's messages alone
+/// (in keep mode; the count holds across quiet moments).
+pub const DEFAULT_PAIR: Rate = Rate {
+    runs: 10,
+    window: Duration::from_secs(60),
+};
+
 #[derive(Default)]
 pub struct State {
     /// Bumped on every (possible) channel change.
@@ -87,6 +99,9 @@ pub struct State {
     pub agents: BTreeMap<String, AgentState>,
     /// The budget that stopped the run, as a reason.
     pub over_budget: Option<String>,
+    /// When the runs of one agent on the other's messages alone started, per pair of
+    /// agents (by name, in order): the pair guard's window.
+    pub pairs: BTreeMap<(String, String), std::collections::VecDeque<Instant>>,
     /// What the instance's ledger (see [`super::ledger`]) counts besides the runs of this
     /// process: earlier runs, other servers. Refreshed whenever the ledger is read.
     pub outside: Usage,
@@ -374,9 +389,16 @@ impl Controller {
             }
             let run = {
                 let mut st = shared.lock();
-                if let Some(rate) = shared.rate
-                    && let Some(why) = self.rate_guard(&mut st, rate, &msgs)
-                {
+                let guarded = if !shared.keep {
+                    None
+                } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs) {
+                    Some(why)
+                } else if let Some(rate) = shared.rate {
+                    self.rate_guard(&mut st, rate, &msgs)
+                } else {
+                    None
+                };
+                if let Some(why) = guarded {
                     drop(st);
                     // Its messages wait for a message from outside.
                     failed_upto = last;
@@ -418,6 +440,92 @@ impl Controller {
             // Whatever arrived during the run is looked at now.
             recheck = true;
         }
+    }
+
+    /// The loop guard in keep mode, before the rate check: a message from outside the
+    /// agents served here lifts a pause and starts the run count afresh (steady outside
+    /// traffic is no loop); on other agents' messages alone, a paused agent stays paused, and
+    /// one that reached its run cap or exchanged too many mentions with one other agent
+    /// ([`Shared::pair`]) is paused. `None` when the run may go; `Some` as
+    /// [`Controller::rate_guard`] says.
+    fn keep_guard(
+        &self,
+        st: &mut State,
+        shared: &Shared,
+        msgs: &[inbox::InboxMessage],
+    ) -> Option<Option<String>> {
+        if !from_agents(st, &self.agent, msgs) {
+            let a = st.agents.entry(self.agent.clone()).or_default();
+            a.paused = false;
+            a.runs = 0;
+            return None;
+        }
+        let senders: std::collections::BTreeSet<&str> =
+            msgs.iter().map(|m| m.entry.from.as_str()).collect();
+        let a = st.agents.entry(self.agent.clone()).or_default();
+        if a.paused {
+            return Some(None);
+        }
+        let pause = |a: &mut AgentState, why: String| {
+            a.paused = true;
+            a.recent.clear();
+            Some(Some(why))
+        };
+        if a.runs >= self.max_runs {
+            return pause(
+                a,
+                format!(
+                    "loop guard: {} reached the run limit ({} runs on other agents' messages \
+                     since the workflow was last quiet); paused until a message from someone \
+                     else (theirs are left unread)",
+                    self.agent, self.max_runs
+                ),
+            );
+        }
+        let limit = shared.pair?;
+        let now = Instant::now();
+        let mut over = None;
+        for from in &senders {
+            let key = if *from < self.agent.as_str() {
+                (from.to_string(), self.agent.clone())
+            } else {
+                (self.agent.clone(), from.to_string())
+            };
+            let times = st.pairs.entry(key).or_default();
+            while times
+                .front()
+                .is_some_and(|t| now.saturating_duration_since(*t) >= limit.window)
+            {
+                times.pop_front();
+            }
+            if times.len() >= limit.runs as usize {
+                times.clear();
+                over.get_or_insert(*from);
+            }
+        }
+        if let Some(other) = over {
+            let a = st.agents.entry(self.agent.clone()).or_default();
+            return pause(
+                a,
+                format!(
+                    "loop guard: {} and {other} mentioned each other {} times within {} s; {} \
+                     paused until a message from someone else (theirs are left unread)",
+                    self.agent,
+                    limit.runs,
+                    limit.window.as_secs_f64(),
+                    self.agent
+                ),
+            );
+        }
+        for from in senders {
+            let key = if from < self.agent.as_str() {
+                (from.to_string(), self.agent.clone())
+            } else {
+                (self.agent.clone(), from.to_string())
+            };
+            st.pairs.entry(key).or_default().push_back(now);
+        }
+        None
     }
 
     /// The loop guard's rate check before a run on `msgs`: `None` when the run may go;

@@ -60,6 +60,8 @@ pub struct Options {
     pub budget: super::backend::Budget,
     /// The loop guard's rate limit in keep mode (`None`: off).
     pub rate: Option<super::controller::Rate>,
+    /// The loop guard's limit on the mentions between two agents in keep mode (`None`: off).
+    pub pair: Option<super::controller::Rate>,
     /// Told (one byte) once the agents are served and the kickoff posted.
     pub ready: Option<Arc<std::fs::File>>,
     /// Run the workflow's one agent on its kickoff over many iterations (`--iter`).
@@ -1069,6 +1071,7 @@ fn caps(opts: &Options) -> serve::Caps {
     serve::Caps::new(
         opts.max_runs,
         opts.rate.map(|r| (r.runs, r.window)),
+        opts.pair.map(|r| (r.runs, r.window)),
         opts.timeout,
         opts.retry.attempts,
         opts.retry.backoff,
@@ -1270,6 +1273,8 @@ fn drive(
     let shared = Arc::new(Shared {
         budget,
         rate: opts.rate.filter(|_| opts.keep),
+        pair: opts.pair.filter(|_| opts.keep),
+        keep: opts.keep,
         ..Shared::default()
     });
     {

@@ -65,6 +65,9 @@ pub struct Caps {
     pub max_runs: u64,
     /// `--max-rate` as `N/SECSs`; `None`: off.
     pub max_rate: Option<String>,
+    /// `--max-pair`, the same way.
+    #[serde(default)]
+    pub max_pair: Option<String>,
     /// When the server's `--timeout` ends, in milliseconds since the Unix epoch.
     pub timeout_at: Option<u64>,
     /// `--retries`.
@@ -90,6 +93,7 @@ impl Caps {
     pub fn new(
         max_runs: u64,
         rate: Option<(u32, Duration)>,
+        pair: Option<(u32, Duration)>,
         timeout: Option<Duration>,
         retries: u32,
         backoff: Duration,
@@ -98,6 +102,7 @@ impl Caps {
         Caps {
             max_runs,
             max_rate: rate.map(|(n, w)| format!("{n}/{}", secs(w))),
+            max_pair: pair.map(|(n, w)| format!("{n}/{}", secs(w))),
             timeout_at: timeout
                 .map(|t| now_ms().saturating_add(u64::try_from(t.as_millis()).unwrap_or(u64::MAX))),
             retries,
@@ -114,6 +119,8 @@ impl Caps {
             self.max_runs.max(1).to_string(),
             "--max-rate".to_string(),
             self.max_rate.clone().unwrap_or_else(|| "off".into()),
+            "--max-pair".to_string(),
+            self.max_pair.clone().unwrap_or_else(|| "off".into()),
             "--retries".to_string(),
             self.retries.max(1).to_string(),
             "--backoff".to_string(),
