@@ -111,13 +111,13 @@ _aw_run() {
     case $prev in
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
-    --var | --iter | --agent | --debounce | --poll | --max-runs | --max-rate | --timeout | --retries | --backoff | --cooldown | --budget-usd | --budget-tokens) return ;;
+    --var | --iter | --agent | --debounce | --poll | --max-runs | --max-rate | --max-pair | --timeout | --retries | --backoff | --cooldown | --budget-usd | --budget-tokens) return ;;
     esac
     for ((i = 1; i < cword; i++)); do
         [[ ${words[i]} == --serve ]] && serve=1
     done
     if [[ $cur == -* ]]; then
-        local opts='--root -i --instance --check --var --keep --detach --serve --iter --agent --resume --debounce --poll --max-runs --max-rate --timeout --retries --backoff --cooldown --budget-usd --budget-tokens -q --quiet --json -h --help -V --version'
+        local opts='--root -i --instance --check --var --keep --detach --serve --iter --agent --resume --debounce --poll --max-runs --max-rate --max-pair --timeout --retries --backoff --cooldown --budget-usd --budget-tokens -q --quiet --json -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
     elif [[ -n $serve ]]; then
         _aw_reply < <(_aw_agents "$root" "$inst")

@@ -186,6 +186,12 @@ fn from_agents(st: &State, agent: &str, msgs: &[inbox::InboxMessage]) -> bool {
         .all(|m| m.entry.from != agent && st.agents.contains_key(&m.entry.from))
 }
 
+/// The key of the pair guard's window for two agents: their names in order.
+fn pair(a: &str, b: &str) -> (String, String) {
+    let (x, y) = if a <= b { (a, b) } else { (b, a) };
+    (x.to_string(), y.to_string())
+}
+
 /// Take the ledger's figures `l` as what is spent outside this process: the ledger less
 /// what this process's runs have spent (they are in it once written).
 fn absorb(st: &mut State, l: &super::ledger::Ledger) {
@@ -486,12 +492,7 @@ impl Controller {
         let now = Instant::now();
         let mut over = None;
         for from in &senders {
-            let key = if *from < self.agent.as_str() {
-                (from.to_string(), self.agent.clone())
-            } else {
-                (self.agent.clone(), from.to_string())
-            };
-            let times = st.pairs.entry(key).or_default();
+            let times = st.pairs.entry(pair(&self.agent, from)).or_default();
             while times
                 .front()
                 .is_some_and(|t| now.saturating_duration_since(*t) >= limit.window)
@@ -518,12 +519,10 @@ impl Controller {
             );
         }
         for from in senders {
-            let key = if from < self.agent.as_str() {
-                (from.to_string(), self.agent.clone())
-            } else {
-                (self.agent.clone(), from.to_string())
-            };
-            st.pairs.entry(key).or_default().push_back(now);
+            st.pairs
+                .entry(pair(&self.agent, from))
+                .or_default()
+                .push_back(now);
         }
         None
     }
