@@ -393,11 +393,22 @@ impl Controller {
             if last <= failed_upto {
                 continue;
             }
+            // Agents served elsewhere count as agents too (a worker on a server of its own).
+            let registered = shared
+                .keep
+                .then(|| crate::registry::Registry::load(&self.inst).ok())
+                .flatten();
             let run = {
                 let mut st = shared.lock();
+                let agents_only = match &registered {
+                    Some(r) => msgs
+                        .iter()
+                        .all(|m| m.entry.from != self.agent && r.get(&m.entry.from).is_some()),
+                    None => from_agents(&st, &self.agent, &msgs),
+                };
                 let guarded = if !shared.keep {
                     None
-                } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs) {
+                } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs, agents_only) {
                     Some(why)
                 } else if let Some(rate) = shared.rate {
                     self.rate_guard(&mut st, rate, &msgs)
@@ -449,9 +460,10 @@ impl Controller {
     }
 
     /// The loop guard in keep mode, before the rate check: a message from outside the
-    /// agents served here lifts a pause and starts the run count afresh (steady outside
-    /// traffic is no loop); on other agents' messages alone, a paused agent stays paused, and
-    /// one that reached its run cap or exchanged too many mentions with one other agent
+    /// agents of the instance (`agents_only` false: a user, the kickoff) lifts a pause and
+    /// starts the run count afresh (steady outside traffic is no loop); on other agents'
+    /// messages alone (served here or elsewhere), a paused agent stays paused, and one that
+    /// reached its run cap or exchanged too many mentions with one other agent
     /// ([`Shared::pair`]) is paused. `None` when the run may go; `Some` as
     /// [`Controller::rate_guard`] says.
     fn keep_guard(
@@ -459,8 +471,9 @@ impl Controller {
         st: &mut State,
         shared: &Shared,
         msgs: &[inbox::InboxMessage],
+        agents_only: bool,
     ) -> Option<Option<String>> {
-        if !from_agents(st, &self.agent, msgs) {
+        if !agents_only {
             let a = st.agents.entry(self.agent.clone()).or_default();
             a.paused = false;
             a.runs = 0;
