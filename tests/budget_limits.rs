@@ -475,6 +475,61 @@ kickoff: '@alice go'
 }
 
 #[test]
+fn a_loop_between_agents_of_two_servers_is_stopped_by_the_pair_guard() {
+    // alice and bob, registered with aw-ctl new, each served by an aw-run of its own: to
+    // either server the other's messages come from an agent it does not serve, and each
+    // server is quiet while the other works.
+    let s = Setup::new();
+    let ping = s.script("ping.sh", "cat >/dev/null\necho \"@$1 again\"\n");
+    let ping = ping.to_str().unwrap();
+    for (name, other) in [("alice", "bob"), ("bob", "alice")] {
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args([
+            "-i",
+            INST,
+            "new",
+            name,
+            "--backend",
+            "exec",
+            "--",
+            ping,
+            other,
+        ]);
+        assert_code(&run_hang_guarded(c), 0);
+    }
+    let serve = |name: &str| {
+        let mut c = s.tool_cmd("aw-run");
+        c.args(["-i", INST, "--serve", "--keep", "--debounce", "0.01s", name]);
+        Server::new(spawn(c))
+    };
+    let (a, b) = (serve("alice"), serve("bob"));
+    wait_for("both served", || ps(&s).len() == 2);
+    s.root.send(INST, &["--from", "user"], "@alice go");
+    let notice = |s: &Setup| {
+        s.entries()
+            .into_iter()
+            .any(|(f, m)| f == "system" && m.contains("mentioned each other 10 times within 60 s"))
+    };
+    wait_for("the pair guard", || notice(&s));
+    let settled = |s: &Setup| {
+        let n = s.entries().len();
+        std::thread::sleep(Duration::from_millis(800));
+        (n == s.entries().len()).then_some(n)
+    };
+    let mut n = None;
+    wait_for("the channel to settle", || {
+        n = settled(&s);
+        n.is_some()
+    });
+    // The start, at most 11 answers of each, the notices.
+    let n = n.unwrap();
+    assert!(n <= 1 + 2 * 11 + 2, "{n}: {:?}", s.entries());
+    assert!(alive(a.pid()) && alive(b.pid()));
+    assert_code(&a.term(), 0);
+    assert_code(&b.term(), 0);
+}
+
+#[test]
 fn sixty_pings_from_a_user_are_all_handled_by_a_kept_server() {
     // Each ping is sent once the one before is handled, well within the debounce: no quiet
     // moment resets the run count, and 60 runs pass the default --max-runs of 50. Outside
