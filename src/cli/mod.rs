@@ -51,6 +51,11 @@ pub fn warn(tool: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(io::stderr().lock(), "{tool}: warning: {msg}");
 }
 
+/// Print a note on stderr (something a person should know, not a problem).
+pub fn warn_note(tool: &str, msg: &str) {
+    let _ = writeln!(io::stderr().lock(), "{tool}: {msg}");
+}
+
 /// Print a `hint:` line on stderr.
 pub fn hint(h: &str) {
     let _ = writeln!(io::stderr().lock(), "hint: {h}");

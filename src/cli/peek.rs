@@ -22,7 +22,8 @@ Usage: aw-peek [OPTIONS] [TARGET]
 TARGET is @instance (that instance's channel) or agent[@instance] (that agent's inbox).
 
 Options:
-      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+      --root DIR       root directory (default: $AW_ROOT, else the nearest
+                       .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
       --inbox AGENT    show AGENT's (or AGENT@INSTANCE's) unread mentions; does not
                        acknowledge them

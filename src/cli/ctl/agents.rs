@@ -59,6 +59,7 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         created: crate::channel::now(),
         ..Agent::default()
     };
+    inst.check_new(a.create)?;
     let added = registry::register(&inst, agent, a.replace)?;
     if !added && !a.replace {
         return Err(Error::Exists(format!(
@@ -115,10 +116,12 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
     if let Some(o) = &only {
         names::check_instance(o)?;
     }
+    let mut listed = 0;
     for name in root.instances()? {
         if only.as_ref().is_some_and(|o| *o != name) {
             continue;
         }
+        listed += 1;
         let inst = root.instance(&name)?;
         let entries = crate::channel::Channel::new(&inst).last_id()?;
         let reg = Registry::load(&inst)?;
@@ -152,6 +155,9 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
                 }
             ))?;
         }
+    }
+    if listed == 0 {
+        super::say_empty(a, "no instances");
     }
     Ok(0)
 }
