@@ -190,10 +190,11 @@ impl Registry {
 }
 
 /// Refuse (exit 65) an explicit recipient that is not a registered agent of `inst`, with the
-/// near registered name if there is one.
+/// near registered name if there is one. An agent an aw-run serves is accepted (it is
+/// being registered).
 pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
     let reg = Registry::load(inst)?;
-    if reg.contains(name) {
+    if reg.contains(name) || crate::run::serve::is_served(inst, name) {
         return Ok(());
     }
     let known = reg.names();

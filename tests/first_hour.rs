@@ -242,7 +242,7 @@ fn a_send_to_a_near_name_is_refused_unless_created_on_purpose() {
     );
     // A name near nothing is created as before, and so is one of a numbered series; -q
     // keeps it quiet.
-    for name in ["review", "hello2", "hello3"] {
+    for name in ["review", "review2", "review3"] {
         let out = p.run("a", "aw-send", &["-i", name, "-q", "fresh"]);
         assert_code(&out, 0);
         assert_eq!(stderr(&out), "");
