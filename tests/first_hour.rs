@@ -490,3 +490,38 @@ fn the_users_servers_are_listed_and_stopped_from_anywhere() {
     assert_eq!(elsewhere.ok("a", "aw-ctl", &["ps", "--all-roots"]), "");
     assert_eq!(std::fs::read_dir(&servers).unwrap().count(), 0);
 }
+
+#[test]
+fn status_takes_an_agent_pattern() {
+    let p = Project::new();
+    for a in ["worker-1", "worker-2", "lead"] {
+        p.ok(
+            "",
+            "aw-ctl",
+            &["new", &format!("{a}@team"), "--backend", "mock"],
+        );
+    }
+    let names = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["-i", "team", "status", "--json"];
+        all.extend_from_slice(args);
+        let v: serde_json::Value = serde_json::from_str(&p.ok("a", "aw-ctl", &all)).unwrap();
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(&["worker-*"]), ["worker-1", "worker-2"]);
+    assert_eq!(names(&[]).len(), 3);
+    let out = p.run("a", "aw-ctl", &["-i", "team", "status", "ghost-*"]);
+    assert_code(&out, 66);
+    assert!(
+        stderr(&out).contains("matches 'ghost-*'"),
+        "{}",
+        stderr(&out)
+    );
+    let out = p.run("a", "aw-ctl", &["-i", "team", "status", "worker"]);
+    assert_code(&out, 66);
+    assert!(stderr(&out).contains("did you mean"), "{}", stderr(&out));
+}

@@ -35,7 +35,9 @@ Commands:
   doc rm FILE            delete a document
   doc owner [NAME | --clear]
                          show, set or clear the document owner
-  status [NAME] [--json] agents' state, task and unread counts; active proposals
+  status [NAME | PATTERN] [--json]
+                         agents' state, task and unread counts; active proposals
+                         (PATTERN: agent names with * ? [..], e.g. 'worker-*')
   proposals [--all] [--json]
                          active proposals (--all: every proposal)
   propose TYPE TITLE [--option ID[=LABEL]]... [--rule R] [--quorum N]
