@@ -343,6 +343,14 @@ fn doc_list_takes_a_pattern() {
         p.ok("a", "aw-ctl", &["-i", "docs", "doc", "list", "*.md"]),
         "notes.md\n"
     );
+    assert_eq!(
+        p.ok("a/b", "aw-peek", &["-i", "docs", "--docs", "findings/*.md"]),
+        "findings/auth.md\nfindings/db.md\n"
+    );
+    assert_eq!(
+        p.ok("a/b", "aw-peek", &["-i", "docs", "--docs", "findings/*/*"]),
+        "findings/old/x.md\n"
+    );
     let out = p.run("a", "aw-ctl", &["-i", "docs", "doc", "list", "[x"]);
     assert_code(&out, 64);
     assert!(

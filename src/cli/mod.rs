@@ -136,6 +136,25 @@ impl Common {
     }
 }
 
+/// How patterns match: as in the shell, `*` and `?` do not match a `/`.
+pub const MATCH: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
+
+/// A shell-style pattern (`*`, `?`, `[...]`) given on the command line.
+pub fn pattern(text: &str) -> Result<glob::Pattern> {
+    glob::Pattern::new(text).map_err(|e| {
+        Error::Usage(format!(
+            "bad pattern '{}': {} (at character {})",
+            crate::names::sanitize(text),
+            e.msg,
+            e.pos + 1
+        ))
+    })
+}
+
 /// The value of an option, as an OsString.
 pub fn value(p: &mut lexopt::Parser, name: &str) -> Result<OsString> {
     p.value()

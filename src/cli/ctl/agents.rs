@@ -184,9 +184,9 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
     let mut reg = Registry::load(&inst)?;
     let pattern = only.filter(|n| n.contains(['*', '?', '[']));
     if let Some(p) = pattern {
-        let pat = super::pattern(p)?;
+        let pat = crate::cli::pattern(p)?;
         reg.agents
-            .retain(|ag| pat.matches_with(&ag.name, super::MATCH));
+            .retain(|ag| pat.matches_with(&ag.name, crate::cli::MATCH));
         if reg.agents.is_empty() {
             return Err(Error::not_found(format!(
                 "no agent of instance '{}' matches '{}'",

@@ -48,11 +48,11 @@ pub(super) fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
             document::create(&inst, f, &content, &who)?;
         }
         ["list"] | ["list", _] => {
-            let pattern = rest.get(1).map(|p| super::pattern(p)).transpose()?;
+            let pattern = rest.get(1).map(|p| crate::cli::pattern(p)).transpose()?;
             for d in document::list(&inst)? {
                 if pattern
                     .as_ref()
-                    .is_some_and(|p| !p.matches_with(&d, super::MATCH))
+                    .is_some_and(|p| !p.matches_with(&d, crate::cli::MATCH))
                 {
                     continue;
                 }

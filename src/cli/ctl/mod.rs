@@ -264,13 +264,6 @@ pub fn run(out: &mut Out) -> Result<u8> {
     }
 }
 
-/// How patterns match: as in the shell, `*` and `?` do not match a `/`.
-pub(super) const MATCH: glob::MatchOptions = glob::MatchOptions {
-    case_sensitive: true,
-    require_literal_separator: true,
-    require_literal_leading_dot: false,
-};
-
 /// Say on stderr where a listing that found nothing looked.
 pub(super) fn say_empty(a: &Args, what: &str) {
     let root = a.common.root();
@@ -279,18 +272,6 @@ pub(super) fn say_empty(a: &Args, what: &str) {
         None => format!("{what} under {}", root.path().display()),
     };
     cli::warn_note("aw-ctl", &msg);
-}
-
-/// A shell-style pattern (`*`, `?`, `[...]`) given on the command line.
-pub(super) fn pattern(text: &str) -> Result<glob::Pattern> {
-    glob::Pattern::new(text).map_err(|e| {
-        Error::Usage(format!(
-            "bad pattern '{}': {} (at character {})",
-            names::sanitize(text),
-            e.msg,
-            e.pos + 1
-        ))
-    })
 }
 
 /// The instance for an `agent[@instance]` argument: its own instance, or the common one.

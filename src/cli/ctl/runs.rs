@@ -100,14 +100,14 @@ fn matching(a: &Args, pattern: &str) -> Result<Vec<(Instance, Served)>> {
         Some((ag, i)) => (ag, Some(i)),
         None => (pattern, None),
     };
-    let agent = super::pattern(agent)?;
+    let agent = crate::cli::pattern(agent)?;
     let insts = match inst {
         Some(i) if i.contains(['*', '?', '[']) => {
-            let ip = super::pattern(i)?;
+            let ip = crate::cli::pattern(i)?;
             let root = a.common.root();
             root.instances()?
                 .iter()
-                .filter(|n| ip.matches_with(n, super::MATCH))
+                .filter(|n| ip.matches_with(n, crate::cli::MATCH))
                 .map(|n| root.instance(n))
                 .collect::<Result<Vec<_>>>()?
         }
@@ -116,7 +116,7 @@ fn matching(a: &Args, pattern: &str) -> Result<Vec<(Instance, Served)>> {
     };
     Ok(served(insts)
         .into_iter()
-        .filter(|(_, s)| agent.matches_with(&s.agent, super::MATCH))
+        .filter(|(_, s)| agent.matches_with(&s.agent, crate::cli::MATCH))
         .collect())
 }
 
