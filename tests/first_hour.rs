@@ -533,3 +533,45 @@ fn status_takes_an_agent_pattern() {
     assert_code(&out, 66);
     assert!(stderr(&out).contains("did you mean"), "{}", stderr(&out));
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped.
+struct Mount(PathBuf);
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn the_search_for_the_root_stops_at_a_file_system_boundary() {
+    let p = Project::new();
+    p.ok("", "aw-send", &["-i", "hello", "-q", "hi"]);
+    let mnt = p.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "aw-test"])
+        .arg(&mnt)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    }
+    let _guard = Mount(mnt.clone());
+    std::fs::create_dir(mnt.join("sub")).unwrap();
+    // Below the mount point, the project's .workflow/ is on another file system: not used.
+    let out = p.run("mnt/sub", "aw-peek", &["-i", "hello"]);
+    assert_code(&out, 66);
+    assert!(
+        stderr(&out).contains(&format!(
+            "no .workflow/ found in {} or any directory above it",
+            mnt.join("sub").display()
+        )),
+        "{}",
+        stderr(&out)
+    );
+    // Beside it, on the project's file system, it is.
+    assert!(p.ok("a/b", "aw-peek", &["-i", "hello"]).contains("hi"));
+}
