@@ -48,9 +48,10 @@ fuzz-smoke:
 bench: build
 	AW_BENCH_BIN_DIR="$${AW_BENCH_BIN_DIR:-$(CURDIR)/$(OUT)}" sh bench/run.sh
 
-# Formatting, lints and man page lint (mandoc, when installed).
+# Formatting, lints, unused dependencies and man page lint (mandoc, when installed).
 check:
 	$(CARGO) fmt --all -- --check
+	sh scripts/unused-deps.sh
 	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(MAKE) man
 

@@ -14,10 +14,20 @@ _aw_words() {
     ((cword > 0)) && prev=${words[cword - 1]}
 }
 
+# The nearest .workflow in the current directory or above, else .workflow.
+_aw_find_root() {
+    local d=$PWD
+    while [[ -n $d ]]; do
+        [[ -d $d/.workflow ]] && { printf '%s\n' "$d/.workflow"; return; }
+        d=${d%/*}
+    done
+    printf '%s\n' .workflow
+}
+
 # Find --root and -i/--instance before the cursor: sets root and inst.
 _aw_where() {
     local i w
-    root=${AW_ROOT:-.workflow}
+    root=${AW_ROOT:-$(_aw_find_root)}
     inst=${AW_INSTANCE:-default}
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
@@ -143,11 +153,12 @@ _aw_ctl() {
     if [[ $cur == -* ]]; then
         local opts='--root -i --instance -h --help -V --version'
         case ${pos[0]}/${pos[1]} in
-        new/*) opts+=' -m --model --backend --prompt --prompt-file --replace' ;;
+        new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
         doc/list) opts+=' --json' ;;
         doc/owner) opts+=' --clear' ;;
+        doc/write | doc/append | doc/create) opts+=' --as --create' ;;
         doc/*) opts+=' --as' ;;
         status/*) opts+=' --json' ;;
         proposals/*) opts+=' --all --json' ;;
@@ -155,7 +166,8 @@ _aw_ctl() {
         vote/*) opts+=' --reason --as --json' ;;
         cancel/*) opts+=' --as --json' ;;
         mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
-        ps/* | runs/* | budget/*) opts+=' --json' ;;
+        ps/*) opts+=' --all-roots --json' ;;
+        runs/* | budget/*) opts+=' --json' ;;
         stop/*) opts+=' --all' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)

@@ -11,10 +11,21 @@ function __aw_tokens
     end
 end
 
-# The root directory: --root on the command line, else $AW_ROOT, else .workflow.
+# The root directory: --root on the command line, else $AW_ROOT, else the nearest
+# .workflow in the current directory or above, else .workflow.
 function __aw_root
     set -l root $AW_ROOT
-    test -n "$root"; or set root .workflow
+    if test -z "$root"
+        set root .workflow
+        set -l d $PWD
+        while test -n "$d"
+            if test -d "$d/.workflow"
+                set root "$d/.workflow"
+                break
+            end
+            set d (string replace -r '/[^/]*$' '' -- $d)
+        end
+    end
     set -l t (__aw_tokens)
     for i in (seq (count $t))
         switch $t[$i]
@@ -192,7 +203,9 @@ complete -c aw-ctl -n '__aw_ctl_at' -a stop -d 'Stop the aw-run serving an agent
 complete -c aw-ctl -n '__aw_ctl_at' -a runs -d 'List or show the transcripts of runs'
 complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in runs' -l json -d 'JSON Lines output'
 complete -c aw-ctl -n '__aw_ctl_at stop' -a '(__aw_targets)'
-complete -c aw-ctl -n '__aw_ctl_in stop' -l all -d 'Stop every served agent'
+complete -c aw-ctl -n '__aw_ctl_in stop' -l all -d 'Stop every server of the user'
+complete -c aw-ctl -n '__aw_ctl_in ps' -l all-roots -d 'Served agents of every root'
+complete -c aw-ctl -n '__aw_ctl_in new; or __aw_ctl_in doc write; or __aw_ctl_in doc append; or __aw_ctl_in doc create' -l create -d 'Create the instance even if an existing one has a near name'
 complete -c aw-ctl -n '__aw_ctl_at runs' -a '(__aw_agents)'
 complete -c aw-ctl -n '__aw_ctl_at' -a budget -d 'What the instance spent, and its budget'
 complete -c aw-ctl -n '__aw_ctl_at budget' -a reset -d 'Start counting the spending again'

@@ -9,6 +9,6 @@ _aw_mcp() {
 		COMPREPLY=($(compgen -W "$(ls "${AW_ROOT:-.workflow}" 2>/dev/null)" -- "$cur")); return ;;
 	-a|--agent|--max-workers|--spawn-depth) return ;;
 	esac
-	COMPREPLY=($(compgen -W "-a --agent --collab --delegate --max-workers --spawn-depth --root -i --instance -h --help -V --version" -- "$cur"))
+	COMPREPLY=($(compgen -W "-a --agent --collab --delegate --create --max-workers --spawn-depth --root -i --instance -h --help -V --version" -- "$cur"))
 }
 complete -F _aw_mcp aw-mcp

@@ -2,6 +2,7 @@
 complete -c aw-mcp -s a -l agent -x -d 'Agent this server speaks for (NAME[@INSTANCE])'
 complete -c aw-mcp -l collab -d 'Also give the collab tools (spawn_agent, send_input, wait, close_agent)'
 complete -c aw-mcp -l delegate -d 'Only coordinate: the collab tools, no document-writing tools'
+complete -c aw-mcp -l create -d 'Create the instance even if an existing one has a near name'
 complete -c aw-mcp -l max-workers -x -d 'With --collab: workers alive at once (default 8)'
 complete -c aw-mcp -l spawn-depth -x -d 'With --collab: how deep spawning goes (default 1)'
 complete -c aw-mcp -l root -r -a '(__fish_complete_directories)' -d 'Root directory'

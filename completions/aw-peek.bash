@@ -14,10 +14,20 @@ _aw_words() {
     ((cword > 0)) && prev=${words[cword - 1]}
 }
 
+# The nearest .workflow in the current directory or above, else .workflow.
+_aw_find_root() {
+    local d=$PWD
+    while [[ -n $d ]]; do
+        [[ -d $d/.workflow ]] && { printf '%s\n' "$d/.workflow"; return; }
+        d=${d%/*}
+    done
+    printf '%s\n' .workflow
+}
+
 # Find --root and -i/--instance before the cursor: sets root and inst.
 _aw_where() {
     local i w
-    root=${AW_ROOT:-.workflow}
+    root=${AW_ROOT:-$(_aw_find_root)}
     inst=${AW_INSTANCE:-default}
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}

@@ -11,10 +11,21 @@ function __aw_tokens
     end
 end
 
-# The root directory: --root on the command line, else $AW_ROOT, else .workflow.
+# The root directory: --root on the command line, else $AW_ROOT, else the nearest
+# .workflow in the current directory or above, else .workflow.
 function __aw_root
     set -l root $AW_ROOT
-    test -n "$root"; or set root .workflow
+    if test -z "$root"
+        set root .workflow
+        set -l d $PWD
+        while test -n "$d"
+            if test -d "$d/.workflow"
+                set root "$d/.workflow"
+                break
+            end
+            set d (string replace -r '/[^/]*$' '' -- $d)
+        end
+    end
     set -l t (__aw_tokens)
     for i in (seq (count $t))
         switch $t[$i]

@@ -11,10 +11,21 @@ function __aw_tokens
     end
 end
 
-# The root directory: --root on the command line, else $AW_ROOT, else .workflow.
+# The root directory: --root on the command line, else $AW_ROOT, else the nearest
+# .workflow in the current directory or above, else .workflow.
 function __aw_root
     set -l root $AW_ROOT
-    test -n "$root"; or set root .workflow
+    if test -z "$root"
+        set root .workflow
+        set -l d $PWD
+        while test -n "$d"
+            if test -d "$d/.workflow"
+                set root "$d/.workflow"
+                break
+            end
+            set d (string replace -r '/[^/]*$' '' -- $d)
+        end
+    end
     set -l t (__aw_tokens)
     for i in (seq (count $t))
         switch $t[$i]
@@ -96,6 +107,8 @@ complete -c aw-send -s i -l instance -x -a '(__aw_instances)' -d Instance
 complete -c aw-send -s f -l from -x -a '(__aw_agents; echo user; echo system)' -d Sender
 complete -c aw-send -s t -l to -x -a '(__aw_targets)' -d 'agent, agent@instance or @instance'
 complete -c aw-send -l strict -d 'Refuse a message that mentions an unregistered @name'
+complete -c aw-send -l create -d 'Create the instance even if an existing one has a near name'
+complete -c aw-send -s q -l quiet -d 'Do not say that a new instance was created'
 complete -c aw-send -l sync -d 'fdatasync the channel before returning'
 complete -c aw-send -l json -d 'Print the new entry as JSON instead of its id'
 complete -c aw-send -l lines -d 'Send each line of stdin as a message, until end of input'

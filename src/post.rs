@@ -25,6 +25,8 @@ pub struct Posted {
     /// Damage found at the tail of the log and worked around, and an index that could not be
     /// updated (the entry is stored all the same).
     pub damage: Vec<Damage>,
+    /// Did this post create the instance?
+    pub created: bool,
 }
 
 impl Posted {
@@ -101,13 +103,14 @@ pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Resu
     crate::channel::validate_message(text)?;
     let registry = Registry::load(inst)?;
     let (mentions, unknown) = resolve(inst, &registry, text, opts)?;
-    inst.create()?;
+    let created = inst.create_new()?;
     let (entry, damage) =
         Channel::new(inst).append(from, text, mentions, opts.sync || sync_from_env())?;
     Ok(Posted {
         entry,
         unknown,
         damage,
+        created,
     })
 }
 
@@ -157,6 +160,7 @@ pub fn post_many(
                 entry: entries.next().expect("one entry per accepted text"),
                 unknown,
                 damage: Vec::new(),
+                created: false,
             })
         })
         .collect();

@@ -189,6 +189,28 @@ impl Registry {
     }
 }
 
+/// Refuse (exit 65) an explicit recipient that is not a registered agent of `inst`, with the
+/// near registered name if there is one. An agent an aw-run serves is accepted (it is
+/// being registered).
+pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
+    let reg = Registry::load(inst)?;
+    if reg.contains(name) || crate::run::serve::is_served(inst, name) {
+        return Ok(());
+    }
+    let known = reg.names();
+    Err(Error::invalid(format!(
+        "no agent '{name}' in instance '{}'{} (registered: {})",
+        inst.name(),
+        crate::run::diagnostic::suggestion(name, known.iter().map(String::as_str)),
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        }
+    ))
+    .hint("register it with aw-ctl new, or leave out -t and mention it with @name"))
+}
+
 /// Register `agent` (replacing an agent of the same name when `replace`). Returns whether it
 /// was newly added.
 pub fn register(inst: &Instance, agent: Agent, replace: bool) -> Result<bool> {

@@ -28,7 +28,7 @@ fn sixteen_writers_five_hundred_sends_each() {
                     let out = common::tool("aw-send")
                         .arg("--root")
                         .arg(&path)
-                        .args(["-i", inst, "-f", &format!("w{w}"), "--", &text])
+                        .args(["-i", inst, "-q", "-f", &format!("w{w}"), "--", &text])
                         .output()
                         .expect("spawn aw-send");
                     assert_eq!(

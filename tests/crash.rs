@@ -101,7 +101,7 @@ fn writers_killed_at_random_instants_lose_nothing_printed() {
             std::fs::write(&path, &text).unwrap();
             let child = root
                 .cmd("aw-send")
-                .args(["-i", &inst])
+                .args(["-i", &inst, "-q"])
                 .stdin(std::fs::File::open(&path).unwrap())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

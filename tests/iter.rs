@@ -181,6 +181,8 @@ impl Repo {
 #[test]
 fn three_iterations_make_three_commits_and_never_commit_the_root() {
     let r = Repo::new(true);
+    // A root made by the user: aw gives it no .gitignore, so git sees it.
+    std::fs::create_dir(r.path().join(".workflow")).expect("mkdir .workflow");
     let out = r.run(&["--iter", "3"]);
     assert_code(&out, 0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "Added line 3\n");

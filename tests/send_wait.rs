@@ -73,6 +73,10 @@ fn the_reply_is_printed_and_timeouts_and_failures_exit_1() {
 #[test]
 fn waiting_for_nobody_is_refused_at_once() {
     let s = Setup::new();
+    // bob is registered (an unregistered -t is refused), but nothing serves him.
+    let mut new = s.tool_cmd("aw-ctl");
+    new.args(["-i", INST, "new", "bob", "--backend", "mock"]);
+    assert_code(&run_hang_guarded(new), 0);
     let out = send(&s, &["--to", "bob", "hello"]);
     assert_code(&out, 0);
     let out = send(&s, &["--wait", "-t", "bob", "anyone?"]);

@@ -26,13 +26,16 @@ Options:
                                workers cannot spawn workers)
       --delegate               only coordinate: the collab tools, and none of the
                                tools that write documents
-      --root DIR               root directory (default: $AW_ROOT or ./.workflow)
+      --create                 create the instance even if an existing one has a
+                               near name (otherwise refused as a likely typo, 66)
+      --root DIR               root directory (default: $AW_ROOT, else the nearest
+                               .workflow/ here or above, else ./.workflow)
   -i, --instance NAME          instance (default: from --agent, $AW_INSTANCE or 'default')
   -h, --help                   print this help
   -V, --version                print the version
 
 Exit status: 0 on end of input or SIGTERM, 64 usage, 65 bad name or damaged state
-file, 69 runtime or protocol could not start, 70 internal error, 73 cannot create,
+file, 66 no such instance but one with a near name exists, 69 runtime or protocol could not start, 70 internal error, 73 cannot create,
 74 I/O error, 75 lock timeout, 77 permission denied, 130 on SIGINT.
 ";
 
@@ -44,6 +47,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     let mut limits = crate::registry::Collab::default();
     let mut limited = false;
     let mut delegate = false;
+    let mut create = false;
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(cli::lex_err)? {
         if let Some(k) = Common::key(&arg) {
@@ -54,6 +58,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Short('a') | Long("agent") => agent = Some(cli::string(&mut p, "--agent")?),
             Long("collab") => collab = true,
             Long("delegate") => delegate = true,
+            Long("create") => create = true,
             Long("max-workers") => {
                 limits.max_workers = positive(&mut p, "--max-workers")?;
                 limited = true;
@@ -92,6 +97,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         (Some(i), _) => common.root().instance(&i)?,
         (None, _) => common.instance()?,
     };
+    inst.check_new(create)?;
     if !Registry::load(&inst)?.contains(&name) {
         registry::register(
             &inst,

@@ -51,6 +51,11 @@ pub fn warn(tool: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(io::stderr().lock(), "{tool}: warning: {msg}");
 }
 
+/// Print a note on stderr (something a person should know, not a problem).
+pub fn warn_note(tool: &str, msg: &str) {
+    let _ = writeln!(io::stderr().lock(), "{tool}: {msg}");
+}
+
 /// Print a `hint:` line on stderr.
 pub fn hint(h: &str) {
     let _ = writeln!(io::stderr().lock(), "hint: {h}");
@@ -129,6 +134,25 @@ impl Common {
         self.root()
             .instance(&instance::instance_name(self.instance.as_deref()))
     }
+}
+
+/// How patterns match: as in the shell, `*` and `?` do not match a `/`.
+pub const MATCH: glob::MatchOptions = glob::MatchOptions {
+    case_sensitive: true,
+    require_literal_separator: true,
+    require_literal_leading_dot: false,
+};
+
+/// A shell-style pattern (`*`, `?`, `[...]`) given on the command line.
+pub fn pattern(text: &str) -> Result<glob::Pattern> {
+    glob::Pattern::new(text).map_err(|e| {
+        Error::Usage(format!(
+            "bad pattern '{}': {} (at character {})",
+            crate::names::sanitize(text),
+            e.msg,
+            e.pos + 1
+        ))
+    })
 }
 
 /// The value of an option, as an OsString.

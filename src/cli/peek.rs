@@ -22,7 +22,8 @@ Usage: aw-peek [OPTIONS] [TARGET]
 TARGET is @instance (that instance's channel) or agent[@instance] (that agent's inbox).
 
 Options:
-      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+      --root DIR       root directory (default: $AW_ROOT, else the nearest
+                       .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
       --inbox AGENT    show AGENT's (or AGENT@INSTANCE's) unread mentions; does not
                        acknowledge them
@@ -35,7 +36,7 @@ Options:
                        nobody reads the output
       --poll SECS      with --follow: poll every SECS seconds instead of using inotify
       --doc [FILE]     print a document (default notes.md)
-      --docs           list the documents
+      --docs [PATTERN] list the documents (those matching PATTERN, e.g. 'findings/*.md')
   -h, --help           print this help
   -V, --version        print the version
 
@@ -128,6 +129,14 @@ pub fn run(out: &mut Out) -> Result<u8> {
 
 fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
     let mut inst = a.common.instance()?;
+    // With --docs, a word without `@` is a pattern of document paths.
+    let docs_pattern = match &a.target {
+        Some(t) if a.docs && !t.contains('@') => Some(cli::pattern(t)?),
+        _ => None,
+    };
+    if docs_pattern.is_some() {
+        a.target = None;
+    }
     let forced_agent = a.inbox.take().is_some();
     if let Some(t) = a.target.take() {
         match Target::parse(&t)? {
@@ -159,6 +168,12 @@ fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
     inst.require()?;
     if a.docs {
         for d in document::list(&inst)? {
+            if docs_pattern
+                .as_ref()
+                .is_some_and(|p| !p.matches_with(&d, cli::MATCH))
+            {
+                continue;
+            }
             if a.json {
                 out.line(&serde_json::json!({ "file": d }).to_string())?;
             } else {

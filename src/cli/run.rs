@@ -30,7 +30,8 @@ when it is mentioned, until every agent is idle with nothing unread (with --keep
 stopped). Prints the channel's new entries on stdout and one line per run on stderr.
 
 Options:
-      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+      --root DIR       root directory (default: $AW_ROOT, else the nearest
+                       .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name)
       --check          check the file and exit (errors as FILE:LINE:COL: what)
       --var NAME=VALUE define a variable (repeatable)

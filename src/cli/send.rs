@@ -24,11 +24,14 @@ With --wait, the reply of AGENT is printed instead of the id: the entries it
 wrote in the run(s) that handled the message, once its aw-run has handled it.
 
 Options:
-      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+      --root DIR       root directory (default: $AW_ROOT, else the nearest
+                       .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
   -f, --from NAME      sender (default: $AW_AGENT or 'user')
   -t, --to TARGET      agent, agent@instance (mention it) or @instance (broadcast)
       --strict         refuse a message that mentions an unregistered @name
+      --create         create the instance even if an existing one has a near name
+  -q, --quiet          do not say on stderr that a new instance was created
       --sync           fdatasync the channel before returning (also AW_SYNC=1)
       --json           print the new entry as JSON instead of its id
       --lines          send each line of stdin as a message, until end of input
@@ -38,10 +41,11 @@ Options:
   -V, --version        print the version
 
 Exit status: 0 sent, 1 (--wait) no reply: the timeout passed or the agent's
-runs failed, 64 usage, 65 bad message or name (with --lines: a line
-was refused, the others were sent), 69 (--wait) no aw-run serves the agent,
-73 cannot create, 74 I/O error, 75 lock timeout, 77 permission denied,
-130 interrupted.
+runs failed, 64 usage, 65 bad message or name, or -t names an unregistered
+agent (with --lines: a line was refused, the others were sent), 66 no such
+instance while one with a near name exists (a likely typo; see --create),
+69 (--wait) no aw-run serves the agent, 73 cannot create, 74 I/O error,
+75 lock timeout, 77 permission denied, 130 interrupted.
 ";
 
 #[derive(Debug, Default)]
@@ -50,6 +54,8 @@ struct Args {
     from: Option<String>,
     to: Option<String>,
     strict: bool,
+    create: bool,
+    quiet: bool,
     sync: bool,
     json: bool,
     lines: bool,
@@ -72,6 +78,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Short('f') | Long("from") => a.from = Some(cli::string(&mut p, "--from")?),
             Short('t') | Long("to") => a.to = Some(cli::string(&mut p, "--to")?),
             Long("strict") => a.strict = true,
+            Long("create") => a.create = true,
+            Short('q') | Long("quiet") => a.quiet = true,
             Long("sync") => a.sync = true,
             Long("json") => a.json = true,
             Long("lines") => a.lines = true,
@@ -114,6 +122,10 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     if a.dash && !a.words.is_empty() {
         return Err(Error::Usage("give MESSAGE words or -, not both".into()));
     }
+    inst.check_new(a.create)?;
+    if let Some(Target::Agent { name, .. }) = &target {
+        crate::registry::require_agent(&inst, name)?;
+    }
     let opts = PostOptions {
         strict: a.strict,
         sync: a.sync,
@@ -143,7 +155,7 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
                 "--lines reads the messages from stdin: give no MESSAGE".into(),
             ));
         }
-        return send_lines(out, &inst, &from, target.as_ref(), &opts, a.json);
+        return send_lines(out, &inst, &from, target.as_ref(), &opts, a.json, a.quiet);
     }
     let text = if a.words.is_empty() {
         if !a.dash && cli::stdin_is_tty() {
@@ -160,6 +172,7 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     };
     let text = address(text, target.as_ref());
     let posted = post::post(&inst, &from, &text, &opts)?;
+    say_created(&inst, posted.created, a.quiet);
     for d in &posted.damage {
         cli::warn("aw-send", d);
     }
@@ -181,6 +194,17 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
         out.line(&texts.join("\n\n"))?;
     }
     Ok(0)
+}
+
+/// Say on stderr, in one line, that the write created the instance (unless `quiet`).
+fn say_created(inst: &Instance, created: bool, quiet: bool) {
+    if created && !quiet {
+        eprintln!(
+            "aw-send: created instance '{}' at {}",
+            inst.name(),
+            inst.dir().display()
+        );
+    }
 }
 
 /// With `--to agent`, the text addressed to the agent.
@@ -217,6 +241,7 @@ fn send_lines(
     target: Option<&Target>,
     opts: &PostOptions,
     json: bool,
+    quiet: bool,
 ) -> Result<u8> {
     let stdin = std::io::stdin();
     let fd = stdin.as_fd();
@@ -239,7 +264,9 @@ fn send_lines(
         }
         let batch = lines.take();
         if !batch.is_empty() {
+            let existed = inst.exists();
             refused |= post_lines(out, inst, from, target, opts, json, batch)?;
+            say_created(inst, !existed && inst.exists(), quiet);
             out.flush()?;
         }
         if eof {

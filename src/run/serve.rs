@@ -6,7 +6,12 @@
 //!   atomically (without fsync: it means nothing after a crash) on every change of state.
 //!
 //! An agent is served while its lock is held; a `.json` left by a server that died is
-//! stale and ignored. `aw-ctl stop` asks a server to finish with SIGTERM ([`request_stop`]), the signal a service manager sends.
+//! stale and ignored.
+//!
+//! Each server also leaves an entry in the user's registry of servers ([`user_dir`]): a
+//! file `<pid>.<instance>` holding the instance directory, so that `aw-ctl ps --all-roots`
+//! and `aw-ctl stop --all` find servers of every root. An entry whose process serves
+//! nothing there any more is ignored and removed by whoever reads it. `aw-ctl stop` asks a server to finish with SIGTERM ([`request_stop`]), the signal a service manager sends.
 
 use std::io::{Read, Seek, Write};
 use std::path::PathBuf;
@@ -192,7 +197,94 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
             .map_err(|e| Error::io(&path, e))?;
         held[i] = Some(lock);
     }
+    // Best effort: a server that cannot be listed for the user still serves.
+    let _ = enlist(inst);
     Ok(held.into_iter().flatten().collect())
+}
+
+/// The user's registry of servers: `$XDG_RUNTIME_DIR/aw/servers` when `XDG_RUNTIME_DIR` is
+/// set (an absolute path), else `aw-<uid>/servers` in the temporary directory (`$TMPDIR`
+/// or `/tmp`).
+pub fn user_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(d) if d.is_absolute() => d.join("aw/servers"),
+        _ => std::env::temp_dir()
+            .join(format!("aw-{}", nix::unistd::getuid()))
+            .join("servers"),
+    }
+}
+
+/// Create the registry directory, private to the user; refuse one that another user owns
+/// (anyone may create a directory in `/tmp`).
+fn user_dir_made() -> Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let d = user_dir();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&d)
+        .map_err(|e| Error::create(&d, e))?;
+    let me = nix::unistd::getuid().as_raw();
+    for p in [d.as_path(), d.parent().unwrap_or(&d)] {
+        let m = std::fs::symlink_metadata(p).map_err(|e| Error::io(p, e))?;
+        if m.uid() != me || m.mode() & 0o022 != 0 || !m.is_dir() {
+            return Err(Error::Denied(format!(
+                "{}: not a private directory of this user",
+                p.display()
+            )));
+        }
+    }
+    Ok(d)
+}
+
+/// Put this process's entry for `inst` in the user's registry.
+fn enlist(inst: &Instance) -> Result<()> {
+    let d = user_dir_made()?;
+    let path = d.join(format!("{}.{}", std::process::id(), inst.name()));
+    if path.exists() {
+        return Ok(());
+    }
+    let dir = std::path::absolute(inst.dir()).map_err(|e| Error::io(inst.dir(), e))?;
+    let mut text = dir.into_os_string().into_encoded_bytes();
+    text.push(b'\n');
+    atomic_write_unsynced(&path, &text)
+}
+
+/// The instances where the user's servers run, from the registry: an entry whose process
+/// serves no agent of its instance any more is removed.
+pub fn user_instances() -> Vec<Instance> {
+    use std::os::unix::ffi::OsStrExt;
+    let d = user_dir();
+    let Ok(rd) = std::fs::read_dir(&d) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Instance> = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some((pid, _)) = name.to_str().and_then(|n| n.split_once('.')) else {
+            continue;
+        };
+        let Ok(pid) = pid.parse::<u32>() else {
+            continue;
+        };
+        let inst = std::fs::read(e.path()).ok().and_then(|b| {
+            let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b.trim_ascii_end()));
+            let root = crate::instance::Root::new(p.parent()?);
+            root.instance(p.file_name()?.to_str()?).ok()
+        });
+        match inst {
+            Some(i) if list(&i).iter().any(|s| s.pid == pid) => {
+                if !found.iter().any(|f| f.dir() == i.dir()) {
+                    found.push(i);
+                }
+            }
+            _ => {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    found.sort_by(|a, b| a.dir().cmp(b.dir()));
+    found
 }
 
 /// The pid written in an agent's serving lock.

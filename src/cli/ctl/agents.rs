@@ -59,6 +59,7 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         created: crate::channel::now(),
         ..Agent::default()
     };
+    inst.check_new(a.create)?;
     let added = registry::register(&inst, agent, a.replace)?;
     if !added && !a.replace {
         return Err(Error::Exists(format!(
@@ -115,10 +116,12 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
     if let Some(o) = &only {
         names::check_instance(o)?;
     }
+    let mut listed = 0;
     for name in root.instances()? {
         if only.as_ref().is_some_and(|o| *o != name) {
             continue;
         }
+        listed += 1;
         let inst = root.instance(&name)?;
         let entries = crate::channel::Channel::new(&inst).last_id()?;
         let reg = Registry::load(&inst)?;
@@ -153,6 +156,9 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
             ))?;
         }
     }
+    if listed == 0 {
+        super::say_empty(a, "no instances");
+    }
     Ok(0)
 }
 
@@ -175,23 +181,38 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
     let inst = a.common.instance()?;
     inst.require()?;
     proposal::refresh(&inst)?;
-    let reg = Registry::load(&inst)?;
-    if let Some(n) = only {
+    let mut reg = Registry::load(&inst)?;
+    let pattern = only.filter(|n| n.contains(['*', '?', '[']));
+    if let Some(p) = pattern {
+        let pat = crate::cli::pattern(p)?;
+        reg.agents
+            .retain(|ag| pat.matches_with(&ag.name, crate::cli::MATCH));
+        if reg.agents.is_empty() {
+            return Err(Error::not_found(format!(
+                "no agent of instance '{}' matches '{}'",
+                inst.name(),
+                names::sanitize(p)
+            )));
+        }
+    } else if let Some(n) = only {
         names::check_agent(n)?;
         if !reg.contains(n) {
             return Err(Error::not_found(format!(
-                "no agent '{n}' in instance '{}'",
-                inst.name()
+                "no agent '{n}' in instance '{}'{}",
+                inst.name(),
+                crate::run::diagnostic::suggestion(n, reg.agents.iter().map(|a| a.name.as_str()))
             )));
         }
     }
+    // A pattern has narrowed the registry already.
+    let one = if pattern.is_some() { None } else { only };
     let owner = Config::load(&inst)?.document_owner;
     let active = proposal::list(&inst, true)?;
     let served: BTreeMap<String, Served> = serve::list(&inst)
         .into_iter()
         .map(|s| (s.agent.clone(), s))
         .collect();
-    let agents: Vec<_> = status::members(&inst, &reg, only)?
+    let agents: Vec<_> = status::members(&inst, &reg, one)?
         .into_iter()
         .map(|m| {
             json!({

@@ -18,6 +18,9 @@ fn doc_stdin() -> Result<String> {
 
 pub(super) fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
     let inst = a.common.instance()?;
+    if matches!(rest.first(), Some(&("write" | "append" | "create"))) {
+        inst.check_new(a.create)?;
+    }
     let file = |f: Option<&&str>| f.map_or(DEFAULT_DOCUMENT.to_string(), |s| s.to_string());
     match rest {
         ["read"] | ["read", _] => {
@@ -44,8 +47,15 @@ pub(super) fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
             let content = doc_stdin()?;
             document::create(&inst, f, &content, &who)?;
         }
-        ["list"] => {
+        ["list"] | ["list", _] => {
+            let pattern = rest.get(1).map(|p| crate::cli::pattern(p)).transpose()?;
             for d in document::list(&inst)? {
+                if pattern
+                    .as_ref()
+                    .is_some_and(|p| !p.matches_with(&d, crate::cli::MATCH))
+                {
+                    continue;
+                }
                 if a.json {
                     out.line(&serde_json::json!({ "file": d }).to_string())?;
                 } else {

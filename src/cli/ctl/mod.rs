@@ -31,11 +31,13 @@ Commands:
   doc write [FILE]       replace a document with stdin
   doc append [FILE]      append stdin to a document
   doc create FILE        create a new document from stdin (fails if it exists)
-  doc list               list documents
+  doc list [PATTERN]     list documents (those matching PATTERN, e.g. 'findings/*.md')
   doc rm FILE            delete a document
   doc owner [NAME | --clear]
                          show, set or clear the document owner
-  status [NAME] [--json] agents' state, task and unread counts; active proposals
+  status [NAME | PATTERN] [--json]
+                         agents' state, task and unread counts; active proposals
+                         (PATTERN: agent names with * ? [..], e.g. 'worker-*')
   proposals [--all] [--json]
                          active proposals (--all: every proposal)
   propose TYPE TITLE [--option ID[=LABEL]]... [--rule R] [--quorum N]
@@ -47,8 +49,11 @@ Commands:
   mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]
                          print the MCP configuration for Claude Code (JSON) or
                          Codex (command-line overrides, or config.toml)
-  ps [--json]            agents served by aw-run: instance, agent, pid, state, runs
-  stop AGENT[@INSTANCE] | @INSTANCE | --all
+  ps [PATTERN | --all-roots] [--json]
+                         agents served by aw-run: instance, agent, pid, state, runs
+                         (PATTERN: AGENT[@INSTANCE] with * ? [..], e.g. 'worker-*@team';
+                         --all-roots: the user's servers of every root)
+  stop AGENT[@INSTANCE] | PATTERN | @INSTANCE | --all
                          ask the aw-run serving them to finish (SIGTERM); wait up to 10 s
   runs [AGENT] [--json]  the transcripts of the agents' runs
   runs AGENT N [--json]  show transcript N of AGENT
@@ -57,7 +62,8 @@ Commands:
   (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
 
 Options:
-      --root DIR       root directory (default: $AW_ROOT or ./.workflow)
+      --root DIR       root directory (default: $AW_ROOT, else the nearest
+                       .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
   -m, --model MODEL    (new) the agent's model, e.g. anthropic/claude-sonnet-4-5
       --backend B      (new) claude, codex, anthropic, openai, exec, mock or external
@@ -67,7 +73,13 @@ Options:
       --until ID       (ack) acknowledge up to entry ID
       --as AGENT       (doc, propose, vote, cancel) act as AGENT
       --clear          (doc owner) remove the document owner
-      --all            (proposals) list closed proposals too; (stop) every served agent
+      --all            (proposals) list closed proposals too; (stop) every server of
+                       the user, of every root (only the root's with --root or
+                       AW_ROOT, only the instance's with -i)
+      --all-roots      (ps) the served agents of every root, from the user's registry
+                       of servers
+      --create         (new, doc write/append/create) create the instance even if an
+                       existing one has a near name
       --option ID[=LABEL]
                        (propose) an option; repeat for each
       --rule R         (propose) plurality (default), majority or unanimous
@@ -107,6 +119,8 @@ pub(super) struct Args {
     clear: bool,
     pub(super) json: bool,
     pub(super) all: bool,
+    pub(super) create: bool,
+    pub(super) all_roots: bool,
     pub(super) options: Vec<String>,
     pub(super) rule: Option<String>,
     pub(super) quorum: Option<u32>,
@@ -166,6 +180,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("clear") => a.clear = true,
             Long("json") => a.json = true,
             Long("all") => a.all = true,
+            Long("create") => a.create = true,
+            Long("all-roots") => a.all_roots = true,
             Long("option") => a.options.push(cli::string(&mut p, "--option")?),
             Long("rule") => a.rule = Some(cli::string(&mut p, "--rule")?),
             Long("quorum") => a.quorum = Some(cli::number(&mut p, "--quorum")?),
@@ -202,7 +218,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["vote", id, choice] => votes::vote(out, &a, id, choice),
         ["cancel", id] => votes::cancel(out, &a, id),
         ["mcp-config", addr] => mcp_config::mcp_config(out, &a, addr),
-        ["ps"] => runs::ps(out, &a),
+        ["ps"] => runs::ps(out, &a, None),
+        ["ps", pattern] => runs::ps(out, &a, Some(pattern)),
         ["stop"] => runs::stop(out, &a, None),
         ["stop", target] => runs::stop(out, &a, Some(target)),
         ["runs"] => runs::runs(out, &a, None, None),
@@ -245,6 +262,16 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 .hint("see aw-ctl --help"),
         ),
     }
+}
+
+/// Say on stderr where a listing that found nothing looked.
+pub(super) fn say_empty(a: &Args, what: &str) {
+    let root = a.common.root();
+    let msg = match root.missing() {
+        Some(why) => format!("{what}: {why}"),
+        None => format!("{what} under {}", root.path().display()),
+    };
+    cli::warn_note("aw-ctl", &msg);
 }
 
 /// The instance for an `agent[@instance]` argument: its own instance, or the common one.

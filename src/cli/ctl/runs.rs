@@ -41,6 +41,26 @@ fn instances(a: &Args) -> Result<Vec<Instance>> {
         .collect()
 }
 
+/// The instances of every root where the user's servers run (the user's registry of
+/// servers), and those of the current root.
+fn all_roots(a: &Args) -> Result<Vec<Instance>> {
+    let mut all = serve::user_instances();
+    for i in instances(a)? {
+        if !all.iter().any(|o| o.dir() == i.dir()) {
+            all.push(i);
+        }
+    }
+    Ok(all)
+}
+
+/// Does `stop --all` mean every server of the user? Yes unless a root (`--root`,
+/// `AW_ROOT`) or an instance (`-i`) narrows it.
+fn all_means_user(a: &Args) -> bool {
+    a.common.root.is_none()
+        && a.common.instance.is_none()
+        && std::env::var_os("AW_ROOT").is_none_or(|v| v.is_empty())
+}
+
 /// Every served agent of `instances`, with its instance.
 fn served(instances: Vec<Instance>) -> Vec<(Instance, Served)> {
     instances
@@ -73,30 +93,79 @@ fn table(out: &mut Out, rows: &[Vec<String>]) -> Result<()> {
     Ok(())
 }
 
-/// `aw-ctl ps [--json]`.
-pub(super) fn ps(out: &mut Out, a: &Args) -> Result<u8> {
-    let all = served(instances(a)?);
+/// The served agents whose `agent@instance` matches `pattern` (`worker-*@team`; an agent
+/// pattern alone looks in the instance of `-i`, `AW_INSTANCE` or `default`).
+fn matching(a: &Args, pattern: &str) -> Result<Vec<(Instance, Served)>> {
+    let (agent, inst) = match pattern.split_once('@') {
+        Some((ag, i)) => (ag, Some(i)),
+        None => (pattern, None),
+    };
+    let agent = crate::cli::pattern(agent)?;
+    let insts = match inst {
+        Some(i) if i.contains(['*', '?', '[']) => {
+            let ip = crate::cli::pattern(i)?;
+            let root = a.common.root();
+            root.instances()?
+                .iter()
+                .filter(|n| ip.matches_with(n, crate::cli::MATCH))
+                .map(|n| root.instance(n))
+                .collect::<Result<Vec<_>>>()?
+        }
+        Some(i) => vec![a.common.root().instance(i)?],
+        None => vec![a.common.instance()?],
+    };
+    Ok(served(insts)
+        .into_iter()
+        .filter(|(_, s)| agent.matches_with(&s.agent, crate::cli::MATCH))
+        .collect())
+}
+
+/// Is `target` a pattern rather than a name?
+fn is_pattern(target: &str) -> bool {
+    target.contains(['*', '?', '['])
+}
+
+/// `aw-ctl ps [PATTERN] [--json]`.
+pub(super) fn ps(out: &mut Out, a: &Args, pattern: Option<&str>) -> Result<u8> {
+    let all = match pattern {
+        Some(_) if a.all_roots => {
+            return Err(Error::Usage(
+                "ps takes a PATTERN or --all-roots, not both".into(),
+            ));
+        }
+        Some(p) => matching(a, p)?,
+        None if a.all_roots => served(all_roots(a)?),
+        None => served(instances(a)?),
+    };
+    if all.is_empty() {
+        super::say_empty(a, "no served agents");
+    }
     if a.json {
-        for (_, s) in &all {
-            out.line(
-                &json!({
-                    "instance": s.instance,
-                    "agent": s.agent,
-                    "pid": s.pid,
-                    "state": s.state.name(),
-                    "runs": s.runs,
-                    "workflow": s.workflow,
-                })
-                .to_string(),
-            )?;
+        for (inst, s) in &all {
+            let mut row = json!({
+                "instance": s.instance,
+                "agent": s.agent,
+                "pid": s.pid,
+                "state": s.state.name(),
+                "runs": s.runs,
+                "workflow": s.workflow,
+            });
+            if a.all_roots {
+                row["dir"] = json!(inst.dir());
+            }
+            out.line(&row.to_string())?;
         }
         return Ok(0);
     }
     let rows: Vec<Vec<String>> = all
         .iter()
-        .map(|(_, s)| {
+        .map(|(inst, s)| {
             vec![
-                s.instance.clone(),
+                if a.all_roots {
+                    inst.dir().display().to_string()
+                } else {
+                    s.instance.clone()
+                },
                 s.agent.clone(),
                 s.pid.to_string(),
                 s.state.name().to_string(),
@@ -124,7 +193,27 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
             )
             .hint("see aw-ctl --help"));
         }
-        (None, true) => served(instances(a)?),
+        (None, true) => {
+            let all = served(if all_means_user(a) {
+                all_roots(a)?
+            } else {
+                instances(a)?
+            });
+            if all.is_empty() {
+                super::say_empty(a, "nothing to stop: no served agents");
+            }
+            all
+        }
+        (Some(t), false) if is_pattern(t) => {
+            let list = matching(a, t)?;
+            if list.is_empty() {
+                return Err(Error::No(format!(
+                    "{}: no served agent matches",
+                    names::sanitize(t)
+                )));
+            }
+            list
+        }
         (Some(t), false) => match Target::parse(t)? {
             Target::Instance(name) => {
                 let inst = a.common.root().instance(&name)?;
