@@ -122,7 +122,7 @@ fn ps_and_status_show_a_kept_server_and_stop_ends_it() {
     let st: Value = serde_json::from_str(&s.ctl_ok(&["-i", INST, "status", "--json"])).unwrap();
     assert_eq!(
         st["agents"][0]["controller"],
-        json!({"state": "idle", "pid": pid, "runs": 1})
+        json!({"state": "idle", "host": host, "pid": pid, "runs": 1})
     );
     let text = s.ctl_ok(&["-i", INST, "status"]);
     assert!(

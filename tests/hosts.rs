@@ -149,6 +149,16 @@ fn ps_names_the_host_of_a_server_in_another_namespace() {
         [INST, "alice", "hostb", "1", "idle", "0", "-"],
         "{text}"
     );
+    // A second server on this side is refused, and told where the first one runs.
+    let mut again = h.s.tool_cmd("aw-run");
+    again.args(["-i", INST, "--serve", "--keep", "alice"]);
+    let out = run_hang_guarded(again);
+    assert_code(&out, 75);
+    let err = stderr(&out);
+    assert!(
+        err.contains("alice@w: already served by aw-run pid 1 on hostb"),
+        "{err}"
+    );
     // On a terminal: a header row first.
     let cmd = format!("{} --root {} ps", h.awctl, h.root());
     let out = Command::new("script")
@@ -324,4 +334,57 @@ fn a_live_temp_of_another_namespace_survives_a_sweep_and_an_abandoned_one_goes()
         .filter(|n| n.contains(".tmp."))
         .collect();
     assert_eq!(temps, [live]);
+}
+
+#[test]
+fn a_record_without_a_host_is_this_hosts_and_its_server_gets_sigterm() {
+    let h = Hosts::new();
+    let dir = h.serve_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let lock = dir.join("alice.lock");
+    // A server of a version that knew no hosts: a process of this side that holds the lock
+    // and wrote its pid alone, and a record without host keys.
+    let script = format!(
+        "exec 9<>{l}; flock -x 9; echo $$ >&9; echo ready; exec sleep 600",
+        l = path_str(&lock)
+    );
+    let mut old = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(old.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready, "ready\n");
+    let pid = old.id();
+    let record = format!(
+        "{{\"instance\":\"{INST}\",\"agent\":\"alice\",\"pid\":{pid},\"state\":\"idle\",\
+         \"runs\":0,\"workflow\":null,\"started\":\"2026-11-26T00:00:00.000Z\"}}\n"
+    );
+    std::fs::write(dir.join("alice.json"), record).unwrap();
+    let ps = h.ps();
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert_eq!(ps[0]["host"], Value::Null);
+    assert_eq!(ps[0]["pid"], pid);
+    let text = h.ctl_ok(&["ps"]);
+    let cols: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(cols[2], "-", "{text}");
+    // Stopped as before: SIGTERM to its pid, which ends it and lets the lock go.
+    let out = h.ctl_ok(&["stop", &format!("alice@{INST}")]);
+    assert_eq!(out, format!("stopped alice@{INST} (aw-run pid {pid})\n"));
+    let status = old.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(15), "{status}");
+    // No request was written for it.
+    assert!(std::fs::read_dir(&dir).unwrap().all(|e| {
+        !e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("stop.")
+    }));
 }
