@@ -106,6 +106,11 @@ impl Hosts {
 
     /// `aw-run --serve --keep alice` as pid 1 of host `host`, once it serves alice.
     fn serve_in(&self, host: &str) -> Namespace {
+        self.serve_agent_in(host, "alice")
+    }
+
+    /// `aw-run --serve --keep AGENT` as pid 1 of host `host`, once it serves the agent.
+    fn serve_agent_in(&self, host: &str, agent: &str) -> Namespace {
         let ns = Namespace::start(
             host,
             &[
@@ -117,12 +122,12 @@ impl Hosts {
                 "--serve",
                 "--keep",
                 "-q",
-                "alice",
+                agent,
             ],
             Stdio::null(),
         );
-        wait_for("alice to be served", || {
-            self.ps().iter().any(|p| p["agent"] == "alice")
+        wait_for("the agent to be served", || {
+            self.ps().iter().any(|p| p["agent"] == agent)
         });
         ns
     }
@@ -214,14 +219,14 @@ fn lock_host_id(h: &Hosts) -> String {
     lines[2].to_string()
 }
 
-/// `aw-ctl stop alice@w --timeout SECS` in namespace C, whose pid 1 is a shell that records a
+/// `aw-ctl stop TARGET --timeout SECS` in namespace C, whose pid 1 is a shell that records a
 /// SIGTERM (a trap, so that the signal is not ignored as it would be by an init without a
 /// handler); the output, with `rc=` and `pid=` lines from that shell. Panics if the shell got
 /// SIGTERM.
-fn stop_from_c(h: &Hosts, timeout: &str) -> Output {
+fn stop_from_c(h: &Hosts, target: &str, timeout: &str) -> Output {
     let marker = h.s.dir().join("pid1-got-sigterm");
     let script = format!(
-        "trap 'echo TERM >> {m}' TERM; {ctl} --root {root} stop alice@{INST} --timeout {timeout}; \
+        "trap 'echo TERM >> {m}' TERM; {ctl} --root {root} stop {target} --timeout {timeout}; \
          echo \"rc=$?\"; echo \"pid=$$\"",
         m = path_str(&marker),
         ctl = h.awctl,
@@ -243,7 +248,7 @@ fn stop_from_another_namespace_stops_the_server_and_signals_no_local_pid_1() {
     let h = Hosts::new();
     let b = h.serve_in("hostb");
     assert_eq!(h.ps()[0]["pid"], 1);
-    let out = stop_from_c(&h, "20");
+    let out = stop_from_c(&h, "alice@w", "20");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success(), "{text}{}", stderr(&out));
     assert_eq!(
@@ -287,7 +292,7 @@ fn stop_of_a_server_that_does_not_finish_exits_75_and_signals_nothing() {
     });
     let json = std::fs::read_to_string(h.serve_dir().join("alice.json")).unwrap();
     assert!(json.contains(&id), "{json}");
-    let out = stop_from_c(&h, "1");
+    let out = stop_from_c(&h, "alice@w", "1");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "rc=75\npid=1\n");
     let err = stderr(&out);
     assert!(
@@ -387,4 +392,33 @@ fn a_record_without_a_host_is_this_hosts_and_its_server_gets_sigterm() {
             .to_string_lossy()
             .starts_with("stop.")
     }));
+}
+
+#[test]
+fn stop_of_an_instance_stops_two_servers_that_are_both_pid_1() {
+    let h = Hosts::new();
+    h.ctl_ok(&["-i", INST, "new", "bob", "--", "echo", "pong"]);
+    let b = h.serve_agent_in("hostb", "alice");
+    let b2 = h.serve_agent_in("hostb2", "bob");
+    let ps = h.ps();
+    let hosts: Vec<(&Value, &Value)> = ps.iter().map(|p| (&p["host"], &p["pid"])).collect();
+    assert_eq!(
+        hosts,
+        [
+            (&Value::from("hostb"), &Value::from(1)),
+            (&Value::from("hostb2"), &Value::from(1))
+        ]
+    );
+    let out = stop_from_c(&h, "@w", "20");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        text,
+        "stopped alice@w (aw-run pid 1)\nstopped bob@w (aw-run pid 1)\nrc=0\npid=1\n",
+        "{}",
+        stderr(&out)
+    );
+    for mut ns in [b, b2] {
+        assert_eq!(ns.0.wait().unwrap().code(), Some(0));
+    }
+    assert!(h.ps().is_empty());
 }
