@@ -111,21 +111,25 @@ impl Hosts {
 
     /// `aw-run --serve --keep AGENT` as pid 1 of host `host`, once it serves the agent.
     fn serve_agent_in(&self, host: &str, agent: &str) -> Namespace {
-        let ns = Namespace::start(
-            host,
-            &[
-                &self.awrun,
-                "--root",
-                self.root(),
-                "-i",
-                INST,
-                "--serve",
-                "--keep",
-                "-q",
-                agent,
-            ],
-            Stdio::null(),
-        );
+        self.serve_with(host, &[agent])
+    }
+
+    /// `aw-run --serve --keep ARGS...` as pid 1 of host `host`, once it serves the agent
+    /// named last.
+    fn serve_with(&self, host: &str, args: &[&str]) -> Namespace {
+        let agent = *args.last().expect("an agent");
+        let mut argv = vec![
+            self.awrun.as_str(),
+            "--root",
+            self.root(),
+            "-i",
+            INST,
+            "--serve",
+            "--keep",
+            "-q",
+        ];
+        argv.extend_from_slice(args);
+        let ns = Namespace::start(host, &argv, Stdio::null());
         wait_for("the agent to be served", || {
             self.ps().iter().any(|p| p["agent"] == agent)
         });
@@ -421,4 +425,20 @@ fn stop_of_an_instance_stops_two_servers_that_are_both_pid_1() {
         assert_eq!(ns.0.wait().unwrap().code(), Some(0));
     }
     assert!(h.ps().is_empty());
+}
+
+#[test]
+fn stop_reaches_a_server_that_polls_instead_of_using_inotify() {
+    // As on a network file system, where inotify does not see another host's writes.
+    let h = Hosts::new();
+    let b = h.serve_with("hostb", &["--poll", "0.05", "alice"]);
+    let out = stop_from_c(&h, "alice@w", "20");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "stopped alice@w (aw-run pid 1)\nrc=0\npid=1\n",
+        "{}",
+        stderr(&out)
+    );
+    let mut b = b;
+    assert_eq!(b.0.wait().unwrap().code(), Some(0));
 }
