@@ -168,7 +168,7 @@ _aw_ctl() {
         mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
         ps/*) opts+=' --all-roots --json' ;;
         runs/* | budget/*) opts+=' --json' ;;
-        stop/*) opts+=' --all' ;;
+        stop/*) opts+=' --all --timeout' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
