@@ -61,7 +61,11 @@ fn the_demo_shows_the_channel_once_on_a_fresh_instance_each_time() {
 fn fake(dir: &Path, name: &str, text: &str, code: i32) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let p = dir.join(name);
-    std::fs::write(&p, format!("#!/bin/sh\ncat <<'END'\n{text}END\nexit {code}\n")).unwrap();
+    std::fs::write(
+        &p,
+        format!("#!/bin/sh\ncat <<'END'\n{text}END\nexit {code}\n"),
+    )
+    .unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     p
 }

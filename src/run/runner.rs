@@ -1280,11 +1280,7 @@ impl Adopter {
                 Ok(()) => taken = true,
                 // Another server took it first.
                 Err(Error::Busy(_)) => {}
-                Err(e) => {
-                    let why = e.to_string();
-                    let why = why.strip_prefix(&format!("{}: ", a.name)).unwrap_or(&why);
-                    crate::cli::warn("aw-run", format!("{}: not served: {why}", a.name));
-                }
+                Err(e) => crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name)),
             }
         }
         taken
