@@ -275,3 +275,29 @@ fn a_yaml_syntax_error_points_at_what_was_never_closed() {
     let out = run_hang_guarded(s.cmd(&["--check"]));
     assert_code(&out, 0);
 }
+
+#[test]
+fn with_iter_the_check_asks_only_for_what_the_iterated_agent_needs() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  coder:\n    mock: {}\n  reviewer:\n    backend: codex\nkickoff: Write it.\n",
+    );
+    let out = run_hang_guarded(bare(&s, &["--check", "--iter", "2", "--agent", "coder"]));
+    assert_code(&out, 0);
+    assert_eq!(stderr(&out), "");
+    let out = run_hang_guarded(bare(&s, &["--check"]));
+    assert_code(&out, 69);
+    assert_eq!(
+        lines(&out),
+        ["wf.yaml:5:14: reviewer: the codex backend needs its CLI: no 'codex' in PATH"]
+    );
+    // An agent --iter cannot choose is refused after the file's warnings.
+    let out = run_hang_guarded(bare(&s, &["--check", "--iter", "2"]));
+    assert_code(&out, 64);
+    assert!(
+        stderr(&out).contains("name one with --agent"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -318,9 +318,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
 /// `aw-run --check`: every phase of the check in one pass (the file, then what its agents
 /// need from this machine), every problem printed as `FILE:LINE:COL: what`. The exit code:
 /// 0, 65 when the file has errors, else that of the first problem of the machine. With
-/// `--iter` (`iter` holds its `--agent`), the agent it would iterate is checked too.
+/// `--iter` (`iter` holds its `--agent`), the agent it would iterate is chosen as a run
+/// chooses it, and only that agent's needs are checked.
 fn check(file: &Path, vars: &Vars, iter: Option<Option<&str>>) -> Result<u8> {
-    let (wf, mut found) = match workflow::load_for_check(file, vars) {
+    let (mut wf, mut found) = match workflow::load_for_check(file, vars) {
         Ok(w) => w,
         Err(LoadError::Read(e)) => return Err(e),
         Err(e @ LoadError::Invalid(_)) => {
@@ -333,7 +334,12 @@ fn check(file: &Path, vars: &Vars, iter: Option<Option<&str>>) -> Result<u8> {
     } else {
         0
     };
-    if let Some(wf) = &wf {
+    // As a run would: only the agent iterated is needed.
+    let mut refused = None;
+    if let (0, Some(wf), Some(agent)) = (code, wf.as_mut(), iter) {
+        refused = iter::choose(wf, file, agent).err();
+    }
+    if let (None, Some(wf)) = (&refused, &wf) {
         let missing = runner::environment(wf, vars);
         if let (0, Some((_, e))) = (code, missing.first()) {
             code = e.exit_code();
@@ -348,10 +354,7 @@ fn check(file: &Path, vars: &Vars, iter: Option<Option<&str>>) -> Result<u8> {
     for d in &found {
         eprintln!("{}", d.render());
     }
-    if let (0, Some(mut wf), Some(agent)) = (code, wf, iter) {
-        iter::choose(&mut wf, file, agent)?;
-    }
-    Ok(code)
+    refused.map_or(Ok(code), Err)
 }
 
 /// A problem of what an agent needs from the machine, as a check reports it.
