@@ -32,7 +32,8 @@ stopped). Prints the channel's new entries on stdout and one line per run on std
 Options:
       --root DIR       root directory (default: $AW_ROOT or ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name)
-      --check          check the file and exit (errors as FILE:LINE:COL: what)
+      --check          check the file and what its agents need (CLIs, keys, programs)
+                       in one pass; every problem as FILE:LINE:COL: what
       --var NAME=VALUE define a variable (repeatable)
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
       --detach         run in the background; print its pid; log to _state/aw-run.log
