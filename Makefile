@@ -13,9 +13,10 @@ BINS = aw-send aw-peek aw-ctl aw-mcp aw-run
 # not spend half of it in the dynamic loader (see BENCHMARKS.md).
 HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 OUT = target/$(HOST)/release
-# One profile, target and set of flags for build, demo and test: `make test` after
-# `make demo` (or `make build`) compiles only the tests, not the crate and its dependencies
-# again.
+# One profile, target and set of flags for build, demo and test, so that `make test` after
+# `make demo` (or `make build`) reuses the dependencies built. What cargo compiles again:
+# the aw crate itself (cargo builds a package's own targets for its tests apart) and the
+# few dependencies whose features the tests' own dependencies widen (tokio, rmcp).
 STATIC = RUSTFLAGS="$$RUSTFLAGS -C target-feature=+crt-static"
 PROFILE = --release --target $(HOST)
 MAN1 = $(wildcard man/*.1)
