@@ -131,3 +131,33 @@ fn make_test_ends_with_one_total_line_and_fails_when_anything_fails() {
     assert_code(&out, 1);
     assert_eq!(last_line(&out), "15 passed, 1 failed");
 }
+
+/// The recipe of `target` in the Makefile: its lines, without the leading tab.
+fn recipe(target: &str) -> Vec<String> {
+    let make = std::fs::read_to_string(repo().join("Makefile")).unwrap();
+    let head = format!("{target}:");
+    make.lines()
+        .skip_while(|l| !l.starts_with(&head))
+        .skip(1)
+        .take_while(|l| l.starts_with('\t'))
+        .map(|l| l.trim_start_matches('\t').to_string())
+        .collect()
+}
+
+#[test]
+fn make_demo_and_make_test_run_these_scripts_with_make_builds_profile() {
+    let demo = recipe("demo");
+    assert_eq!(demo.len(), 1, "{demo:?}");
+    assert!(demo[0].ends_with("sh scripts/demo.sh"), "{demo:?}");
+    let test = recipe("test");
+    assert_eq!(test[0], "sh scripts/test-deps.sh");
+    assert!(
+        test[1].starts_with("$(STATIC) ")
+            && test[1].ends_with("sh scripts/test-total.sh $(PROFILE)"),
+        "{test:?}"
+    );
+    assert_eq!(
+        recipe("build"),
+        ["$(STATIC) $(CARGO) build $(PROFILE) --bins"]
+    );
+}
