@@ -43,9 +43,6 @@ agents:
     command: [./nope.sh]
   erin:
     command: [no-such-program, --flag]
-setup:
-  - shell: echo one
-    as: diff
 kickoff: '@bob ${{ nothing }}'
 ";
 
@@ -63,7 +60,7 @@ fn the_check_reports_every_problem_of_every_phase_in_one_pass() {
         "wf.yaml:7:12: carol: the anthropic backend needs ANTHROPIC_API_KEY (in the environment or the agent's env)".to_string(),
         format!("wf.yaml:9:15: dave: command '{}': no such program", dave.display()),
         "wf.yaml:11:15: erin: command 'no-such-program': no such program in PATH".to_string(),
-        "wf.yaml:15:16: kickoff: undefined variable 'nothing'".to_string(),
+        "wf.yaml:12:16: kickoff: undefined variable 'nothing'".to_string(),
     ];
     assert_eq!(lines(&out), want);
     assert!(!s.root.inst_dir(INST).exists(), "the check wrote something");
@@ -97,6 +94,19 @@ fn the_check_reports_every_problem_of_every_phase_in_one_pass() {
     let out = run_hang_guarded(c);
     assert_code(&out, 0);
     assert_eq!(stderr(&out), "");
+
+    // A setup task may make an exec agent's program: it is not asked for up front.
+    std::fs::remove_file(s.dir().join("nope.sh")).unwrap();
+    s.write(
+        "wf.yaml",
+        "agents:\n  dave:\n    command: [./nope.sh]\nsetup:\n  - shell: printf '#!/bin/sh\\necho made\\n' > nope.sh && chmod +x nope.sh\nkickoff: '@dave hi'\n",
+    );
+    assert_code(&run_hang_guarded(bare(&s, &["--check"])), 0);
+    let mut c = bare(&s, &["-q"]);
+    c.env("PATH", format!("{}:/usr/bin:/bin", bare_path(&s).display()));
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    assert_eq!(s.transcript("dave", 1)["status"], "ok");
 }
 
 #[test]

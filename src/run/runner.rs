@@ -688,8 +688,9 @@ pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
 /// Every problem of what the agents of `wf` need from this machine, in file order, each at
 /// the text that asks for it: a CLI backend whose program is not in `PATH` and an API
 /// backend without its key (exit 69), an exec agent's program that is not there or cannot
-/// be run (69), file tools in a `cwd` that does not exist (66). What depends on a setup
-/// output is checked once it is known.
+/// be run (69; not when the workflow has setup or shell tasks, which may make it), file
+/// tools in a `cwd` that does not exist (66). What depends on a setup output is checked
+/// once it is known.
 pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(super::workflow::Pos, Error)> {
     let mut found = Vec::new();
     for def in &wf.agents {
@@ -697,6 +698,8 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(super::workflow::Pos, Err
         let at = def.backend.pos;
         match def.backend.value {
             Backend::Mock => {}
+            // A setup or shell task may make the program: then it is checked when it runs.
+            Backend::Exec if makes_files(wf) => {}
             Backend::Exec => {
                 if let Some(e) = exec_program(wf, def, vars) {
                     let pos = def
@@ -758,6 +761,19 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(super::workflow::Pos, Err
         }
     }
     found
+}
+
+/// Does the workflow run commands of its own (setup, shell tasks) before or beside its
+/// agents, which may make or remove an exec agent's program?
+fn makes_files(wf: &Workflow) -> bool {
+    fn shell(t: &super::workflow::Task) -> bool {
+        match &t.kind {
+            super::workflow::TaskKind::Shell(_) => true,
+            super::workflow::TaskKind::Parallel(ts) => ts.iter().any(shell),
+            super::workflow::TaskKind::Send { .. } => false,
+        }
+    }
+    !wf.setup.is_empty() || wf.tasks.iter().any(shell)
 }
 
 /// Why an exec agent's program cannot be started, if it cannot: a path (relative to the
