@@ -13,6 +13,12 @@ BINS = aw-send aw-peek aw-ctl aw-mcp aw-run
 # not spend half of it in the dynamic loader (see BENCHMARKS.md).
 HOST := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
 OUT = target/$(HOST)/release
+# One profile, target and set of flags for build, demo and test, so that `make test` after
+# `make demo` (or `make build`) reuses the dependencies built. What cargo compiles again:
+# the aw crate itself (cargo builds a package's own targets for its tests apart) and the
+# few dependencies whose features the tests' own dependencies widen (tokio, rmcp).
+STATIC = RUSTFLAGS="$$RUSTFLAGS -C target-feature=+crt-static"
+PROFILE = --release --target $(HOST)
 MAN1 = $(wildcard man/*.1)
 MAN5 = $(wildcard man/*.5)
 MAN7 = $(wildcard man/*.7)
@@ -26,16 +32,15 @@ FUZZ_SMOKE_TIME ?= 10
 all: build
 
 build:
-	RUSTFLAGS="$$RUSTFLAGS -C target-feature=+crt-static" \
-		$(CARGO) build --release --bins --target $(HOST)
+	$(STATIC) $(CARGO) build $(PROFILE) --bins
 
 # The whole test suite (what CI runs): what the tests need is installed first (or the run
 # stops naming it), then the tests, then every fuzz target for a few seconds so that the
-# harness cannot rot (needs the nightly toolchain; see the README's FUZZING).
+# harness cannot rot (needs the nightly toolchain; see the README's FUZZING). The last line
+# is the total, `N passed, N failed`; any failure fails the target (scripts/test-total.sh).
 test:
 	sh scripts/test-deps.sh
-	$(CARGO) test --release
-	$(MAKE) fuzz-smoke
+	$(STATIC) CARGO="$(CARGO)" FUZZ_SMOKE_TIME=$(FUZZ_SMOKE_TIME) sh scripts/test-total.sh $(PROFILE)
 
 # Every fuzz target for FUZZ_TIME seconds, one after another (fuzz/run.sh).
 fuzz:
@@ -63,10 +68,10 @@ man:
 completions:
 	@ls completions
 
-# The main job without an API key: two scripted agents talk until their work is done.
+# The main job without an API key: two scripted agents talk until their work is done, on a
+# fresh instance each time (hello-DATE-TIME), its channel shown once as it is written.
 demo: build
-	PATH="$(CURDIR)/$(OUT):$$PATH" aw-run examples/hello.yaml
-	PATH="$(CURDIR)/$(OUT):$$PATH" aw-peek -i hello -n 0
+	PATH="$(CURDIR)/$(OUT):$$PATH" sh scripts/demo.sh
 
 # The README's Claude Code and Codex recipes, run with the real CLIs (installed with npm into
 # a scratch prefix) against a mock model, then one workflow with an agent of each CLI, and the

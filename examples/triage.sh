@@ -1,10 +1,11 @@
 #!/bin/sh
-# The triage agent of examples/keep.yaml: it reads its prompt (the inbox first) on stdin
-# and hands anything that mentions a failure to @fixer. Whatever it prints is posted as
-# its reply.
+# The triage agent of examples/keep.yaml: it reads its prompt on stdin and hands a message
+# that mentions a failure to @fixer. Only the messages that woke it count (the prompt's
+# "## Inbox" section), not the recent channel history after them, so an old failure is not
+# handed on again. Whatever it prints is posted as its reply.
 set -eu
-prompt=$(cat)
-if printf '%s\n' "$prompt" | grep -qiE 'broke|fail|error'; then
+inbox=$(sed -n -e '/^## Inbox/,/^## /{' -e '/^## /!p' -e '}')
+if printf '%s\n' "$inbox" | grep -qiE 'broke|fail|error'; then
 	echo "@fixer please look at this (run $AW_RUN)."
 else
 	echo "Noted, nothing to do."

@@ -376,6 +376,44 @@ fn the_done_signal_stops_after_its_iteration() {
 }
 
 #[test]
+fn resume_on_a_finished_series_says_it_is_finished() {
+    let r = Repo::new(true);
+    assert_code(&r.run(&["--iter", "2"]), 0);
+    let out = r.run(&["--iter", "2", "--resume"]);
+    assert_code(&out, 0);
+    let series = r.records()[0]["series"].as_str().unwrap().to_string();
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "aw-run: coder: the series begun {series} is finished (2 iterations, its 2 iterations have run): nothing to resume"
+        )),
+        "{err}"
+    );
+    assert_eq!(r.records().len(), 2);
+    assert_eq!(r.trailers(), ["1/2", "2/2"]);
+    // A larger limit resumes it.
+    let out = r.run(&["--iter", "3", "--resume"]);
+    assert_code(&out, 0);
+    assert!(!stderr(&out).contains("is finished"), "{}", stderr(&out));
+    assert_eq!(r.records().len(), 3);
+
+    // Finished because the agent said so.
+    let r = Repo::new(true);
+    r.write("logs/done-at", "1\n");
+    assert_code(&r.run(&["--iter", "3"]), 0);
+    let out = r.run(&["--iter", "3", "--resume"]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "is finished (1 iteration, the agent said the task is done): nothing to resume"
+        ),
+        "{err}"
+    );
+    assert_eq!(r.records().len(), 1);
+}
+
+#[test]
 fn outside_a_work_tree_the_iterations_run_without_commits() {
     let r = Repo::new(false);
     let out = r.run(&["--iter", "2"]);

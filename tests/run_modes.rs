@@ -421,6 +421,15 @@ fn keep_example_is_driven_by_aw_send_and_stopped_by_aw_ctl() {
         "{entries:?}"
     );
     assert_eq!(entries[2].0, "fixer");
+    // Only the message that woke triage counts, not the failure in the history before it.
+    send(&s, "@triage all green now");
+    wait_for("triage's second answer", || s.entries().len() >= 5);
+    let entries = s.entries();
+    assert_eq!(
+        entries[4],
+        ("triage".to_string(), "Noted, nothing to do.".to_string()),
+        "{entries:?}"
+    );
     let stop = s
         .tool_cmd("aw-ctl")
         .args(["stop", &format!("@{INST}")])

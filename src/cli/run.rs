@@ -33,7 +33,8 @@ Options:
       --root DIR       root directory (default: $AW_ROOT, else the nearest
                        .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name)
-      --check          check the file and exit (errors as FILE:LINE:COL: what)
+      --check          check the file and what its agents need (CLIs, keys, programs)
+                       in one pass; every problem as FILE:LINE:COL: what
       --var NAME=VALUE define a variable (repeatable)
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
       --detach         run in the background; print its pid; log to _state/aw-run.log
@@ -275,6 +276,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
     for def in &a.vars {
         vars.define(def)?;
     }
+    if a.check {
+        return check(&file, &vars, a.iter.is_some().then_some(a.agent.as_deref()));
+    }
     let (mut wf, warnings) = match workflow::load(&file, &vars) {
         Ok(w) => w,
         Err(LoadError::Read(e)) => return Err(e),
@@ -290,9 +294,13 @@ pub fn run(out: &mut Out) -> Result<u8> {
         Some(_) => Some(iter::choose(&mut wf, &file, a.agent.as_deref())?),
         None => None,
     };
-    if a.check {
-        runner::preflight(&wf, &vars)?;
-        return Ok(0);
+    let missing = runner::environment(&wf, &vars);
+    if let Some((_, first)) = missing.first() {
+        let code = first.exit_code();
+        for (_, e) in &missing {
+            cli::report("aw-run", e);
+        }
+        return Ok(code);
     }
     // The command line's limits win over the file's.
     a.opts.budget = a.opts.budget.or(wf.budget);
@@ -318,6 +326,58 @@ pub fn run(out: &mut Out) -> Result<u8> {
     start_guard();
     out.flush()?;
     runner::run(&wf, &inst, root.path(), vars, &a.opts)
+}
+
+/// `aw-run --check`: every phase of the check in one pass (the file, then what its agents
+/// need from this machine), every problem printed as `FILE:LINE:COL: what`. The exit code:
+/// 0, 65 when the file has errors, else that of the first problem of the machine. With
+/// `--iter` (`iter` holds its `--agent`), the agent it would iterate is chosen as a run
+/// chooses it, and only that agent's needs are checked.
+fn check(file: &Path, vars: &Vars, iter: Option<Option<&str>>) -> Result<u8> {
+    let (mut wf, mut found) = match workflow::load_for_check(file, vars) {
+        Ok(w) => w,
+        Err(LoadError::Read(e)) => return Err(e),
+        Err(e @ LoadError::Invalid(_)) => {
+            eprintln!("{e}");
+            return Ok(e.exit_code());
+        }
+    };
+    let mut code = if found.iter().any(|d| !d.warning) {
+        exit::DATAERR
+    } else {
+        0
+    };
+    // As a run would: only the agent iterated is needed.
+    let mut refused = None;
+    if let (0, Some(wf), Some(agent)) = (code, wf.as_mut(), iter) {
+        refused = iter::choose(wf, file, agent).err();
+    }
+    if let (None, Some(wf)) = (&refused, &wf) {
+        let missing = runner::environment(wf, vars);
+        if let (0, Some((_, e))) = (code, missing.first()) {
+            code = e.exit_code();
+        }
+        found.extend(
+            missing
+                .iter()
+                .map(|(pos, e)| environment_problem(file, *pos, e)),
+        );
+    }
+    crate::run::diagnostic::sort(&mut found, file);
+    for d in &found {
+        eprintln!("{}", d.render());
+    }
+    refused.map_or(Ok(code), Err)
+}
+
+/// A problem of what an agent needs from the machine, as a check reports it.
+fn environment_problem(file: &Path, pos: workflow::Pos, e: &Error) -> workflow::Diagnostic {
+    workflow::Diagnostic {
+        file: file.to_path_buf(),
+        pos,
+        message: e.to_string(),
+        warning: false,
+    }
 }
 
 /// Start the guard that kills the backends' process groups if this process dies, even by

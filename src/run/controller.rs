@@ -795,12 +795,13 @@ impl Controller {
                 None => shared.agent(&self.agent).running = Usage::default(),
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
-            ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || self.stop.is_set());
+            ev.gave_up = !ok
+                && (attempt == self.retry.attempts.max(1) || self.stop.is_set() || out.permanent);
             report(&ev);
             if ok {
                 return true;
             }
-            if out.status == Status::Killed {
+            if out.status == Status::Killed || out.permanent {
                 return false;
             }
         }

@@ -136,12 +136,15 @@ impl Diagnostics {
     /// Everything collected: the loaded file's problems first, by position, then those of
     /// the other files, by file and position.
     pub fn into_sorted(mut self) -> Vec<Diagnostic> {
-        let main = self.file;
-        self.list.sort_by(|a, b| {
-            (a.file != main, &a.file, a.pos).cmp(&(b.file != main, &b.file, b.pos))
-        });
+        sort(&mut self.list, &self.file);
         self.list
     }
+}
+
+/// Sort problems as a check prints them: those of `main` first, by position, then those of
+/// the other files, by file and position.
+pub fn sort(list: &mut [Diagnostic], main: &Path) {
+    list.sort_by(|a, b| (a.file != main, &a.file, a.pos).cmp(&(b.file != main, &b.file, b.pos)));
 }
 
 /// The candidate closest to `word`, if one is close enough to be a likely typo: at most two

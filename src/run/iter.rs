@@ -479,8 +479,30 @@ pub fn run(inst: &Instance, plan: &Plan, task: &str, shared: &Shared) -> Result<
         done.push(rec);
         i += 1;
     }
+    if ran == 0 && plan.resume && !done.is_empty() {
+        said_finished(plan, &series, done.len(), finished);
+    }
     finish(plan, &done, ran, finished);
     Ok(())
+}
+
+/// `--resume` found the series finished: say so (on stderr, unless quiet or JSON), as
+/// nothing runs.
+fn said_finished(plan: &Plan, series: &str, n: usize, done: bool) {
+    if plan.quiet || plan.json {
+        return;
+    }
+    let why = match (done, plan.limit) {
+        (true, _) => "the agent said the task is done".to_string(),
+        (false, Limit::Count(limit)) => format!("its {limit} iterations have run"),
+        (false, Limit::Time(_)) => "its time limit is spent".to_string(),
+    };
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "aw-run: {}: the series begun {series} is finished ({n} iteration{}, {why}): nothing to resume",
+        plan.agent,
+        if n == 1 { "" } else { "s" }
+    );
 }
 
 /// One line per iteration on stderr, or one JSON object on stdout.

@@ -77,10 +77,53 @@ impl Use {
     };
 }
 
+/// A shell variable (`$name`, `${name}`) written in a shell command, checked once every
+/// task output is known: one named like an output is likely meant as `${{ name }}`.
+#[derive(Debug, Clone)]
+pub struct ShellVar {
+    pub name: String,
+    /// As written (`$diff`, `${diff}`).
+    pub written: String,
+    /// Where in the structure (`setup[1].shell`).
+    pub path: String,
+    pub pos: Pos,
+}
+
+/// The shell variables written in `text` (not `${{ ... }}`): each name, as written, and its
+/// byte offset.
+fn shell_vars(text: &str) -> Vec<(String, String, usize)> {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices('$') {
+        let rest = &text[i + 1..];
+        let (braced, body) = match rest.strip_prefix('{') {
+            Some(b) if b.starts_with('{') => continue,
+            Some(b) => (true, b),
+            None => (false, rest),
+        };
+        let len = body.find(|c: char| !is_name(c)).unwrap_or(body.len());
+        let name = &body[..len];
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        if braced && !body[len..].starts_with('}') {
+            continue;
+        }
+        let written = if braced {
+            format!("${{{name}}}")
+        } else {
+            format!("${name}")
+        };
+        found.push((name.to_string(), written, i));
+    }
+    found
+}
+
 pub struct Reader<'d> {
     pub doc: &'d Document,
     pub diags: Diagnostics,
     pub refs: Vec<Reference>,
+    pub shell_vars: Vec<ShellVar>,
 }
 
 impl<'d> Reader<'d> {
@@ -89,6 +132,7 @@ impl<'d> Reader<'d> {
             doc,
             diags: Diagnostics::new(file),
             refs: Vec::new(),
+            shell_vars: Vec::new(),
         }
     }
 
@@ -245,6 +289,18 @@ impl<'d> Reader<'d> {
         let doc = self.doc;
         let locate = |offset: usize| doc.locate(node, "${{", text[..offset].matches("${{").count());
         let template = self.parse_template(text, path, how, None, &locate)?;
+        if how.shell {
+            for (name, written, offset) in shell_vars(text) {
+                let pos = doc.locate(node, &written, text[..offset].matches(&written).count());
+                let path = path.to_string();
+                self.shell_vars.push(ShellVar {
+                    name,
+                    written,
+                    path,
+                    pos,
+                });
+            }
+        }
         Some(Spanned::new(template, node.pos))
     }
 

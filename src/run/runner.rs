@@ -315,13 +315,20 @@ fn missing_program(agent: &str, b: Backend) -> Error {
 
 /// `name` found in `PATH`, as an executable file.
 fn find_program(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
+    find_in(name, &std::env::var_os("PATH")?)
+}
+
+/// `name` found in the directories of `path` (a `PATH` value), as an executable file.
+fn find_in(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
         .map(|d| d.join(name))
-        .find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| is_executable(&m)))
+}
+
+/// A file someone may execute.
+fn is_executable(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    m.is_file() && m.permissions().mode() & 0o111 != 0
 }
 
 fn unavailable(agent: &str, backend: Backend) -> Error {
@@ -674,17 +681,44 @@ fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn 
     Ok(backend)
 }
 
-/// Refuse what cannot run, before anything is written: a CLI backend whose program is not
-/// in `PATH`, an API backend without its key (exit 69).
+/// Refuse what cannot run, before anything is written: the first of [`environment`]'s
+/// problems.
 pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
+    match environment(wf, vars).into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Every problem of what the agents of `wf` need from this machine, in file order, each at
+/// the text that asks for it: a CLI backend whose program is not in `PATH` and an API
+/// backend without its key (exit 69), an exec agent's program that is not there or cannot
+/// be run (69; not when the workflow has setup or shell tasks, which may make it), file
+/// tools in a `cwd` that does not exist (66). What depends on a setup output is checked
+/// once it is known.
+pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(super::workflow::Pos, Error)> {
+    let mut found = Vec::new();
     for def in &wf.agents {
         let name = &def.name.value;
+        let at = def.backend.pos;
         match def.backend.value {
-            Backend::Exec | Backend::Mock => {}
+            Backend::Mock => {}
+            // A setup or shell task may make the program: then it is checked when it runs.
+            Backend::Exec if makes_files(wf) => {}
+            Backend::Exec => {
+                if let Some(e) = exec_program(wf, def, vars) {
+                    let pos = def
+                        .command
+                        .as_ref()
+                        .and_then(|c| c.first())
+                        .map_or(at, |c| c.pos);
+                    found.push((pos, e));
+                }
+            }
             Backend::Claude | Backend::Codex => {
                 let program = program_of(def.backend.value);
                 if find_program(program).is_none() {
-                    return Err(missing_program(name, def.backend.value));
+                    found.push((at, missing_program(name, def.backend.value)));
                 }
             }
             Backend::Anthropic | Backend::Openai => {
@@ -698,13 +732,14 @@ pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
                         Err(_) => later = true,
                     }
                 }
-                let found = if def.backend.value == Backend::Anthropic {
+                let key = if def.backend.value == Backend::Anthropic {
                     anthropic::credentials(&env).map(drop)
                 } else {
                     openai::credentials(&env).map(drop)
                 };
-                if !later {
-                    found.map_err(|why| Error::Unavailable(format!("{name}: {why}")))?;
+                if let (Err(why), false) = (key, later) {
+                    let pos = def.model.as_ref().map_or(at, |m| m.pos);
+                    found.push((pos, Error::Unavailable(format!("{name}: {why}"))));
                 }
                 if def
                     .tools
@@ -716,17 +751,65 @@ pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
                         .as_ref()
                         .map_or(Path::new("."), |c| c.value.as_path());
                     if !cwd.is_dir() {
-                        return Err(Error::NotFound(format!(
-                            "{name}: cwd {}: no such folder (the file tools work in it)",
-                            cwd.display()
-                        )));
+                        let pos = def.cwd.as_ref().map_or(at, |c| c.pos);
+                        found.push((
+                            pos,
+                            Error::NotFound(format!(
+                                "{name}: cwd {}: no such folder (the file tools work in it)",
+                                cwd.display()
+                            )),
+                        ));
                     }
                 }
             }
-            other => return Err(unavailable(name, other)),
+            other => found.push((at, unavailable(name, other))),
         }
     }
-    Ok(())
+    found
+}
+
+/// Does the workflow run commands of its own (setup, shell tasks) before or beside its
+/// agents, which may make or remove an exec agent's program?
+fn makes_files(wf: &Workflow) -> bool {
+    fn shell(t: &super::workflow::Task) -> bool {
+        match &t.kind {
+            super::workflow::TaskKind::Shell(_) => true,
+            super::workflow::TaskKind::Parallel(ts) => ts.iter().any(shell),
+            super::workflow::TaskKind::Send { .. } => false,
+        }
+    }
+    !wf.setup.is_empty() || wf.tasks.iter().any(shell)
+}
+
+/// Why an exec agent's program cannot be started, if it cannot: a path (relative to the
+/// workflow's directory) that is not an executable file, or a bare name not found in `PATH`
+/// (the agent's own `PATH` when its `env` sets one). `None` too when it depends on a setup
+/// output.
+fn exec_program(wf: &Workflow, def: &super::workflow::AgentDef, vars: &Vars) -> Option<Error> {
+    let argv = exec_argv(wf, def, vars).ok()?;
+    let program = &argv[0];
+    let name = &def.name.value;
+    if program.contains('/') {
+        return match std::fs::metadata(program) {
+            Err(_) => Some(Error::Unavailable(format!(
+                "{name}: command '{program}': no such program"
+            ))),
+            Ok(m) if !is_executable(&m) => Some(Error::Unavailable(format!(
+                "{name}: command '{program}': not an executable file"
+            ))),
+            Ok(_) => None,
+        };
+    }
+    let path = match def.env.iter().find(|(k, _)| k.value == "PATH") {
+        Some((_, v)) => v.value.render(vars).ok()?.into(),
+        None => std::env::var_os("PATH").unwrap_or_default(),
+    };
+    match find_in(program, &path) {
+        Some(_) => None,
+        None => Some(Error::Unavailable(format!(
+            "{name}: command '{program}': no such program in PATH"
+        ))),
+    }
 }
 
 /// Run the workflow on `inst` until the work is done (or, with `keep`, until stopped); the
@@ -971,11 +1054,19 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     check_serve_instance(inst)?;
     let reg = registry::Registry::load(inst)?;
     let chosen: Vec<&Agent> = if agents.is_empty() {
-        let all: Vec<&Agent> = reg
-            .agents
-            .iter()
-            .filter(|a| !a.closed && runnable(a).is_ok())
-            .collect();
+        let mut all = Vec::new();
+        for a in reg.agents.iter().filter(|a| !a.closed) {
+            match servable(a) {
+                Ok(()) => all.push(a),
+                // Driven from outside by design: not a problem to report.
+                Err(_) if a.backend == "external" => {}
+                Err(e) => {
+                    let why = e.to_string();
+                    let why = why.strip_prefix(&format!("{}: ", a.name)).unwrap_or(&why);
+                    crate::cli::warn("aw-run", format!("{}: not served: {why}", a.name));
+                }
+            }
+        }
         if all.is_empty() {
             return Err(Error::NotFound(format!(
                 "instance '{}' has no agent aw-run can serve",
@@ -984,21 +1075,34 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         }
         all
     } else {
+        // Every named agent that cannot be served is named, then nothing is served.
         let mut v = Vec::new();
+        let mut problems = Vec::new();
         for name in agents {
-            let a = reg.get(name).ok_or_else(|| {
-                Error::NotFound(format!(
+            let Some(a) = reg.get(name) else {
+                problems.push(Error::NotFound(format!(
                     "no agent '{name}' in instance '{}' (register it with aw-ctl new)",
                     inst.name()
-                ))
-            })?;
-            if a.closed {
-                return Err(Error::invalid(format!(
-                    "{name}: a closed worker is not served again"
                 )));
+                continue;
+            };
+            let why = if a.closed {
+                Err(Error::invalid(format!(
+                    "{name}: a closed worker is not served again"
+                )))
+            } else {
+                servable(a)
+            };
+            match why {
+                Ok(()) => v.push(a),
+                Err(e) => problems.push(e),
             }
-            runnable(a)?;
-            v.push(a);
+        }
+        if let Some(first) = problems.first() {
+            for e in &problems {
+                crate::cli::report("aw-run", e);
+            }
+            return Ok(first.exit_code());
         }
         v
     };
@@ -1092,6 +1196,18 @@ pub fn check_serve_instance(inst: &Instance) -> Result<()> {
         "no instance '{}' (register agents with aw-ctl new first)",
         inst.name()
     )))
+}
+
+/// Can `aw-run --serve` run this registered agent now: [`runnable`], and an API backend
+/// finds its key in the environment.
+fn servable(a: &Agent) -> Result<()> {
+    runnable(a)?;
+    let key = match a.backend.as_str() {
+        "anthropic" => anthropic::credentials(&[]).map(drop),
+        "openai" => openai::credentials(&[]).map(drop),
+        _ => Ok(()),
+    };
+    key.map_err(|why| Error::Unavailable(format!("{}: {why}", a.name)))
 }
 
 /// Can `aw-run --serve` run this registered agent?

@@ -393,18 +393,32 @@ impl std::fmt::Display for LoadError {
 /// Read and check the workflow file at `path`. `vars` holds what will be defined besides the
 /// workflow's own variables: `env.*` and `--var` definitions. On success, the warnings.
 pub fn load(path: &Path, vars: &Vars) -> Result<(Workflow, Vec<Diagnostic>), LoadError> {
-    let bytes = read_capped(path).map_err(LoadError::Read)?;
-    let text = match String::from_utf8(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-            let pos = Pos::START.advance(&String::from_utf8_lossy(valid));
-            let mut diags = Diagnostics::new(path);
-            diags.error(pos, "not valid UTF-8");
-            return Err(LoadError::Invalid(diags.into_sorted()));
-        }
-    };
+    let text = read_text(path)?;
     parse(&text, path, vars).map_err(LoadError::Invalid)
+}
+
+/// [`load`] for `aw-run --check`: every problem of the file (errors and warnings, sorted),
+/// and the workflow as far as it could be read, so that what it needs from the machine can
+/// be checked too. `None` when the YAML itself does not parse.
+pub fn load_for_check(
+    path: &Path,
+    vars: &Vars,
+) -> Result<(Option<Workflow>, Vec<Diagnostic>), LoadError> {
+    let text = read_text(path)?;
+    let (workflow, diags) = read_all(&text, path, vars);
+    Ok((workflow, diags.into_sorted()))
+}
+
+/// The text of the workflow file at `path`: at most [`MAX_FILE`] bytes of UTF-8.
+fn read_text(path: &Path) -> Result<String, LoadError> {
+    let bytes = read_capped(path).map_err(LoadError::Read)?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let pos = Pos::START.advance(&String::from_utf8_lossy(valid));
+        let mut diags = Diagnostics::new(path);
+        diags.error(pos, "not valid UTF-8");
+        LoadError::Invalid(diags.into_sorted())
+    })
 }
 
 /// [`load`], keeping only the warnings.
@@ -438,22 +452,27 @@ pub fn parse(
     path: &Path,
     vars: &Vars,
 ) -> Result<(Workflow, Vec<Diagnostic>), Vec<Diagnostic>> {
+    match read_all(text, path, vars) {
+        (Some(workflow), diags) if !diags.has_errors() => Ok((workflow, diags.into_sorted())),
+        (_, diags) => Err(diags.into_sorted()),
+    }
+}
+
+/// Every phase of the check on `text`: the YAML, then (when it parses) the keys, values,
+/// references and expressions, each reporting every problem it finds.
+fn read_all(text: &str, path: &Path, vars: &Vars) -> (Option<Workflow>, Diagnostics) {
     let doc = match Document::parse(text) {
         Ok(doc) => doc,
         Err((pos, message)) => {
             let mut diags = Diagnostics::new(path);
             diags.error(pos, message);
-            return Err(diags.into_sorted());
+            return (None, diags);
         }
     };
     let mut r = Reader::new(&doc, path);
     let workflow = read::read_workflow(&mut r, path);
     read::check_references(&mut r, &workflow, vars);
-    if r.diags.has_errors() {
-        Err(r.diags.into_sorted())
-    } else {
-        Ok((workflow, r.diags.into_sorted()))
-    }
+    (Some(workflow), r.diags)
 }
 
 /// Does a `system_prompt` value name a file: one word (no blanks inside once trimmed)

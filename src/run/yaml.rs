@@ -74,9 +74,7 @@ pub type SyntaxError = (Pos, String);
 impl Document {
     /// Parse `text`, which holds at most one YAML document.
     pub fn parse(text: &str) -> Result<Document, SyntaxError> {
-        let root = Builder::new(text).document()?;
-        let mut byte_at: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-        byte_at.push(text.len());
+        let (root, byte_at) = Builder::new(text).document()?;
         Ok(Document {
             text: text.to_string(),
             byte_at,
@@ -190,6 +188,11 @@ impl Node {
 /// Turns the event stream into a tree.
 struct Builder<'a> {
     parser: Parser<'a, StrInput<'a>>,
+    text: &'a str,
+    /// Byte offset of each character of `text`, plus one for the end.
+    byte_at: Vec<usize>,
+    /// The flow collections (`[`, `{`) open where the parser is, innermost last.
+    open: Vec<(Pos, char)>,
     /// Where the text ends: no position is past it.
     end: Pos,
     /// Each anchored node, with its size.
@@ -207,8 +210,13 @@ struct Size {
 
 impl<'a> Builder<'a> {
     fn new(text: &'a str) -> Builder<'a> {
+        let mut byte_at: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+        byte_at.push(text.len());
         Builder {
             parser: Parser::new_from_str(text),
+            text,
+            byte_at,
+            open: Vec::new(),
             end: Pos::START.advance(text),
             anchors: HashMap::new(),
             nodes: 0,
@@ -226,18 +234,70 @@ impl<'a> Builder<'a> {
     fn next(&mut self) -> Result<(Event<'a>, Span), SyntaxError> {
         match self.parser.next_event() {
             Some(Ok(ev)) => Ok(ev),
-            Some(Err(e)) => Err((self.pos(e.marker()), format!("invalid YAML: {}", e.info()))),
+            Some(Err(e)) => Err(self.explain(e.marker(), e.info())),
             None => Err((Pos::START, "invalid YAML: unexpected end".into())),
         }
     }
 
-    fn document(mut self) -> Result<Option<Node>, SyntaxError> {
+    /// The character at character index `i`, if any.
+    fn char_at(&self, i: usize) -> Option<char> {
+        let at = *self.byte_at.get(i)?;
+        self.text[at..].chars().next()
+    }
+
+    /// A syntax error the parser found at `m`, blamed on its likely cause: a quote at `m`
+    /// that is not closed on its line is never closed; an error on a later line than the
+    /// innermost open `[` or `{` points at that bracket, which was never closed.
+    fn explain(&self, m: &Marker, info: &str) -> SyntaxError {
+        let pos = self.pos(m);
+        if let Some(q @ ('"' | '\'')) = self.char_at(m.index())
+            && !self.closed_on_its_line(m.index(), q)
+        {
+            return (
+                pos,
+                format!("invalid YAML: this quote is never closed ({info})"),
+            );
+        }
+        if let Some(&(open, c)) = self.open.last()
+            && open.line < pos.line
+        {
+            return (
+                open,
+                format!("invalid YAML: this '{c}' is never closed (at {pos}: {info})"),
+            );
+        }
+        (pos, format!("invalid YAML: {info}"))
+    }
+
+    /// Is the quote `q` at character index `i` closed before its line ends? (`\"` and `''`
+    /// are escapes, not ends.)
+    fn closed_on_its_line(&self, i: usize, q: char) -> bool {
+        let rest = &self.text[self.byte_at[i] + q.len_utf8()..];
+        let line = rest.split('\n').next().unwrap_or("");
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if q == '"' => {
+                    chars.next();
+                }
+                '\'' if q == '\'' && chars.peek() == Some(&'\'') => {
+                    chars.next();
+                }
+                c if c == q => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// The root node, and the byte offset of each character of the text.
+    fn document(mut self) -> Result<(Option<Node>, Vec<usize>), SyntaxError> {
         let mut root = None;
         loop {
             let (ev, span) = self.next()?;
             match ev {
                 Event::StreamStart | Event::DocumentEnd => {}
-                Event::StreamEnd => return Ok(root),
+                Event::StreamEnd => return Ok((root, self.byte_at)),
                 Event::DocumentStart(_) if root.is_some() => {
                     return Err((self.pos(&span.start), "more than one YAML document".into()));
                 }
@@ -278,11 +338,15 @@ impl<'a> Builder<'a> {
                 )
             }
             Event::SequenceStart(anchor, _) => {
+                let flow = self.enter(span.start.index(), pos);
                 let (items, end) = self.items(depth)?;
+                self.open.truncate(flow);
                 (Kind::Seq(items), anchor, end)
             }
             Event::MappingStart(anchor, _) => {
+                let flow = self.enter(span.start.index(), pos);
                 let (entries, end) = self.entries(depth)?;
+                self.open.truncate(flow);
                 (Kind::Map(entries), anchor, end)
             }
             Event::Alias(id) => return self.alias(id, pos),
@@ -299,6 +363,16 @@ impl<'a> Builder<'a> {
             self.anchors.insert(anchor, (node.clone(), size));
         }
         Ok(node)
+    }
+
+    /// A collection starts at character index `i`: remember it when it is a flow one. The
+    /// number of open flow collections before it.
+    fn enter(&mut self, i: usize, pos: Pos) -> usize {
+        let before = self.open.len();
+        if let Some(c @ ('[' | '{')) = self.char_at(i) {
+            self.open.push((pos, c));
+        }
+        before
     }
 
     /// Count `n` more bytes of scalar text; an error past [`MAX_BYTES`].
@@ -504,8 +578,11 @@ mod tests {
     fn refusals_carry_positions() {
         let err = |t: &str| Document::parse(t).unwrap_err();
         let (pos, msg) = err("a: [1, 2\nb: c\n");
-        assert_eq!(pos, Pos::new(2, 2));
-        assert!(msg.starts_with("invalid YAML: "), "{msg}");
+        assert_eq!(pos, Pos::new(1, 4));
+        assert!(
+            msg.starts_with("invalid YAML: this '[' is never closed (at 2:2: "),
+            "{msg}"
+        );
         assert_eq!(err("a: 1\n---\nb: 2\n").1, "more than one YAML document");
         assert_eq!(err("a: !custom 1\n").1, "unsupported tag '!custom'");
         let deep = format!(
@@ -548,6 +625,25 @@ mod tests {
                 .root
                 .is_none()
         );
+    }
+
+    #[test]
+    fn what_was_never_closed_is_blamed_where_it_opens() {
+        let err = |text: &str| Document::parse(text).map(|_| ()).unwrap_err();
+        let (pos, msg) = err("a: {b: [1, 2\nc: d\n");
+        assert_eq!(pos, Pos::new(1, 8));
+        assert!(
+            msg.starts_with("invalid YAML: this '[' is never closed (at 2:"),
+            "{msg}"
+        );
+        let (pos, msg) = err("a: 1\nb: \"x\\\" y\nc: d\n");
+        assert_eq!(pos, Pos::new(2, 4));
+        assert!(
+            msg.starts_with("invalid YAML: this quote is never closed"),
+            "{msg}"
+        );
+        // Closed on a later line: not blamed.
+        assert!(Document::parse("a: [1,\n  2]\nb: 'x\n  y'\n").is_ok());
     }
 
     /// Found by fuzzing (the `workflow` target): an error at the end of a text without a

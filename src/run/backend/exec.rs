@@ -318,6 +318,7 @@ impl Exec {
             Ok(c) => c,
             Err(e) => {
                 out.reason = Some(format!("cannot start {}: {e}", self.argv[0]));
+                out.permanent = cannot_start(&e);
                 return out;
             }
         };
@@ -536,6 +537,15 @@ pub fn run_and_read(exec: &Exec, ctx: &RunContext, reader: &mut dyn LineReader) 
         reader.finish(&mut out);
     }
     out
+}
+
+/// Is a spawn error one that no retry mends: no such program, no permission to run it, or
+/// not a program (ENOENT, EACCES, ENOEXEC)?
+fn cannot_start(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied
+    ) || e.raw_os_error() == Some(nix::libc::ENOEXEC)
 }
 
 /// Fail `out` for `why`, keeping how the program ended: `why (exit status 1)`.

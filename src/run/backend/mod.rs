@@ -153,6 +153,9 @@ pub struct RunOutcome {
     pub command: Vec<String>,
     /// Tokens and cost, when the backend reports them.
     pub usage: Option<Usage>,
+    /// A failure another attempt cannot mend (the program cannot start: no such file, not
+    /// executable): the run is not retried.
+    pub permanent: bool,
 }
 
 /// Tokens and cost of one run, summed over its model calls.
@@ -325,6 +328,7 @@ impl RunOutcome {
             stderr: Capture::default(),
             command: Vec::new(),
             usage: None,
+            permanent: false,
         }
     }
 

@@ -1117,4 +1117,15 @@ pub(super) fn check_references(r: &mut Reader, workflow: &Workflow, vars: &Vars)
         };
         r.error_in(x.file.as_deref(), x.pos, &x.path, &msg);
     }
+    // `$name` in a shell command where a task output `name` exists: the shell reads its own
+    // (likely unset) variable, not the output.
+    for v in std::mem::take(&mut r.shell_vars) {
+        if steps.iter().flatten().any(|o| o.value == v.name) {
+            let msg = format!(
+                "{}: '{}' is a shell variable, not the task output '{}': write ${{{{ {} }}}}",
+                v.path, v.written, v.name, v.name
+            );
+            r.diags.warn(v.pos, msg);
+        }
+    }
 }

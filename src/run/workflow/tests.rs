@@ -258,9 +258,13 @@ fn agent_parts() {
 
 #[test]
 fn yaml_syntax_errors_carry_the_parsers_position() {
+    // A bracket never closed is blamed where it opens, not where the parser gave up.
     let p = problem("agents:\n  alice: [1, 2\nkickoff: x\n");
-    assert!(p.starts_with("w.yaml:3:"), "{p}");
-    assert!(p.contains(": invalid YAML: "), "{p}");
+    assert!(p.starts_with("w.yaml:2:10: "), "{p}");
+    assert!(
+        p.contains(": invalid YAML: this '[' is never closed (at 3:"),
+        "{p}"
+    );
     assert_eq!(
         problem("a: 1\n---\nb: 2\n"),
         "w.yaml:2:1: more than one YAML document"
