@@ -221,16 +221,27 @@ pub struct Retry {
     pub backoff: Duration,
 }
 
-/// One controller event, as reported by the runner.
+/// One controller event, as reported by the runner: an attempt starts, or an attempt
+/// ended.
 pub struct Event {
     pub agent: String,
+    pub instance: String,
     pub run: u64,
     pub attempt: u32,
+    /// The attempt starts: only `agent`, `run`, `attempt`, `woken_by` and `transcript` are
+    /// meaningful.
+    pub start: bool,
     pub status: Status,
     pub duration: Duration,
     pub reason: Option<String>,
     /// The last attempt failed: the messages stay unread.
     pub gave_up: bool,
+    /// What woke the agent: the inbox entries its prompt shows, with their senders.
+    pub woken_by: Vec<(u64, String)>,
+    /// The number of the attempt's transcript (`aw-ctl runs AGENT N`); 0 when none.
+    pub transcript: u64,
+    /// The last line of the program's stderr that is not blank, when the attempt failed.
+    pub stderr_tail: Option<String>,
 }
 
 /// How events are shown.
@@ -538,12 +549,17 @@ impl Controller {
     ) -> Event {
         Event {
             agent: self.agent.clone(),
+            instance: self.inst.name().to_string(),
             run,
             attempt,
+            start: false,
             status,
             duration,
             reason,
             gave_up: false,
+            woken_by: Vec::new(),
+            transcript: 0,
+            stderr_tail: None,
         }
     }
 
@@ -595,6 +611,14 @@ impl Controller {
             };
             let before = channel.last_id().unwrap_or(0);
             let started = crate::channel::now();
+            let mut ev = self.event(run, attempt, Status::Ok, Duration::ZERO, None);
+            ev.start = true;
+            ev.transcript = self.next_transcript;
+            ev.woken_by = msgs
+                .iter()
+                .map(|m| (m.entry.id, m.entry.from.clone()))
+                .collect();
+            report(&ev);
             let t0 = Instant::now();
             let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
             let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
@@ -652,6 +676,7 @@ impl Controller {
                 }
             }
             let duration = t0.elapsed();
+            let transcript = self.next_transcript;
             self.transcript(
                 run, attempt, &out, &started, duration, msgs, &replies, &text,
             );
@@ -664,6 +689,10 @@ impl Controller {
                 None => shared.agent(&self.agent).running = Usage::default(),
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
+            ev.transcript = transcript;
+            if !ok {
+                ev.stderr_tail = last_line(&redact(&out.stderr.text, &self.secrets));
+            }
             ev.gave_up = !ok && (attempt == self.retry.attempts.max(1) || self.stop.is_set());
             report(&ev);
             if ok {
@@ -727,6 +756,17 @@ impl Controller {
             );
         }
     }
+}
+
+/// The last line of `text` that is not blank, trimmed, with control characters shown as
+/// `?`; `None` when there is none.
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    Some(
+        line.chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect(),
+    )
 }
 
 /// `usage`, with its cost from `price` when the backend reported none (and `price` knows

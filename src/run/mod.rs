@@ -16,6 +16,7 @@
 //! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
 //! | `serve`       | the serving locks and controller states under `_state/serve/`, read by `aw-ctl ps` and `stop` |
 //! | `ledger`      | what an instance has spent across runs, and its workflow budget, in `_state/budget.json` |
+//! | `live`        | what aw-run shows on a terminal while a run happens: the status line, the summary table |
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
@@ -30,6 +31,7 @@ pub mod guard;
 pub mod interpolate;
 pub mod iter;
 pub mod ledger;
+pub mod live;
 pub mod models;
 pub mod pipeline;
 pub mod prompt;

@@ -345,7 +345,11 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
     }
     // The runs of iterations get one more column: the iteration.
     let iterated = rows.iter().any(|l| l.iteration.is_some());
-    let rows: Vec<Vec<String>> = rows
+    let mut header: Vec<String> = RUNS_HEADER.iter().map(|h| h.to_string()).collect();
+    if iterated {
+        header.push("iteration".into());
+    }
+    let body = rows
         .iter()
         .map(|l| {
             let t = &l.t;
@@ -366,10 +370,22 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
             }
             row
         })
-        .collect();
+        .collect::<Vec<Vec<String>>>();
+    // A header row for people at a terminal; pipes get the rows alone.
+    use std::io::IsTerminal;
+    let rows: Vec<Vec<String>> = if !body.is_empty() && std::io::stdout().is_terminal() {
+        std::iter::once(header).chain(body).collect()
+    } else {
+        body
+    };
     table(out, &rows)?;
     Ok(0)
 }
+
+/// The columns of `aw-ctl runs`, as its header row (on a terminal) names them.
+const RUNS_HEADER: [&str; 10] = [
+    "agent", "n", "run", "att", "status", "exit", "time", "started", "inbox", "reply",
+];
 
 /// `aw-ctl runs AGENT N`: one transcript, whole.
 fn show(out: &mut Out, a: &Args, inst: &Instance, agent: &str, n: &str) -> Result<u8> {

@@ -1,0 +1,234 @@
+//! Seeing a run while it happens: start lines, failed attempts that say why and where to
+//! look, the status line and the summary table on a terminal (tested in tmux), plain lines
+//! in pipes, and money and JSON numbers without float noise.
+
+mod common;
+
+use serde_json::Value;
+
+use common::json_lines;
+use common::runner::*;
+use common::tmux::{Tmux, quote};
+
+const HELLO: &str = "\
+agents:
+  alice:
+    mock:
+      replies: ['@bob what is the answer?', 'Thanks, done.']
+      usage: {input_tokens: 100, output_tokens: 20, cost_usd: 0.1}
+  bob:
+    mock:
+      replies: ['@alice the answer is 42.']
+      usage: {input_tokens: 10, output_tokens: 5, cost_usd: 0.05}
+kickoff: '@alice ask bob'
+";
+
+/// A shell command line that runs tool `name` of the setup with `args`.
+fn sh_tool(s: &Setup, name: &str, args: &[&str]) -> String {
+    let mut line = format!(
+        "PATH={} {} --root {}",
+        quote(&path_with_bins()),
+        quote(common::bin(name).to_str().unwrap()),
+        quote(s.root.path().to_str().unwrap())
+    );
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    line
+}
+
+#[test]
+fn each_attempt_start_is_told_with_what_woke_it_in_lines_and_json() {
+    let s = Setup::new();
+    let out = s.run(HELLO, &[]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| *l == "aw-run: alice: run 1 started (woken by #1 from system)")
+        .unwrap_or_else(|| panic!("{err}"));
+    let end = lines
+        .iter()
+        .position(|l| l.starts_with("aw-run: alice: run 1 ok "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(start < end, "{err}");
+    assert!(
+        err.contains("aw-run: bob: run 1 started (woken by #2 from alice)\n"),
+        "{err}"
+    );
+    assert_eq!(err.matches(" started (woken by ").count(), 3, "{err}");
+    // Pipes get plain lines: no status line, no escape, no carriage return.
+    assert!(!err.contains('\x1b') && !err.contains('\r'), "{err:?}");
+    assert!(!err.contains("agent(s) running"), "{err}");
+
+    let s = Setup::new();
+    let out = s.run(HELLO, &["--json"]);
+    assert_code(&out, 0);
+    let events = json_lines(&out.stdout);
+    // Each agent's attempts: a start, then its end, three times in all.
+    for (agent, runs) in [("alice", 2), ("bob", 1)] {
+        let kinds: Vec<&str> = events
+            .iter()
+            .filter(|e| e["agent"] == agent && (e["event"] == "start" || e["event"] == "run"))
+            .map(|e| e["event"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["start", "run"].repeat(runs), "{agent}");
+    }
+    let first = &events.iter().find(|e| e["event"] == "start").unwrap();
+    assert_eq!(first["run"], 1);
+    assert_eq!(first["attempt"], 1);
+    assert_eq!(first["transcript"], 1);
+    assert_eq!(
+        first["woken_by"],
+        serde_json::json!([{"id": 1, "from": "system"}])
+    );
+}
+
+#[test]
+fn json_costs_carry_no_float_noise_and_lines_print_money() {
+    // alice spends 0.1 twice and bob 0.05: sums that floats get slightly wrong.
+    let s = Setup::new();
+    let out = s.run(HELLO, &["--json"]);
+    assert_code(&out, 0);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.contains("0000000000"), "{stdout}");
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["event"], "summary");
+    assert_eq!(summary["usage"]["cost_usd"].to_string(), "0.25");
+    assert_eq!(
+        summary["agents"]["alice"]["usage"]["cost_usd"].to_string(),
+        "0.2"
+    );
+    let ledger = std::fs::read_to_string(s.root.inst_dir(INST).join("_state/budget.json")).unwrap();
+    assert!(!ledger.contains("0000000000"), "{ledger}");
+
+    let s = Setup::new();
+    let out = s.run(HELLO, &[]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("aw-run: summary: "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.ends_with("; total 255 tokens $0.2500"), "{line}");
+}
+
+#[test]
+fn a_failed_attempt_says_the_last_stderr_line_and_how_to_see_the_transcript() {
+    let s = Setup::new();
+    s.script(
+        "broken.sh",
+        "cat > /dev/null\necho 'starting up' >&2\necho 'fatal: database is locked' >&2\n\
+         echo '' >&2\nexit 3\n",
+    );
+    let wf = "agents:\n  broken:\n    command: ['./broken.sh']\nkickoff: '@broken go'\n";
+    let out = s.run(wf, &["--retries", "1"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("aw-run: broken: run 1 failed "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains(": exit status 3; stderr: fatal: database is locked;"),
+        "{line}"
+    );
+    assert!(line.ends_with("; see aw-ctl -i w runs broken 1"), "{line}");
+    // The command shown shows that attempt.
+    let shown = s
+        .tool_cmd("aw-ctl")
+        .args(["-i", INST, "runs", "broken", "1"])
+        .output()
+        .unwrap();
+    assert_code(&shown, 0);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    assert!(text.contains("status:   failed"), "{text}");
+    assert!(text.contains("fatal: database is locked"), "{text}");
+    // In JSON too.
+    let s2 = Setup::new();
+    s2.script(
+        "broken.sh",
+        "cat > /dev/null\necho 'fatal: no' >&2\nexit 3\n",
+    );
+    let out = s2.run(wf, &["--retries", "1", "--json"]);
+    assert_code(&out, 1);
+    let ev = json_lines(&out.stdout)
+        .into_iter()
+        .find(|e| e["event"] == "run")
+        .unwrap();
+    assert_eq!(ev["stderr_tail"], "fatal: no");
+    assert_eq!(ev["transcript"], 1);
+}
+
+#[test]
+fn on_a_terminal_a_status_line_shows_progress_and_the_summary_is_a_table() {
+    let s = Setup::new();
+    s.script(
+        "slow.sh",
+        "cat > /dev/null\nwhile [ ! -e go ]; do sleep 0.05; done\necho 'all done'\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  slow:\n    command: ['./slow.sh']\nkickoff: '@slow work'\n",
+    );
+    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-run", &["-i", INST, "wf.yaml"]));
+    let screen = t.wait_for("the status line", |s| {
+        s.contains("aw-run: 1 of 1 agent(s) running, ")
+    });
+    assert!(
+        screen.contains("aw-run: slow: run 1 started (woken by #1 from system)"),
+        "{screen}"
+    );
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    // The status line is gone; the summary is a table with a total row.
+    assert!(!screen.contains("agent(s) running"), "{screen}");
+    let lines: Vec<&str> = screen.lines().collect();
+    let head = lines
+        .iter()
+        .position(|l| l.starts_with("agent  runs  failures"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    let row: Vec<&str> = lines[head + 1].split_whitespace().collect();
+    assert_eq!(&row[..3], ["slow", "1", "0"], "{screen}");
+    let total: Vec<&str> = lines[head + 2].split_whitespace().collect();
+    assert_eq!(&total[..3], ["total", "1", "0"], "{screen}");
+    // Numbers are aligned right under their heading.
+    assert_eq!(
+        lines[head].find("runs").map(|i| i + 4),
+        lines[head + 1].find(" 1 ").map(|i| i + 2),
+        "{screen}"
+    );
+}
+
+#[test]
+fn runs_has_a_header_row_on_a_terminal_only() {
+    let s = Setup::new();
+    let out = s.run(HELLO, &[]);
+    assert_code(&out, 0);
+    let piped = s
+        .tool_cmd("aw-ctl")
+        .args(["-i", INST, "runs"])
+        .output()
+        .unwrap();
+    assert_code(&piped, 0);
+    let piped = String::from_utf8(piped.stdout).unwrap();
+    assert_eq!(piped.lines().count(), 3, "{piped}");
+    assert!(piped.starts_with("alice "), "{piped}");
+    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["-i", INST, "runs"]));
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let cols: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "agent", "n", "run", "att", "status", "exit", "time", "started", "inbox", "reply"
+        ],
+        "{screen}"
+    );
+    assert!(lines[1].starts_with("alice "), "{screen}");
+    assert_eq!(lines.len(), 5, "{screen}");
+}
