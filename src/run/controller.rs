@@ -657,7 +657,10 @@ impl Controller {
                 })
                 .unwrap_or_default();
             if out.status == Status::Ok {
-                if replies.is_empty() && self.reply_fallback && !out.final_text.is_empty() {
+                if self.reply_fallback
+                    && !out.final_text.is_empty()
+                    && !self.answered(&channel, before, &replies)
+                {
                     // What the agent printed may hold a secret of its environment.
                     let reply = redact(&out.final_text, &self.secrets);
                     match post::post(&self.inst, &self.agent, &reply, &PostOptions::default()) {
@@ -703,6 +706,35 @@ impl Controller {
             }
         }
         false
+    }
+
+    /// Whether the entries `replies` the agent wrote in a run (after entry `before`) answer
+    /// anyone: an entry counts unless it only talks to the agent's own workers (the
+    /// `spawn_agent`, `send_input` and `close_agent` messages of a lead).
+    fn answered(&self, channel: &Channel, before: u64, replies: &[u64]) -> bool {
+        if replies.is_empty() {
+            return false;
+        }
+        let workers: Vec<String> = crate::registry::Registry::load(&self.inst)
+            .map(|r| {
+                r.agents
+                    .into_iter()
+                    .filter(|a| a.spawned_by.as_deref() == Some(self.agent.as_str()))
+                    .map(|a| a.name)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if workers.is_empty() {
+            return true;
+        }
+        let Ok(batch) = channel.read_since(before) else {
+            return true;
+        };
+        batch
+            .entries
+            .iter()
+            .filter(|e| replies.contains(&e.id))
+            .any(|e| !crate::collab::to_workers(e, &workers))
     }
 
     /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.
