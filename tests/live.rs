@@ -232,3 +232,108 @@ fn runs_has_a_header_row_on_a_terminal_only() {
     assert!(lines[1].starts_with("alice "), "{screen}");
     assert_eq!(lines.len(), 5, "{screen}");
 }
+
+#[test]
+fn output_streams_while_the_attempt_runs_and_runs_f_follows_attempt_after_attempt() {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let s = Setup::new();
+    s.script(
+        "slow.sh",
+        "cat > /dev/null\necho 'step one'\necho 'warn: sk-live-SECRET-123 is slow' >&2\n\
+         while [ ! -e go ]; do sleep 0.05; done\necho 'step two'\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  slow:\n    command: ['./slow.sh']\n    env: {TOKEN: sk-live-SECRET-123}\n\
+         kickoff: '@slow work'\n",
+    );
+    let server = spawn(s.cmd(&["--keep", "-q"]));
+    let log = s.root.inst_dir(INST).join("_state/runs/slow/1.log");
+    // Written while the attempt runs: its transcript is not there yet.
+    wait_for("the output of the running attempt", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("step one") && t.contains("warn:"))
+    });
+    assert!(!s.transcript_path("slow", 1).exists());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains("SECRET"), "{text}");
+    // Follow it.
+    let mut follower = s.tool_cmd("aw-ctl");
+    follower.args(["-i", INST, "runs", "-f", "slow"]);
+    let mut follower = spawn(follower);
+    let seen = Arc::new(Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        let mut stdout = follower.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    let has = |what: &str| seen.lock().unwrap().contains(what);
+    wait_for("the follower to show the running attempt", || {
+        has("--- slow: attempt 1 ---\n") && has("step one\n")
+    });
+    assert!(!has("step two"));
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    wait_for("the end of attempt 1", || {
+        has("step two\n--- slow: attempt 1 ended: ok ---\n")
+    });
+    // The next attempt is followed too.
+    s.root.send(INST, &[], "@slow again");
+    wait_for("attempt 2", || {
+        has("--- slow: attempt 2 ---\n") && has("--- slow: attempt 2 ended: ok ---\n")
+    });
+    // The server stops: so does the follower, with 0.
+    let stop = s
+        .tool_cmd("aw-ctl")
+        .args(["stop", "slow@w"])
+        .output()
+        .unwrap();
+    assert_code(&stop, 0);
+    assert_code(&wait_hang_guarded(server), 0);
+    let end = wait_hang_guarded(follower);
+    assert_code(&end, 0);
+    reader.join().unwrap();
+    let all = seen.lock().unwrap().clone();
+    assert_eq!(all.matches("step one").count(), 2, "{all}");
+    assert!(!all.contains("SECRET"), "{all}");
+}
+
+#[test]
+fn runs_f_of_an_agent_nobody_serves_prints_its_last_attempt_and_ends() {
+    let s = Setup::new();
+    s.script(
+        "agent.sh",
+        "cat > /dev/null\necho 'the answer'\necho 'note' >&2\n",
+    );
+    let wf = "agents:\n  alice:\n    command: ['./agent.sh']\nkickoff: '@alice go'\n";
+    assert_code(&s.run(wf, &[]), 0);
+    let out = run_hang_guarded({
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST, "runs", "-f", "alice"]);
+        c
+    });
+    assert_code(&out, 0);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text,
+        "--- alice: attempt 1 ---\nthe answer\nnote\n--- alice: attempt 1 ended: ok ---\n"
+    );
+    // -f goes with one agent, no N and no --json.
+    for args in [
+        vec!["-i", INST, "runs", "-f"],
+        vec!["-i", INST, "runs", "-f", "alice", "1"],
+        vec!["-i", INST, "runs", "-f", "--json", "alice"],
+    ] {
+        let out = s.tool_cmd("aw-ctl").args(&args).output().unwrap();
+        assert_code(&out, 64);
+    }
+}

@@ -635,6 +635,7 @@ impl Controller {
                 stop: &self.stop,
                 over_budget: &over_budget,
                 remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
+                log: self.attempt_log(),
             };
             let mut out = self.backend.run(&ctx);
             // A reason may quote what a service sent back, a key among it.
@@ -735,6 +736,18 @@ impl Controller {
             .iter()
             .filter(|e| replies.contains(&e.id))
             .any(|e| !crate::collab::to_workers(e, &workers))
+    }
+
+    /// The log of the attempt about to start (`_state/runs/<agent>/<n>.log`, `n` its
+    /// transcript's number), when it can be created.
+    fn attempt_log(&self) -> Option<Arc<super::attempt_log::AttemptLog>> {
+        let dir = transcript_dir(&self.inst, &self.agent);
+        if let Err(e) = crate::fs::private_dir(&dir) {
+            crate::cli::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
+            return None;
+        }
+        let path = super::attempt_log::log_path(&dir, self.next_transcript);
+        super::attempt_log::AttemptLog::create(&path, &self.secrets).map(Arc::new)
     }
 
     /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.

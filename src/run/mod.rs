@@ -20,9 +20,11 @@
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
+//! | `attempt_log` | an attempt's output as it comes, in `_state/runs/<agent>/<n>.log`, for `aw-ctl runs -f` |
 //! | `redact`      | the secrets aw never stores or echoes, and their redaction (also at a cut) |
 //! | `guard`       | the process that kills the backends' process groups when aw-run dies, even by SIGKILL |
 
+pub mod attempt_log;
 pub mod backend;
 pub mod controller;
 pub mod diagnostic;

@@ -52,6 +52,8 @@ Commands:
                          ask the aw-run serving them to finish (SIGTERM); wait up to 10 s
   runs [AGENT] [--json]  the transcripts of the agents' runs
   runs AGENT N [--json]  show transcript N of AGENT
+  runs -f AGENT          follow AGENT's output as it runs, attempt after attempt,
+                         until no aw-run serves it
   budget [--json]        what the instance spent across runs of aw-run, and its budget
   budget reset [--json]  start counting the instance's spending again from nothing
   (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
@@ -68,6 +70,7 @@ Options:
       --as AGENT       (doc, propose, vote, cancel) act as AGENT
       --clear          (doc owner) remove the document owner
       --all            (proposals) list closed proposals too; (stop) every served agent
+  -f, --follow         (runs) follow the agent's attempts as they run
       --option ID[=LABEL]
                        (propose) an option; repeat for each
       --rule R         (propose) plurality (default), majority or unanimous
@@ -107,6 +110,8 @@ pub(super) struct Args {
     clear: bool,
     pub(super) json: bool,
     pub(super) all: bool,
+    /// (runs) follow the agent's attempts as they run.
+    pub(super) follow: bool,
     pub(super) options: Vec<String>,
     pub(super) rule: Option<String>,
     pub(super) quorum: Option<u32>,
@@ -166,6 +171,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("clear") => a.clear = true,
             Long("json") => a.json = true,
             Long("all") => a.all = true,
+            Short('f') | Long("follow") => a.follow = true,
             Long("option") => a.options.push(cli::string(&mut p, "--option")?),
             Long("rule") => a.rule = Some(cli::string(&mut p, "--rule")?),
             Long("quorum") => a.quorum = Some(cli::number(&mut p, "--quorum")?),
@@ -189,6 +195,14 @@ pub fn run(out: &mut Out) -> Result<u8> {
         }
     }
     let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+    if a.follow {
+        return match words.as_slice() {
+            ["runs", agent] if !a.json => runs::follow(out, &a, agent),
+            _ => Err(Error::Usage(
+                "-f/--follow goes with runs AGENT alone (no N, no --json)".into(),
+            )),
+        };
+    }
     match words.as_slice() {
         ["new", name] => agents::new(out, &a, name),
         ["rm", name] => agents::rm(out, &a, name),

@@ -126,6 +126,9 @@ pub struct RunContext<'a> {
     /// What the budgets leave for this run in USD, when a USD budget applies (for a CLI's
     /// own spending cap).
     pub remaining_usd: Option<f64>,
+    /// Where a program's output goes as it comes, for `aw-ctl runs -f` (see
+    /// [`crate::run::attempt_log`]); `None` for none.
+    pub log: Option<std::sync::Arc<crate::run::attempt_log::AttemptLog>>,
 }
 
 crate::keyword_enum! {
