@@ -155,7 +155,8 @@ _aw_ctl() {
         vote/*) opts+=' --reason --as --json' ;;
         cancel/*) opts+=' --as --json' ;;
         mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
-        ps/* | runs/* | budget/*) opts+=' --json' ;;
+        runs/*) opts+=' --json -f --follow' ;;
+        ps/* | budget/*) opts+=' --json' ;;
         stop/*) opts+=' --all' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)

@@ -194,6 +194,7 @@ complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in runs' -l json -d 'JSON Lin
 complete -c aw-ctl -n '__aw_ctl_at stop' -a '(__aw_targets)'
 complete -c aw-ctl -n '__aw_ctl_in stop' -l all -d 'Stop every served agent'
 complete -c aw-ctl -n '__aw_ctl_at runs' -a '(__aw_agents)'
+complete -c aw-ctl -n '__aw_ctl_in runs' -s f -l follow -d 'Follow the attempts of the agent as they run'
 complete -c aw-ctl -n '__aw_ctl_at' -a budget -d 'What the instance spent, and its budget'
 complete -c aw-ctl -n '__aw_ctl_at budget' -a reset -d 'Start counting the spending again'
 complete -c aw-ctl -n '__aw_ctl_in budget' -l json -d 'JSON output'
