@@ -337,3 +337,71 @@ fn runs_f_of_an_agent_nobody_serves_prints_its_last_attempt_and_ends() {
         assert_code(&out, 64);
     }
 }
+
+#[test]
+fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() {
+    let s = Setup::new();
+    s.script(
+        "slow.sh",
+        "cat > /dev/null\nwhile [ ! -e go ]; do sleep 0.05; done\necho 'finished the work'\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  slow:\n    command: ['./slow.sh']\n  other:\n    mock: {}\n\
+         kickoff: '@slow work'\n",
+    );
+    let server = spawn(s.cmd(&["--keep", "-q"]));
+    wait_for("the attempt to start", || {
+        s.root
+            .inst_dir(INST)
+            .join("_state/runs/slow/1.log")
+            .exists()
+    });
+    let top = format!(
+        "{}; code=$?; stty -a | grep -qE '(^| )icanon' && echo terminal-restored; (exit $code)",
+        sh_tool(&s, "aw-ctl", &["-i", INST, "top"])
+    );
+    let t = Tmux::start(s.dir(), &top);
+    let screen = t.wait_for("top to show the running attempt", |sc| {
+        sc.contains("aw-ctl top: instance w")
+            && sc
+                .lines()
+                .any(|l| l.contains("slow") && l.contains("running") && l.contains("#1"))
+    });
+    assert!(screen.contains("@system: @slow work"), "{screen}");
+    let other = screen
+        .lines()
+        .find(|l| l.contains("│other") || l.contains(" other "))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(other.contains("idle"), "{screen}");
+    // Every line fits 80 columns, and the view fits 24 lines.
+    assert!(screen.lines().count() <= 24, "{screen}");
+    // A change shows without a key pressed: the attempt ends, its reply arrives.
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    let screen = t.wait_for("the reply", |sc| sc.contains("@slow: finished the work"));
+    let row = screen
+        .lines()
+        .find(|l| l.contains("slow") && !l.contains('@'))
+        .unwrap();
+    assert!(row.contains("idle") && !row.contains("running"), "{screen}");
+    t.keys(&["q"]);
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("terminal-restored"), "{screen}");
+    assert!(!screen.contains("aw-ctl top: instance"), "{screen}");
+    let stop = s.tool_cmd("aw-ctl").args(["stop", "@w"]).output().unwrap();
+    assert_code(&stop, 0);
+    assert_code(&wait_hang_guarded(server), 0);
+    // Not on a terminal: refused with a usage error.
+    let out = s
+        .tool_cmd("aw-ctl")
+        .args(["-i", INST, "top"])
+        .output()
+        .unwrap();
+    assert_code(&out, 64);
+    assert!(
+        stderr(&out).contains("top needs a terminal"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -271,7 +271,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
 /// The one state `status` shows of an agent: what its aw-run's controller says when one
 /// serves it (`running`, `cooldown`, `paused`, `stopped`; `idle` unless the agent said it is
 /// `done`), else what the agent said of itself (`aw-ctl`, MCP).
-fn shown_state<'a>(own: &'a str, controller: Option<&'a str>) -> &'a str {
+pub(super) fn shown_state<'a>(own: &'a str, controller: Option<&'a str>) -> &'a str {
     match controller {
         Some("idle") if own == "done" => own,
         Some(c) => c,

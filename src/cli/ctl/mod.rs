@@ -7,6 +7,7 @@ mod budget;
 mod docs;
 mod mcp_config;
 mod runs;
+mod top;
 mod votes;
 
 use crate::cli::{self, Common, Out};
@@ -48,6 +49,8 @@ Commands:
                          print the MCP configuration for Claude Code (JSON) or
                          Codex (command-line overrides, or config.toml)
   ps [--json]            agents served by aw-run: instance, agent, pid, state, runs
+  top                    a full-screen live view of the instance's agents and channel
+                         (q quits)
   stop AGENT[@INSTANCE] | @INSTANCE | --all
                          ask the aw-run serving them to finish (SIGTERM); wait up to 10 s
   runs [AGENT] [--json]  the transcripts of the agents' runs
@@ -217,6 +220,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["cancel", id] => votes::cancel(out, &a, id),
         ["mcp-config", addr] => mcp_config::mcp_config(out, &a, addr),
         ["ps"] => runs::ps(out, &a),
+        ["top"] => top::top(out, &a),
         ["stop"] => runs::stop(out, &a, None),
         ["stop", target] => runs::stop(out, &a, Some(target)),
         ["runs"] => runs::runs(out, &a, None, None),
@@ -243,6 +247,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 "cancel",
                 "mcp-config",
                 "ps",
+                "top",
                 "stop",
                 "runs",
                 "budget",
