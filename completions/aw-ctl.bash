@@ -163,7 +163,7 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps stop runs budget) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget) ;;
     1/rm/ | 1/ack/ | 1/status/ | 1/runs/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/stop/) _aw_reply < <(_aw_targets "$root" "$inst") ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;

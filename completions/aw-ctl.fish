@@ -188,6 +188,7 @@ complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l collab -d 'The server gives th
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l delegate -d 'The server gives only the coordinating tools'
 
 complete -c aw-ctl -n '__aw_ctl_at' -a ps -d 'List the agents aw-run serves'
+complete -c aw-ctl -n '__aw_ctl_at' -a top -d 'A full-screen live view of the instance'
 complete -c aw-ctl -n '__aw_ctl_at' -a stop -d 'Stop the aw-run serving an agent or instance'
 complete -c aw-ctl -n '__aw_ctl_at' -a runs -d 'List or show the transcripts of runs'
 complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in runs' -l json -d 'JSON Lines output'
