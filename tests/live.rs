@@ -19,7 +19,7 @@ agents:
   bob:
     mock:
       replies: ['@alice the answer is 42.']
-      usage: {input_tokens: 10, output_tokens: 5, cost_usd: 0.05}
+      usage: {input_tokens: 10, output_tokens: 5, cost_usd: 0.1}
 kickoff: '@alice ask bob'
 ";
 
@@ -88,7 +88,8 @@ fn each_attempt_start_is_told_with_what_woke_it_in_lines_and_json() {
 
 #[test]
 fn json_costs_carry_no_float_noise_and_lines_print_money() {
-    // alice spends 0.1 twice and bob 0.05: sums that floats get slightly wrong.
+    // alice spends 0.1 twice and bob 0.1: sums that floats get slightly wrong
+    // (0.30000000000000004).
     let s = Setup::new();
     let out = s.run(HELLO, &["--json"]);
     assert_code(&out, 0);
@@ -96,7 +97,7 @@ fn json_costs_carry_no_float_noise_and_lines_print_money() {
     assert!(!stdout.contains("0000000000"), "{stdout}");
     let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
     assert_eq!(summary["event"], "summary");
-    assert_eq!(summary["usage"]["cost_usd"].to_string(), "0.25");
+    assert_eq!(summary["usage"]["cost_usd"].to_string(), "0.3");
     assert_eq!(
         summary["agents"]["alice"]["usage"]["cost_usd"].to_string(),
         "0.2"
@@ -112,7 +113,7 @@ fn json_costs_carry_no_float_noise_and_lines_print_money() {
         .lines()
         .find(|l| l.starts_with("aw-run: summary: "))
         .unwrap_or_else(|| panic!("{err}"));
-    assert!(line.ends_with("; total 255 tokens $0.2500"), "{line}");
+    assert!(line.ends_with("; total 255 tokens $0.3000"), "{line}");
 }
 
 #[test]
