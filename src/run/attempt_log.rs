@@ -146,6 +146,26 @@ fn write(st: &mut LogState, bytes: &[u8]) {
     }
 }
 
+/// The numbers of the attempt logs in `dir` (`_state/runs/<agent>`), in order.
+pub fn numbers(dir: &Path) -> Vec<u64> {
+    let mut found: Vec<u64> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let n: u64 = name
+                    .strip_suffix(&format!(".{SUFFIX}"))?
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)?;
+                (name == format!("{n}.{SUFFIX}")).then_some(n)
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    found.sort_unstable();
+    found
+}
+
 /// The log file of transcript `n` in `dir` (`_state/runs/<agent>`).
 pub fn log_path(dir: &Path, n: u64) -> PathBuf {
     dir.join(format!("{n}.{SUFFIX}"))

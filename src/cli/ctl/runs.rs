@@ -391,22 +391,6 @@ const RUNS_HEADER: [&str; 10] = [
 /// new one started or the server stopped.
 const FOLLOW_LOOK: Duration = Duration::from_millis(250);
 
-/// The attempt logs of `agent` (see [`crate::run::attempt_log`]): their numbers, in order.
-fn logs(dir: &Path) -> Vec<u64> {
-    let mut found: Vec<u64> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| {
-                let name = e.ok()?.file_name().into_string().ok()?;
-                let n: u64 = name.strip_suffix(".log")?.parse().ok().filter(|n| *n > 0)?;
-                (name == format!("{n}.log")).then_some(n)
-            })
-            .collect()
-        })
-        .unwrap_or_default();
-    found.sort_unstable();
-    found
-}
-
 /// `aw-ctl runs -f AGENT`: print the output of the agent's latest attempt, then what it
 /// writes as it comes; follow each attempt that starts after it; end (0) once no aw-run
 /// serves the agent and its last attempt has ended.
@@ -416,7 +400,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     inst.require()?;
     require_agent(&inst, &agent)?;
     let dir = transcript_dir(&inst, &agent);
-    let mut current: Option<u64> = logs(&dir).last().copied();
+    let mut current: Option<u64> = crate::run::attempt_log::numbers(&dir).last().copied();
     let mut offset = 0u64;
     let mut ended = false;
     if let Some(n) = current {
@@ -446,7 +430,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
             }
             out.flush()?;
         }
-        let next = logs(&dir)
+        let next = crate::run::attempt_log::numbers(&dir)
             .into_iter()
             .find(|&m| current.is_none_or(|c| m > c));
         if let Some(m) = next {

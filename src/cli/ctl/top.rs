@@ -224,13 +224,7 @@ fn snapshot(inst: &Instance) -> Snapshot {
 /// started (its log's birth, else its last change).
 fn current_attempt(inst: &Instance, agent: &str) -> Option<(u64, Option<SystemTime>)> {
     let dir = transcript_dir(inst, agent);
-    let n = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.strip_suffix(".log")?.parse::<u64>().ok()
-        })
-        .max()?;
+    let n = *crate::run::attempt_log::numbers(&dir).last()?;
     if dir.join(format!("{n}.json")).exists() {
         return None;
     }
