@@ -803,15 +803,22 @@ impl Controller {
     }
 }
 
+/// Most characters of a failed attempt's stderr line that its event shows.
+pub const STDERR_TAIL_CHARS: usize = 200;
+
 /// The last line of `text` that is not blank, trimmed, with control characters shown as
-/// `?`; `None` when there is none.
+/// `?`, cut at [`STDERR_TAIL_CHARS`] (with `...`); `None` when there is none.
 fn last_line(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
-    Some(
-        line.chars()
-            .map(|c| if c.is_control() { '?' } else { c })
-            .collect(),
-    )
+    let mut shown: String = line
+        .chars()
+        .take(STDERR_TAIL_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if line.chars().count() > STDERR_TAIL_CHARS {
+        shown.push_str("...");
+    }
+    Some(shown)
 }
 
 /// `usage`, with its cost from `price` when the backend reported none (and `price` knows
@@ -997,6 +1004,19 @@ mod tests {
             over_budget(&shared, "bob", &Budget::default(), None, &usage(0, 0, None)).as_deref(),
             Some("budget: stopped")
         );
+    }
+
+    #[test]
+    fn the_stderr_tail_is_the_last_line_that_says_something_cut_to_a_line() {
+        assert_eq!(
+            last_line("a\nfatal: x\n\n  \n").as_deref(),
+            Some("fatal: x")
+        );
+        assert_eq!(last_line("\n \n"), None);
+        assert_eq!(last_line("bell\u{7} here").as_deref(), Some("bell? here"));
+        let long = last_line(&"y".repeat(500)).unwrap();
+        assert_eq!(long.len(), STDERR_TAIL_CHARS + 3);
+        assert!(long.ends_with("y..."));
     }
 
     #[test]
