@@ -379,12 +379,34 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
     assert!(screen.lines().count() <= 24, "{screen}");
     // A change shows without a key pressed: the attempt ends, its reply arrives.
     std::fs::write(s.dir().join("go"), "").unwrap();
-    let screen = t.wait_for("the reply", |sc| sc.contains("@slow: finished the work"));
-    let row = screen
-        .lines()
-        .find(|l| l.contains("slow") && !l.contains('@'))
-        .unwrap();
-    assert!(row.contains("idle") && !row.contains("running"), "{screen}");
+    // The controller's state follows (it is recorded just after the reply).
+    let slow_idle = |sc: &str| {
+        sc.lines().any(|l| {
+            l.contains("slow") && !l.contains('@') && l.contains("idle") && !l.contains("running")
+        })
+    };
+    t.wait_for("the reply and slow idle again", |sc| {
+        sc.contains("@slow: finished the work") && slow_idle(sc)
+    });
+    // An agent registered meanwhile appears; its unread count follows its inbox.
+    let ctl = |args: &[&str]| {
+        let out = s.tool_cmd("aw-ctl").args(args).output().unwrap();
+        assert_code(&out, 0);
+    };
+    ctl(&["-i", INST, "new", "carol", "--backend", "mock"]);
+    s.root.send(INST, &[], "@carol look at this");
+    let unread = |sc: &str, n: &str| {
+        sc.lines().any(|l| {
+            let cols: Vec<&str> = l
+                .trim_matches(|c| c == '│' || c == ' ')
+                .split_whitespace()
+                .collect();
+            cols.first() == Some(&"carol") && cols.get(4) == Some(&n)
+        })
+    };
+    t.wait_for("carol with 1 unread", |sc| unread(sc, "1"));
+    ctl(&["-i", INST, "ack", "carol"]);
+    t.wait_for("carol with nothing unread", |sc| unread(sc, "0"));
     t.keys(&["q"]);
     let (code, screen) = t.wait_exit();
     assert_eq!(code, 0, "{screen}");

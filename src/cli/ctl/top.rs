@@ -139,13 +139,15 @@ pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
     Ok(0)
 }
 
-/// Watch what the view shows: the channel, the registry, the spending, and the controller
-/// states; each change sends [`Wake::Change`].
+/// Watch what the view shows: the channel, the registry, the spending, the inbox cursors,
+/// the agents' own states and the controller states; each change sends [`Wake::Change`].
 fn watch(inst: &Instance, tx: &Sender<Wake>) {
     let mut files: Vec<PathBuf> = vec![
         inst.channel_path(),
         inst.state_file("agents.json"),
         inst.state_file(crate::run::ledger::FILE),
+        inst.state_file(crate::inbox::CURSORS),
+        inst.state_file(crate::status::FILE),
     ];
     if let Ok(reg) = Registry::load(inst) {
         for a in &reg.agents {
