@@ -162,6 +162,7 @@ fn run_once(b: &mut dyn Backend, inst: &Instance, root: &Path, n: u64) -> Durati
         stop: &stop,
         over_budget: &over,
         remaining_usd: None,
+        log: None,
     };
     let t = Instant::now();
     let out = b.run(&ctx);

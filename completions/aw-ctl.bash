@@ -167,14 +167,15 @@ _aw_ctl() {
         cancel/*) opts+=' --as --json' ;;
         mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
         ps/*) opts+=' --all-roots --json' ;;
-        runs/* | budget/*) opts+=' --json' ;;
+        runs/*) opts+=' --json -f --follow' ;;
+        budget/*) opts+=' --json' ;;
         stop/*) opts+=' --all --timeout' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps stop runs budget) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget) ;;
     1/rm/ | 1/ack/ | 1/status/ | 1/runs/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/stop/) _aw_reply < <(_aw_targets "$root" "$inst") ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;

@@ -199,6 +199,7 @@ complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l collab -d 'The server gives th
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l delegate -d 'The server gives only the coordinating tools'
 
 complete -c aw-ctl -n '__aw_ctl_at' -a ps -d 'List the agents aw-run serves'
+complete -c aw-ctl -n '__aw_ctl_at' -a top -d 'A full-screen live view of the instance'
 complete -c aw-ctl -n '__aw_ctl_at' -a stop -d 'Stop the aw-run serving an agent or instance'
 complete -c aw-ctl -n '__aw_ctl_at' -a runs -d 'List or show the transcripts of runs'
 complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in runs' -l json -d 'JSON Lines output'
@@ -208,6 +209,7 @@ complete -c aw-ctl -n '__aw_ctl_in ps' -l all-roots -d 'Served agents of every r
 complete -c aw-ctl -n '__aw_ctl_in new; or __aw_ctl_in doc write; or __aw_ctl_in doc append; or __aw_ctl_in doc create' -l create -d 'Create the instance even if an existing one has a near name'
 complete -c aw-ctl -n '__aw_ctl_in stop' -l timeout -x -d 'Wait at most SECS seconds'
 complete -c aw-ctl -n '__aw_ctl_at runs' -a '(__aw_agents)'
+complete -c aw-ctl -n '__aw_ctl_in runs' -s f -l follow -d 'Follow the attempts of the agent as they run'
 complete -c aw-ctl -n '__aw_ctl_at' -a budget -d 'What the instance spent, and its budget'
 complete -c aw-ctl -n '__aw_ctl_at budget' -a reset -d 'Start counting the spending again'
 complete -c aw-ctl -n '__aw_ctl_in budget' -l json -d 'JSON output'

@@ -321,6 +321,22 @@ fn open_agent(inst: &Instance, caller: &str, agent: &str) -> Result<Agent> {
     Ok(a)
 }
 
+/// The text `close_agent` posts when it closes `agent`.
+fn closed_text(agent: &str) -> String {
+    format!("Closed worker {agent}.")
+}
+
+/// Whether `e` only talks to `workers` (a lead's workers): it mentions some of them and
+/// nobody else, or it is the note `close_agent` posts for one of them.
+pub fn to_workers(e: &Entry, workers: &[String]) -> bool {
+    let mentions_only_workers =
+        !e.mentions.is_empty() && e.mentions.iter().all(|m| workers.contains(m));
+    mentions_only_workers
+        || workers
+            .iter()
+            .any(|w| e.message.trim_end() == closed_text(w))
+}
+
 /// `send_input`: post `message` as `caller`, mentioning `agent`.
 pub fn send_input(inst: &Instance, caller: &str, agent: &str, message: &str) -> Result<Entry> {
     let a = open_agent(inst, caller, agent)?;
@@ -462,12 +478,7 @@ pub fn close(inst: &Instance, caller: &str, agent: &str) -> Result<&'static str>
     }
     mark_closed(inst, agent)?;
     // Seen by the servers as the channel changes; no mention, so nobody is woken to work.
-    post::post(
-        inst,
-        caller,
-        &format!("Closed worker {agent}."),
-        &PostOptions::default(),
-    )?;
+    post::post(inst, caller, &closed_text(agent), &PostOptions::default())?;
     if serve::wait_unserved(inst, agent, CLOSE_WAIT) {
         Ok("closed")
     } else {

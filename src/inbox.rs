@@ -15,7 +15,8 @@ use crate::state;
 /// Ack cursors: agent → id of the newest acknowledged entry.
 pub type Cursors = BTreeMap<String, u64>;
 
-const CURSORS: &str = "cursors.json";
+/// The file of the ack cursors under `_state/`.
+pub const CURSORS: &str = "cursors.json";
 
 /// One inbox message, as printed by `aw-peek --inbox --json`.
 #[derive(Debug, Clone, Serialize)]

@@ -13,7 +13,8 @@ use crate::names;
 use crate::registry::{Agent, Registry};
 use crate::state;
 
-const FILE: &str = "status.json";
+/// The file of the agents' own states under `_state/`.
+pub const FILE: &str = "status.json";
 
 crate::keyword_enum! {
     /// What an agent says it is doing.

@@ -759,6 +759,74 @@ fn an_api_agent_with_collab_spawns_waits_for_and_closes_a_worker_in_process() {
     );
 }
 
+/// A lead's answers: `spawn_agent` and `close_agent` of a worker, then the `final` reply
+/// (after `posted`, a channel_send of its own, when given).
+fn lead_script(posted: Option<&str>, last: &str) -> Vec<Reply> {
+    let mut script = vec![answer(
+        json!([tool_use(
+            "tu_1",
+            "spawn_agent",
+            json!({"prompt": "count the files", "backend": "mock"})
+        )]),
+        "tool_use",
+        10,
+        5,
+    )];
+    if let Some(m) = posted {
+        script.push(answer(
+            json!([tool_use("tu_2", "channel_send", json!({"message": m}))]),
+            "tool_use",
+            10,
+            5,
+        ));
+    }
+    script.push(answer(
+        json!([tool_use(
+            "tu_3",
+            "close_agent",
+            json!({"agent": "worker-1"})
+        )]),
+        "tool_use",
+        10,
+        5,
+    ));
+    script.push(end(last));
+    script
+}
+
+#[test]
+fn a_lead_that_spawned_workers_keeps_its_final_answer() {
+    let wf = "agents:\n  alice:\n    backend: anthropic\n    model: claude-test\n    collab: true\n\
+              kickoff: '@alice count the files, with a worker'\n";
+    // It only talked to its worker: the final answer is posted, once.
+    let s = Setup::new();
+    let api = FakeApi::start(lead_script(None, "There are 42 files."));
+    assert_code(&run_api(&s, wf, &api, &[]), 0);
+    let entries = s.entries();
+    let answers: Vec<_> = entries
+        .iter()
+        .filter(|(f, m)| f == "alice" && m == "There are 42 files.")
+        .collect();
+    assert_eq!(answers.len(), 1, "{entries:?}");
+    assert!(
+        entries.contains(&("alice".to_string(), "@worker-1 count the files".to_string())),
+        "{entries:?}"
+    );
+    // It answered on the channel itself: its closing words are not posted besides.
+    let s = Setup::new();
+    let api = FakeApi::start(lead_script(Some("@user 42 files"), "Posted the count."));
+    assert_code(&run_api(&s, wf, &api, &[]), 0);
+    let entries = s.entries();
+    assert!(
+        entries.contains(&("alice".to_string(), "@user 42 files".to_string())),
+        "{entries:?}"
+    );
+    assert!(
+        !entries.iter().any(|(_, m)| m == "Posted the count."),
+        "{entries:?}"
+    );
+}
+
 #[test]
 fn a_workers_usage_counts_in_the_workflow_budget() {
     let s = Setup::new();

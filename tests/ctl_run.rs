@@ -126,7 +126,9 @@ fn ps_and_status_show_a_kept_server_and_stop_ends_it() {
     );
     let text = s.ctl_ok(&["-i", INST, "status"]);
     assert!(
-        text.contains(&format!("[aw-run pid {pid}: idle, 1 run(s)]")),
+        text.contains(&format!(
+            "alice            idle     0 unread  [aw-run pid {pid}, 1 run(s)]"
+        )),
         "{text}"
     );
     // stop AGENT@INSTANCE: a clean exit, and nothing served any more.
@@ -174,6 +176,15 @@ fn stop_during_a_slow_exec_run_kills_the_backend_and_leaves_the_message_unread()
         .parse()
         .unwrap();
     assert_eq!(s.ps(&[])[0]["state"], "running");
+    // One state per agent: the controller's, never `idle` beside `running`.
+    let text = s.ctl_ok(&["-i", INST, "status"]);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("slow "))
+        .unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&cols[..4], ["slow", "running", "1", "unread"], "{text}");
+    assert!(!line.contains("idle"), "{text}");
     // AGENT with -i.
     let out = s.ctl(&["-i", INST, "stop", "slow"]);
     assert_code(&out, 0);

@@ -97,14 +97,14 @@ fn default_mock_reply_names_the_count_and_ends() {
     // two interleave in either order; the summary comes last.
     let (entries, runs) = (of("entry"), of("run"));
     assert_eq!(
-        (entries.len(), runs.len(), events.len()),
-        (2, 1, 4),
+        (entries.len(), of("start").len(), runs.len(), events.len()),
+        (2, 1, 1, 5),
         "{events:?}"
     );
     assert_eq!(entries[0]["message"], "@alice hi");
     assert_eq!(entries[1]["from"], "alice");
     assert_eq!(runs[0]["status"], "ok");
-    let summary = &events[3];
+    let summary = &events[4];
     assert_eq!(summary["event"], "summary");
     assert_eq!(summary["agents"]["alice"]["runs"], 1);
     assert!(summary["agents"]["alice"]["duration_ms"].is_u64());

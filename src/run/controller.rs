@@ -242,16 +242,27 @@ pub struct Retry {
     pub backoff: Duration,
 }
 
-/// One controller event, as reported by the runner.
+/// One controller event, as reported by the runner: an attempt starts, or an attempt
+/// ended.
 pub struct Event {
     pub agent: String,
+    pub instance: String,
     pub run: u64,
     pub attempt: u32,
+    /// The attempt starts: only `agent`, `run`, `attempt`, `woken_by` and `transcript` are
+    /// meaningful.
+    pub start: bool,
     pub status: Status,
     pub duration: Duration,
     pub reason: Option<String>,
     /// The last attempt failed: the messages stay unread.
     pub gave_up: bool,
+    /// What woke the agent: the inbox entries its prompt shows, with their senders.
+    pub woken_by: Vec<(u64, String)>,
+    /// The number of the attempt's transcript (`aw-ctl runs AGENT N`); 0 when none.
+    pub transcript: u64,
+    /// The last line of the program's stderr that is not blank, when the attempt failed.
+    pub stderr_tail: Option<String>,
 }
 
 /// How events are shown.
@@ -661,12 +672,17 @@ impl Controller {
     ) -> Event {
         Event {
             agent: self.agent.clone(),
+            instance: self.inst.name().to_string(),
             run,
             attempt,
+            start: false,
             status,
             duration,
             reason,
             gave_up: false,
+            woken_by: Vec::new(),
+            transcript: 0,
+            stderr_tail: None,
         }
     }
 
@@ -718,6 +734,14 @@ impl Controller {
             };
             let before = channel.last_id().unwrap_or(0);
             let started = crate::channel::now();
+            let mut ev = self.event(run, attempt, Status::Ok, Duration::ZERO, None);
+            ev.start = true;
+            ev.transcript = self.next_transcript;
+            ev.woken_by = msgs
+                .iter()
+                .map(|m| (m.entry.id, m.entry.from.clone()))
+                .collect();
+            report(&ev);
             let t0 = Instant::now();
             let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
             let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
@@ -734,6 +758,7 @@ impl Controller {
                 stop: &self.stop,
                 over_budget: &over_budget,
                 remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
+                log: self.attempt_log(),
             };
             let mut out =
                 match crate::fs::atomic_write_private(&self.mcp_config, self.mcp_text.as_bytes()) {
@@ -764,7 +789,10 @@ impl Controller {
                 })
                 .unwrap_or_default();
             if out.status == Status::Ok {
-                if replies.is_empty() && self.reply_fallback && !out.final_text.is_empty() {
+                if self.reply_fallback
+                    && !out.final_text.is_empty()
+                    && !self.answered(&channel, before, &replies)
+                {
                     // What the agent printed may hold a secret of its environment.
                     let reply = redact(&out.final_text, &self.secrets);
                     match post::post(&self.inst, &self.agent, &reply, &PostOptions::default()) {
@@ -783,6 +811,7 @@ impl Controller {
                 }
             }
             let duration = t0.elapsed();
+            let transcript = self.next_transcript;
             self.transcript(
                 run, attempt, &out, &started, duration, msgs, &replies, &text,
             );
@@ -795,6 +824,10 @@ impl Controller {
                 None => shared.agent(&self.agent).running = Usage::default(),
             }
             let mut ev = self.event(run, attempt, out.status, duration, out.reason.clone());
+            ev.transcript = transcript;
+            if !ok {
+                ev.stderr_tail = last_line(&redact(&out.stderr.text, &self.secrets));
+            }
             ev.gave_up = !ok
                 && (attempt == self.retry.attempts.max(1) || self.stop.is_set() || out.permanent);
             report(&ev);
@@ -806,6 +839,47 @@ impl Controller {
             }
         }
         false
+    }
+
+    /// Whether the entries `replies` the agent wrote in a run (after entry `before`) answer
+    /// anyone: an entry counts unless it only talks to the agent's own workers (the
+    /// `spawn_agent`, `send_input` and `close_agent` messages of a lead).
+    fn answered(&self, channel: &Channel, before: u64, replies: &[u64]) -> bool {
+        if replies.is_empty() {
+            return false;
+        }
+        let workers: Vec<String> = crate::registry::Registry::load(&self.inst)
+            .map(|r| {
+                r.agents
+                    .into_iter()
+                    .filter(|a| a.spawned_by.as_deref() == Some(self.agent.as_str()))
+                    .map(|a| a.name)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if workers.is_empty() {
+            return true;
+        }
+        let Ok(batch) = channel.read_since(before) else {
+            return true;
+        };
+        batch
+            .entries
+            .iter()
+            .filter(|e| replies.contains(&e.id))
+            .any(|e| !crate::collab::to_workers(e, &workers))
+    }
+
+    /// The log of the attempt about to start (`_state/runs/<agent>/<n>.log`, `n` its
+    /// transcript's number), when it can be created.
+    fn attempt_log(&self) -> Option<Arc<super::attempt_log::AttemptLog>> {
+        let dir = transcript_dir(&self.inst, &self.agent);
+        if let Err(e) = crate::fs::private_dir(&dir) {
+            crate::cli::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
+            return None;
+        }
+        let path = super::attempt_log::log_path(&dir, self.next_transcript);
+        super::attempt_log::AttemptLog::create(&path, &self.secrets).map(Arc::new)
     }
 
     /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.
@@ -864,6 +938,24 @@ impl Controller {
             );
         }
     }
+}
+
+/// Most characters of a failed attempt's stderr line that its event shows.
+pub const STDERR_TAIL_CHARS: usize = 200;
+
+/// The last line of `text` that is not blank, trimmed, with control characters shown as
+/// `?`, cut at [`STDERR_TAIL_CHARS`] (with `...`); `None` when there is none.
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    let mut shown: String = line
+        .chars()
+        .take(STDERR_TAIL_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if line.chars().count() > STDERR_TAIL_CHARS {
+        shown.push_str("...");
+    }
+    Some(shown)
 }
 
 /// `usage`, with its cost from `price` when the backend reported none (and `price` knows
@@ -1049,6 +1141,19 @@ mod tests {
             over_budget(&shared, "bob", &Budget::default(), None, &usage(0, 0, None)).as_deref(),
             Some("budget: stopped")
         );
+    }
+
+    #[test]
+    fn the_stderr_tail_is_the_last_line_that_says_something_cut_to_a_line() {
+        assert_eq!(
+            last_line("a\nfatal: x\n\n  \n").as_deref(),
+            Some("fatal: x")
+        );
+        assert_eq!(last_line("\n \n"), None);
+        assert_eq!(last_line("bell\u{7} here").as_deref(), Some("bell? here"));
+        let long = last_line(&"y".repeat(500)).unwrap();
+        assert_eq!(long.len(), STDERR_TAIL_CHARS + 3);
+        assert!(long.ends_with("y..."));
     }
 
     #[test]

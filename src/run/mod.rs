@@ -16,12 +16,15 @@
 //! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
 //! | `serve`       | the serving locks and controller states under `_state/serve/`, read by `aw-ctl ps` and `stop` |
 //! | `ledger`      | what an instance has spent across runs, and its workflow budget, in `_state/budget.json` |
+//! | `live`        | what aw-run shows on a terminal while a run happens: the status line, the summary table |
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
+//! | `attempt_log` | an attempt's output as it comes, in `_state/runs/<agent>/<n>.log`, for `aw-ctl runs -f` |
 //! | `redact`      | the secrets aw never stores or echoes, and their redaction (also at a cut) |
 //! | `guard`       | the process that kills the backends' process groups when aw-run dies, even by SIGKILL |
 
+pub mod attempt_log;
 pub mod backend;
 pub mod controller;
 pub mod diagnostic;
@@ -30,6 +33,7 @@ pub mod guard;
 pub mod interpolate;
 pub mod iter;
 pub mod ledger;
+pub mod live;
 pub mod models;
 pub mod pipeline;
 pub mod prompt;

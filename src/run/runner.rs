@@ -362,47 +362,110 @@ fn limits(
 /// Print controller events: lines on stderr, or JSON Lines on stdout.
 /// With tasks, stdout is their result: the events go to stderr as lines.
 /// `-q` silences the lines, not the JSON Lines: those are the run's result.
-fn reporter(opts: &Options, has_tasks: bool) -> Arc<Report> {
+fn reporter(
+    opts: &Options,
+    has_tasks: bool,
+    live: Arc<super::live::Live>,
+    shared: Arc<Shared>,
+) -> Arc<Report> {
     let json = opts.json && !has_tasks;
     let quiet = opts.quiet && !json;
     // Iterations have lines of their own: only what went wrong is told.
     let only_failures = opts.iter.is_some();
     Arc::new(move |ev: &Event| {
-        if quiet || (only_failures && ev.status == super::backend::Status::Ok) {
-            return;
+        live.attempt(&ev.agent, ev.start);
+        if quiet || (only_failures && (ev.start || ev.status == super::backend::Status::Ok)) {
+            return live.refresh(&shared);
         }
         if json {
-            let v = json!({
-                "event": "run",
-                "agent": ev.agent,
-                "run": ev.run,
-                "attempt": ev.attempt,
-                "status": ev.status.name(),
-                "duration_ms": ev.duration.as_millis() as u64,
-                "reason": ev.reason,
-                "gave_up": ev.gave_up,
+            let v = if ev.start {
+                json!({
+                    "event": "start",
+                    "agent": ev.agent,
+                    "run": ev.run,
+                    "attempt": ev.attempt,
+                    "transcript": ev.transcript,
+                    "woken_by": ev.woken_by.iter().map(|(id, from)| json!({"id": id, "from": from}))
+                        .collect::<Vec<_>>(),
+                })
+            } else {
+                json!({
+                    "event": "run",
+                    "agent": ev.agent,
+                    "run": ev.run,
+                    "attempt": ev.attempt,
+                    "status": ev.status.name(),
+                    "duration_ms": ev.duration.as_millis() as u64,
+                    "reason": ev.reason,
+                    "gave_up": ev.gave_up,
+                    "transcript": ev.transcript,
+                    "stderr_tail": ev.stderr_tail,
+                })
+            };
+            live.around(&shared, || {
+                let _ = writeln!(std::io::stdout().lock(), "{v}");
             });
-            let _ = writeln!(std::io::stdout().lock(), "{v}");
         } else {
-            let mut line = format!(
-                "aw-run: {}: run {} {} {:.2} s",
-                ev.agent,
-                ev.run,
-                ev.status.name(),
-                ev.duration.as_secs_f64()
-            );
-            if ev.attempt > 1 {
-                line.push_str(&format!(" (attempt {})", ev.attempt));
-            }
-            if let Some(r) = &ev.reason {
-                line.push_str(&format!(": {r}"));
-            }
-            if ev.gave_up {
-                line.push_str("; messages left unread");
-            }
-            let _ = writeln!(std::io::stderr().lock(), "{line}");
+            let line = event_line(ev);
+            live.around(&shared, || {
+                let _ = writeln!(std::io::stderr().lock(), "{line}");
+            });
         }
     })
+}
+
+/// Most senders named in an attempt's start line; the rest are counted.
+const WOKEN_BY_SHOWN: usize = 3;
+
+/// An event as a line for people.
+fn event_line(ev: &Event) -> String {
+    if ev.start {
+        let mut line = format!("aw-run: {}: run {}", ev.agent, ev.run);
+        if ev.attempt > 1 {
+            line.push_str(&format!(" attempt {}", ev.attempt));
+        }
+        line.push_str(" started");
+        if !ev.woken_by.is_empty() {
+            let shown: Vec<String> = ev
+                .woken_by
+                .iter()
+                .take(WOKEN_BY_SHOWN)
+                .map(|(id, from)| format!("#{id} from {from}"))
+                .collect();
+            line.push_str(&format!(" (woken by {}", shown.join(", ")));
+            if ev.woken_by.len() > WOKEN_BY_SHOWN {
+                line.push_str(&format!(" and {} more", ev.woken_by.len() - WOKEN_BY_SHOWN));
+            }
+            line.push(')');
+        }
+        return line;
+    }
+    let mut line = format!(
+        "aw-run: {}: run {} {} {:.2} s",
+        ev.agent,
+        ev.run,
+        ev.status.name(),
+        ev.duration.as_secs_f64()
+    );
+    if ev.attempt > 1 {
+        line.push_str(&format!(" (attempt {})", ev.attempt));
+    }
+    if let Some(r) = &ev.reason {
+        line.push_str(&format!(": {r}"));
+    }
+    if let Some(t) = &ev.stderr_tail {
+        line.push_str(&format!("; stderr: {t}"));
+    }
+    if ev.gave_up {
+        line.push_str("; messages left unread");
+    }
+    if ev.status != super::backend::Status::Ok && ev.transcript > 0 {
+        line.push_str(&format!(
+            "; see aw-ctl -i {} runs {} {}",
+            ev.instance, ev.agent, ev.transcript
+        ));
+    }
+    line
 }
 
 /// What the controllers of one server have in common.
@@ -1463,7 +1526,8 @@ fn drive(
             format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
         );
     }
-    let report = reporter(opts, has_tasks);
+    let live = super::live::Live::new(opts.quiet);
+    let report = reporter(opts, has_tasks, live.clone(), shared.clone());
     let adopter = Arc::new(Mutex::new(Adopter {
         serving: serving.clone(),
         shared: shared.clone(),
@@ -1479,6 +1543,7 @@ fn drive(
         let (shared, adopter) = (shared.clone(), adopter.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
         printer.secrets = secrets.clone();
+        printer.live = Some((live.clone(), shared.clone()));
         if start.iter.is_some() {
             printer.channel = None;
         }
@@ -1514,6 +1579,7 @@ fn drive(
     // Workers registered before this server started.
     adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
     let tethered = tether(&serving, &shared, &adopter);
+    let ticking = super::live::ticker(&live, &shared);
     let t0 = Instant::now();
     let mut outcome = None;
     let (code, reason) = match start.begin(inst, &shared) {
@@ -1586,7 +1652,11 @@ fn drive(
     if let Some(t) = tethered {
         let _ = t.join();
     }
-    summary(&shared, opts, has_tasks);
+    live.finish();
+    if let Some(t) = ticking {
+        let _ = t.join();
+    }
+    summary(&shared, opts, has_tasks, live.on());
     if let Some(why) = shared.lock().over_budget.clone() {
         return Err(Error::No(why));
     }
@@ -1664,6 +1734,8 @@ struct Printer {
     stderr: bool,
     /// What is never echoed (an agent may post a secret itself).
     secrets: Vec<String>,
+    /// The status line kept below what is printed.
+    live: Option<(Arc<super::live::Live>, Arc<Shared>)>,
 }
 
 impl Printer {
@@ -1674,6 +1746,7 @@ impl Printer {
             after,
             stderr,
             secrets: Vec::new(),
+            live: None,
         }
     }
 
@@ -1682,12 +1755,22 @@ impl Printer {
         let Ok(batch) = ch.read_since(self.after) else {
             return;
         };
+        if batch.entries.is_empty() {
+            return;
+        }
+        match self.live.clone() {
+            Some((live, shared)) => live.around(&shared, || self.write(batch.entries)),
+            None => self.write(batch.entries),
+        }
+    }
+
+    fn write(&mut self, entries: Vec<crate::channel::Entry>) {
         let mut out: Box<dyn Write> = if self.stderr {
             Box::new(std::io::stderr().lock())
         } else {
             Box::new(std::io::stdout().lock())
         };
-        for e in &batch.entries {
+        for e in &entries {
             let e = &crate::channel::Entry {
                 message: super::redact::redact(&e.message, &self.secrets),
                 ..e.clone()
@@ -1881,9 +1964,10 @@ fn verdict(inst: &Instance, st: &super::controller::State, keep: bool) -> Verdic
     }
 }
 
-/// Print runs and failures per agent: a line on stderr (not with `-q`), or with `--json`
-/// an object on stdout (with `-q` too: it is the run's result).
-fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
+/// Print runs and failures per agent: a line on stderr (not with `-q`), an aligned table
+/// when stderr is a terminal (`table`), or with `--json` an object on stdout (with `-q`
+/// too: it is the run's result).
+fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: bool) {
     let st = shared.lock();
     let json = opts.json && !has_tasks;
     if opts.quiet && !json {
@@ -1909,6 +1993,23 @@ fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
             "{}",
             json!({"event": "summary", "agents": agents, "usage": total})
         );
+    } else if table {
+        let rows: Vec<super::live::Row<'_>> = st
+            .agents
+            .iter()
+            .map(|(n, a)| super::live::Row {
+                agent: n,
+                runs: a.total,
+                failures: a.failures,
+                busy: a.busy,
+                usage: &a.usage,
+            })
+            .collect();
+        let _ = write!(
+            std::io::stderr().lock(),
+            "aw-run: summary:\n{}",
+            super::live::summary_table(&rows)
+        );
     } else {
         let parts: Vec<String> = st
             .agents
@@ -1924,7 +2025,7 @@ fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
                     line.push_str(&format!(" {} tokens", a.usage.tokens()));
                 }
                 if let Some(c) = a.usage.cost_usd {
-                    line.push_str(&format!(" ${c:.4}"));
+                    line.push_str(&format!(" {}", super::live::money(c)));
                 }
                 line
             })
@@ -1933,7 +2034,7 @@ fn summary(shared: &Shared, opts: &Options, has_tasks: bool) {
         if total.tokens() > 0 || total.cost_usd.is_some() {
             all = format!("; total {} tokens", total.tokens());
             if let Some(c) = total.cost_usd {
-                all.push_str(&format!(" ${c:.4}"));
+                all.push_str(&format!(" {}", super::live::money(c)));
             }
         }
         let _ = writeln!(

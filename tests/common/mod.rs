@@ -13,6 +13,7 @@ use serde_json::Value;
 
 pub mod fake_api;
 pub mod runner;
+pub mod tmux;
 
 /// Path of one of the crate's binaries, as built by cargo for the tests.
 pub fn bin(name: &str) -> PathBuf {

@@ -253,18 +253,20 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
             .unwrap_or_default()
     ))?;
     for ag in &agents {
+        let controller = ag["controller"].as_object();
         let mut line = format!(
             "  {:<16} {:<8} {:>4} unread",
             ag["name"].as_str().unwrap_or(""),
-            ag["state"].as_str().unwrap_or(""),
+            shown_state(
+                ag["state"].as_str().unwrap_or(""),
+                controller.and_then(|c| c["state"].as_str())
+            ),
             ag["unread"]
         );
-        if let Some(c) = ag["controller"].as_object() {
+        if let Some(c) = controller {
             line.push_str(&format!(
-                "  [aw-run pid {}: {}, {} run(s)]",
-                c["pid"],
-                c["state"].as_str().unwrap_or(""),
-                c["runs"]
+                "  [aw-run pid {}, {} run(s)]",
+                c["pid"], c["runs"]
             ));
         }
         if let Ok(u) = serde_json::from_value::<Usage>(ag["usage"].clone()) {
@@ -285,6 +287,17 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
         }
     }
     Ok(0)
+}
+
+/// The one state `status` shows of an agent: what its aw-run's controller says when one
+/// serves it (`running`, `cooldown`, `paused`, `stopped`; `idle` unless the agent said it is
+/// `done`), else what the agent said of itself (`aw-ctl`, MCP).
+pub(super) fn shown_state<'a>(own: &'a str, controller: Option<&'a str>) -> &'a str {
+    match controller {
+        Some("idle") if own == "done" => own,
+        Some(c) => c,
+        None => own,
+    }
 }
 
 /// The controller of an agent that an aw-run serves, as `status --json` shows it.

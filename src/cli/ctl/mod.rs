@@ -7,6 +7,7 @@ mod budget;
 mod docs;
 mod mcp_config;
 mod runs;
+mod top;
 mod votes;
 
 use crate::cli::{self, Common, Out};
@@ -53,11 +54,15 @@ Commands:
                          agents served by aw-run: instance, agent, host, pid, state, runs
                          (PATTERN: AGENT[@INSTANCE] with * ? [..], e.g. 'worker-*@team';
                          --all-roots: the user's servers of every root)
+  top                    a full-screen live view of the instance's agents and channel
+                         (q quits)
   stop AGENT[@INSTANCE] | PATTERN | @INSTANCE | --all
                          ask the aw-run serving them, on any host, to finish; wait up
                          to 10 s (--timeout)
   runs [AGENT] [--json]  the transcripts of the agents' runs
   runs AGENT N [--json]  show transcript N of AGENT
+  runs -f AGENT          follow AGENT's output as it runs, attempt after attempt,
+                         until no aw-run serves it
   budget [--json]        what the instance spent across runs of aw-run, and its budget
   budget reset [--json]  start counting the instance's spending again from nothing
   (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
@@ -81,6 +86,7 @@ Options:
                        of servers
       --create         (new, doc write/append/create) create the instance even if an
                        existing one has a near name
+  -f, --follow         (runs) follow the agent's attempts as they run
       --option ID[=LABEL]
                        (propose) an option; repeat for each
       --rule R         (propose) plurality (default), majority or unanimous
@@ -123,6 +129,8 @@ pub(super) struct Args {
     pub(super) all: bool,
     pub(super) create: bool,
     pub(super) all_roots: bool,
+    /// (runs) follow the agent's attempts as they run.
+    pub(super) follow: bool,
     pub(super) options: Vec<String>,
     pub(super) rule: Option<String>,
     pub(super) quorum: Option<u32>,
@@ -184,6 +192,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("all") => a.all = true,
             Long("create") => a.create = true,
             Long("all-roots") => a.all_roots = true,
+            Short('f') | Long("follow") => a.follow = true,
             Long("option") => a.options.push(cli::string(&mut p, "--option")?),
             Long("rule") => a.rule = Some(cli::string(&mut p, "--rule")?),
             Long("quorum") => a.quorum = Some(cli::number(&mut p, "--quorum")?),
@@ -207,6 +216,14 @@ pub fn run(out: &mut Out) -> Result<u8> {
         }
     }
     let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+    if a.follow {
+        return match words.as_slice() {
+            ["runs", agent] if !a.json => runs::follow(out, &a, agent),
+            _ => Err(Error::Usage(
+                "-f/--follow goes with runs AGENT alone (no N, no --json)".into(),
+            )),
+        };
+    }
     match words.as_slice() {
         ["new", name] => agents::new(out, &a, name),
         ["rm", name] => agents::rm(out, &a, name),
@@ -222,6 +239,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["mcp-config", addr] => mcp_config::mcp_config(out, &a, addr),
         ["ps"] => runs::ps(out, &a, None),
         ["ps", pattern] => runs::ps(out, &a, Some(pattern)),
+        ["top"] => top::top(out, &a),
         ["stop"] => runs::stop(out, &a, None),
         ["stop", target] => runs::stop(out, &a, Some(target)),
         ["runs"] => runs::runs(out, &a, None, None),
@@ -248,6 +266,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 "cancel",
                 "mcp-config",
                 "ps",
+                "top",
                 "stop",
                 "runs",
                 "budget",

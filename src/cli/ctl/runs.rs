@@ -475,7 +475,11 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
     }
     // The runs of iterations get one more column: the iteration.
     let iterated = rows.iter().any(|l| l.iteration.is_some());
-    let rows: Vec<Vec<String>> = rows
+    let mut header: Vec<String> = RUNS_HEADER.iter().map(|h| h.to_string()).collect();
+    if iterated {
+        header.push("iteration".into());
+    }
+    let body = rows
         .iter()
         .map(|l| {
             let t = &l.t;
@@ -496,9 +500,93 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
             }
             row
         })
-        .collect();
+        .collect::<Vec<Vec<String>>>();
+    // A header row for people at a terminal; pipes get the rows alone.
+    use std::io::IsTerminal;
+    let rows: Vec<Vec<String>> = if !body.is_empty() && std::io::stdout().is_terminal() {
+        std::iter::once(header).chain(body).collect()
+    } else {
+        body
+    };
     table(out, &rows)?;
     Ok(0)
+}
+
+/// The columns of `aw-ctl runs`, as its header row (on a terminal) names them.
+const RUNS_HEADER: [&str; 10] = [
+    "agent", "n", "run", "att", "status", "exit", "time", "started", "inbox", "reply",
+];
+
+/// How long `runs -f` waits for more output before it looks whether the attempt ended, a
+/// new one started or the server stopped.
+const FOLLOW_LOOK: Duration = Duration::from_millis(250);
+
+/// `aw-ctl runs -f AGENT`: print the output of the agent's latest attempt, then what it
+/// writes as it comes; follow each attempt that starts after it; end (0) once no aw-run
+/// serves the agent and its last attempt has ended.
+pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (agent, inst) = agent_instance(a, addr)?;
+    inst.require()?;
+    require_agent(&inst, &agent)?;
+    let dir = transcript_dir(&inst, &agent);
+    let mut current: Option<u64> = crate::run::attempt_log::numbers(&dir).last().copied();
+    let mut offset = 0u64;
+    let mut ended = false;
+    if let Some(n) = current {
+        out.line(&format!("--- {agent}: attempt {n} ---"))?;
+    }
+    loop {
+        // Looked at before reading: once nobody serves the agent, what is read next is all
+        // there will be.
+        let served = serve::is_served(&inst, &agent);
+        if let Some(n) = current {
+            let path = crate::run::attempt_log::log_path(&dir, n);
+            // Whether it ended is read first: what it wrote before is all there then.
+            let done = std::fs::symlink_metadata(dir.join(format!("{n}.json"))).is_ok();
+            if let Ok(mut f) = std::fs::File::open(&path) {
+                f.seek(SeekFrom::Start(offset))
+                    .map_err(|e| Error::io(&path, e))?;
+                let mut buf = Vec::new();
+                f.read_to_end(&mut buf).map_err(|e| Error::io(&path, e))?;
+                offset += buf.len() as u64;
+                out.raw(&buf)?;
+            }
+            if done && !ended {
+                ended = true;
+                let status = load(&dir.join(format!("{n}.json")), n)
+                    .map_or_else(|_| "?".to_string(), |l| names::sanitize(&l.t.status));
+                out.line(&format!("--- {agent}: attempt {n} ended: {status} ---"))?;
+            }
+            out.flush()?;
+        }
+        let next = crate::run::attempt_log::numbers(&dir)
+            .into_iter()
+            .find(|&m| current.is_none_or(|c| m > c));
+        if let Some(m) = next {
+            current = Some(m);
+            offset = 0;
+            ended = false;
+            out.line(&format!("--- {agent}: attempt {m} ---"))?;
+            continue;
+        }
+        if !served {
+            return Ok(0);
+        }
+        // More output, a new attempt or the end: watched, and looked for at least every
+        // FOLLOW_LOOK (the end of an attempt and of a server touch other files).
+        let watched = match current {
+            Some(c) if !ended => crate::run::attempt_log::log_path(&dir, c),
+            Some(c) => crate::run::attempt_log::log_path(&dir, c + 1),
+            None => crate::run::attempt_log::log_path(&dir, 1),
+        };
+        match crate::fs::watch::FileWaiter::new(&watched, None) {
+            Ok(mut w) => {
+                w.wait(Some(FOLLOW_LOOK));
+            }
+            Err(_) => std::thread::sleep(FOLLOW_LOOK),
+        }
+    }
 }
 
 /// `aw-ctl runs AGENT N`: one transcript, whole.

@@ -24,6 +24,7 @@ use nix::sys::signal::{self, Signal};
 use nix::unistd::Pid;
 
 use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status};
+use crate::run::attempt_log::{AttemptLog, Stream};
 
 /// How long a process group has between SIGTERM and SIGKILL; also how long the output left
 /// in the pipes is read once the program is gone, in all (counted from its end, whatever
@@ -146,6 +147,8 @@ struct Pipes {
     /// Readable once the child has exited (Linux 5.3 and later): its exit ends a wait at
     /// once instead of at the next tick.
     exited: Option<OwnedFd>,
+    /// Where stdout and stderr go too, as they come.
+    log: Option<std::sync::Arc<AttemptLog>>,
 }
 
 /// A pidfd of `pid`, when the kernel has them.
@@ -173,6 +176,7 @@ impl Pipes {
             err: Head::default(),
             buf: vec![0; 64 * 1024],
             exited: pidfd(child.id()),
+            log: None,
         }
     }
 
@@ -226,6 +230,9 @@ impl Pipes {
             let n = read_ready(&mut self.stdout, &mut self.buf);
             if n > 0 {
                 self.out.push(&self.buf[..n]);
+                if let Some(l) = &self.log {
+                    l.push(Stream::Stdout, &self.buf[..n]);
+                }
                 on_stdout(&self.buf[..n]);
                 wrote = true;
             }
@@ -234,6 +241,9 @@ impl Pipes {
             let n = read_ready(&mut self.stderr, &mut self.buf);
             if n > 0 {
                 self.err.push(&self.buf[..n]);
+                if let Some(l) = &self.log {
+                    l.push(Stream::Stderr, &self.buf[..n]);
+                }
                 wrote = true;
             }
         }
@@ -325,6 +335,7 @@ impl Exec {
         let pgid = child.id();
         crate::run::guard::watch(pgid);
         let mut pipes = Pipes::new(&mut child, ctx.prompt.as_bytes());
+        pipes.log = ctx.log.clone();
         let started = Instant::now();
         let deadline = ctx.timeout.map(|t| crate::time::after(started, t));
         let mut last_output = started;
@@ -370,6 +381,9 @@ impl Exec {
         // Every way out of the loop sent SIGKILL to the group.
         crate::run::guard::release(pgid);
         pipes.drain(&|| ctx.stop.is_set(), on_stdout);
+        if let Some(l) = &pipes.log {
+            l.finish();
+        }
         out.stdout = pipes.out.capture();
         out.stderr = pipes.err.capture();
         if let Some(s) = status {

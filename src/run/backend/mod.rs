@@ -126,6 +126,9 @@ pub struct RunContext<'a> {
     /// What the budgets leave for this run in USD, when a USD budget applies (for a CLI's
     /// own spending cap).
     pub remaining_usd: Option<f64>,
+    /// Where a program's output goes as it comes, for `aw-ctl runs -f` (see
+    /// [`crate::run::attempt_log`]); `None` for none.
+    pub log: Option<std::sync::Arc<crate::run::attempt_log::AttemptLog>>,
 }
 
 crate::keyword_enum! {
@@ -167,8 +170,28 @@ pub struct Usage {
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
-    /// `None` when unknown.
+    /// `None` when unknown. Written rounded to [`COST_DIGITS`] decimals, so that JSON
+    /// shows `0.15`, never the float noise of a sum (`0.15000000000000002`).
+    #[serde(serialize_with = "cost_rounded")]
     pub cost_usd: Option<f64>,
+}
+
+/// Decimals of US dollars a cost is written with in JSON.
+pub const COST_DIGITS: i32 = 10;
+
+/// A cost rounded to [`COST_DIGITS`] decimals.
+pub fn round_cost(usd: f64) -> f64 {
+    let scale = 10f64.powi(COST_DIGITS);
+    let r = (usd * scale).round() / scale;
+    // Too large to round (the product is not finite): as it is.
+    if r.is_finite() { r } else { usd }
+}
+
+fn cost_rounded<S: serde::Serializer>(c: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match c {
+        Some(usd) => s.serialize_some(&round_cost(*usd)),
+        None => s.serialize_none(),
+    }
 }
 
 /// Most tokens of one kind (input, output, cache reads, cache writes) one answer may report:

@@ -1,0 +1,310 @@
+//! `aw-ctl top`: a full-screen live view of one instance: its agents (state, the attempt
+//! under way and its elapsed time, unread messages, tokens and cost) and the last channel
+//! entries. It is drawn again when the channel, the registry, the spending or a
+//! controller's state changes (the file watcher of [`crate::fs::watch`]), and once a second
+//! for the clocks; `q` (or Esc, or Ctrl-C) quits and gives the terminal back as it was.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Sender};
+use std::time::{Duration, SystemTime};
+
+use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
+
+use super::Args;
+use crate::channel::Channel;
+use crate::cli::Out;
+use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::registry::Registry;
+use crate::run::controller::transcript_dir;
+use crate::run::serve;
+
+/// How often the view is drawn again when nothing changes: its clocks.
+pub const CLOCK: Duration = Duration::from_secs(1);
+
+/// Most channel entries the view reads (it shows those that fit).
+const ENTRIES: usize = 50;
+
+/// What wakes the view.
+enum Wake {
+    Key(Event),
+    Change,
+    Clock,
+}
+
+/// One agent as the view shows it.
+struct AgentRow {
+    name: String,
+    state: String,
+    /// The transcript number of the attempt under way, and when it started.
+    attempt: Option<(u64, Option<SystemTime>)>,
+    unread: usize,
+    tokens: u64,
+    cost: Option<f64>,
+}
+
+/// Everything the view shows, as read from the instance.
+struct Snapshot {
+    agents: Vec<AgentRow>,
+    entries: Vec<String>,
+}
+
+/// Puts the terminal back (main screen, cooked mode, cursor) however the view ends.
+struct Restore;
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        let _ = disable_raw_mode();
+        let _ = execute!(
+            std::io::stdout(),
+            LeaveAlternateScreen,
+            crossterm::cursor::Show
+        );
+    }
+}
+
+/// `aw-ctl top [-i INSTANCE]`.
+pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
+    let inst = a.common.instance()?;
+    inst.require()?;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(Error::Usage(
+            "top needs a terminal (for a snapshot: aw-ctl status, aw-ctl ps)".into(),
+        ));
+    }
+    let (tx, rx) = mpsc::channel();
+    watch(&inst, &tx);
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            while let Ok(ev) = event::read() {
+                if tx.send(Wake::Key(ev)).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(CLOCK);
+                if tx.send(Wake::Clock).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let io = |e: std::io::Error| Error::io("<terminal>", e);
+    enable_raw_mode().map_err(io)?;
+    let restore = Restore;
+    execute!(std::io::stdout(), EnterAlternateScreen).map_err(io)?;
+    let mut term = Terminal::new(CrosstermBackend::new(std::io::stdout())).map_err(io)?;
+    term.clear().map_err(io)?;
+    let mut snap = snapshot(&inst);
+    loop {
+        term.draw(|f| draw(f, &inst, &snap)).map_err(io)?;
+        let Ok(wake) = rx.recv() else { break };
+        match wake {
+            Wake::Key(Event::Key(k)) if k.kind == KeyEventKind::Press => {
+                let ctrl_c =
+                    k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL);
+                if matches!(k.code, KeyCode::Char('q') | KeyCode::Esc) || ctrl_c {
+                    break;
+                }
+            }
+            Wake::Key(_) => {}
+            Wake::Change => {
+                // A burst of changes is read once.
+                while let Ok(Wake::Change) = rx.try_recv() {}
+                snap = snapshot(&inst);
+            }
+            Wake::Clock => snap = snapshot(&inst),
+        }
+    }
+    drop(term);
+    drop(restore);
+    Ok(0)
+}
+
+/// Watch what the view shows: the channel, the registry, the spending, the inbox cursors,
+/// the agents' own states and the controller states; each change sends [`Wake::Change`].
+fn watch(inst: &Instance, tx: &Sender<Wake>) {
+    let mut files: Vec<PathBuf> = vec![
+        inst.channel_path(),
+        inst.state_file("agents.json"),
+        inst.state_file(crate::run::ledger::FILE),
+        inst.state_file(crate::inbox::CURSORS),
+        inst.state_file(crate::status::FILE),
+    ];
+    if let Ok(reg) = Registry::load(inst) {
+        for a in &reg.agents {
+            files.push(
+                inst.state_dir()
+                    .join("serve")
+                    .join(format!("{}.json", a.name)),
+            );
+        }
+    }
+    for f in files {
+        let Ok(mut w) = crate::fs::watch::FileWaiter::new(&f, None) else {
+            // Its folder does not exist yet: the clock redraws the view.
+            continue;
+        };
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            loop {
+                w.wait(None);
+                if tx.send(Wake::Change).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Read what the view shows; what cannot be read is shown empty.
+fn snapshot(inst: &Instance) -> Snapshot {
+    let reg = Registry::load(inst).unwrap_or_default();
+    let served: BTreeMap<String, serve::Served> = serve::list(inst)
+        .into_iter()
+        .map(|s| (s.agent.clone(), s))
+        .collect();
+    let ledger = crate::run::ledger::load(inst).unwrap_or_default();
+    let members = crate::status::members(inst, &reg, None).unwrap_or_default();
+    let agents = members
+        .iter()
+        .filter(|m| !m.agent.closed || served.contains_key(&m.agent.name))
+        .map(|m| {
+            let name = m.agent.name.clone();
+            let controller = served.get(&name).map(|s| s.state.name());
+            let state = super::agents::shown_state(m.state.name(), controller).to_string();
+            let attempt = (controller == Some("running"))
+                .then(|| current_attempt(inst, &name))
+                .flatten();
+            let spent = ledger.of(&name);
+            AgentRow {
+                name,
+                state,
+                attempt,
+                unread: m.unread,
+                tokens: spent.tokens(),
+                cost: spent.cost_usd,
+            }
+        })
+        .collect();
+    let entries = Channel::new(inst)
+        .tail(ENTRIES)
+        .map(|b| {
+            b.entries
+                .iter()
+                .map(|e| {
+                    let line = crate::channel::human_entry(e, None);
+                    line.chars()
+                        .map(|c| if c.is_control() { ' ' } else { c })
+                        .collect()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Snapshot { agents, entries }
+}
+
+/// The attempt of `agent` under way: the newest log without its transcript, with when it
+/// started (its log's birth, else its last change).
+fn current_attempt(inst: &Instance, agent: &str) -> Option<(u64, Option<SystemTime>)> {
+    let dir = transcript_dir(inst, agent);
+    let n = *crate::run::attempt_log::numbers(&dir).last()?;
+    if dir.join(format!("{n}.json")).exists() {
+        return None;
+    }
+    let meta = std::fs::metadata(crate::run::attempt_log::log_path(&dir, n)).ok();
+    let since = meta.and_then(|m| m.created().or_else(|_| m.modified()).ok());
+    Some((n, since))
+}
+
+fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
+    let area = f.area();
+    let table_height = (snap.agents.len() as u16 + 3).min(area.height.saturating_sub(4).max(3));
+    let [title, agents, entries] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(table_height),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    let now = chrono::Local::now().format("%H:%M:%S");
+    f.render_widget(
+        Paragraph::new(Line::from(format!(
+            "aw-ctl top: instance {}  {now}  (q quits)",
+            inst.name()
+        ))),
+        title,
+    );
+    let rows: Vec<Row> = snap
+        .agents
+        .iter()
+        .map(|a| {
+            let (attempt, elapsed) = match a.attempt {
+                Some((n, since)) => (
+                    format!("#{n}"),
+                    since
+                        .and_then(|s| s.elapsed().ok())
+                        .map_or("-".to_string(), crate::run::live::clock),
+                ),
+                None => ("-".to_string(), "-".to_string()),
+            };
+            Row::new(vec![
+                a.name.clone(),
+                a.state.clone(),
+                attempt,
+                elapsed,
+                a.unread.to_string(),
+                a.tokens.to_string(),
+                a.cost.map_or("-".to_string(), crate::run::live::money),
+            ])
+        })
+        .collect();
+    let widths = [
+        Constraint::Min(12),
+        Constraint::Length(8),
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(6),
+        Constraint::Length(9),
+        Constraint::Length(10),
+    ];
+    let header = Row::new(vec![
+        "agent", "state", "attempt", "elapsed", "unread", "tokens", "cost",
+    ])
+    .style(Style::default().add_modifier(Modifier::BOLD));
+    f.render_widget(
+        Table::new(rows, widths)
+            .header(header)
+            .block(Block::default().borders(Borders::ALL).title(" agents ")),
+        agents,
+    );
+    // The newest entries that fit, oldest first.
+    let room = entries.height.saturating_sub(2) as usize;
+    let shown: Vec<Line> = snap
+        .entries
+        .iter()
+        .skip(snap.entries.len().saturating_sub(room))
+        .map(|e| Line::from(e.clone()))
+        .collect();
+    f.render_widget(
+        Paragraph::new(shown).block(Block::default().borders(Borders::ALL).title(" channel ")),
+        entries,
+    );
+}
