@@ -3,7 +3,14 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Command;
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
 use common::gluster::{HOST_B, Volume};
+use common::runner::*;
 
 /// The harness itself: both mounts show one volume, host B has a host name of its own, and
 /// nothing stays mounted once the volume is dropped.
@@ -35,4 +42,125 @@ fn harness_two_mounts_of_one_volume() {
         "{b:?} left mounted"
     );
     assert!(!a.exists(), "volume directory removed");
+}
+
+/// Host A or host B of a [`Volume`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Host {
+    A,
+    B,
+}
+
+/// Tool `name` on `host`, with `--root` on that host's mount, run from `cwd` with the
+/// binaries first in PATH and no `AW_*` variable of the caller.
+fn tool_on(vol: &Volume, host: Host, cwd: &Path, name: &str) -> Command {
+    let (mut c, root) = match host {
+        Host::A => (Command::new(common::bin(name)), vol.a()),
+        Host::B => (Volume::on_b(&common::bin(name)), vol.b()),
+    };
+    for v in ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC", "AW_POLL"] {
+        c.env_remove(v);
+    }
+    c.current_dir(cwd)
+        .env("PATH", path_with_bins())
+        .arg("--root")
+        .arg(root);
+    c
+}
+
+/// Lines of `child`'s stdout, read by a thread.
+fn lines_of(child: &mut std::process::Child) -> Receiver<String> {
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The next line, within a bound that only stops a hung test.
+fn next_line(rx: &Receiver<String>, what: &str) -> String {
+    rx.recv_timeout(HANG)
+        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
+}
+
+/// A bound that only stops a hung test.
+const HANG: Duration = Duration::from_secs(30);
+
+/// `aw-peek --follow` on host B shows what host A sends (no `--poll` given).
+#[test]
+fn follow_on_one_host_sees_the_sends_of_the_other() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let send = |text: &str| {
+        let out = tool_on(&vol, Host::A, cwd.path(), "aw-send")
+            .args(["-i", INST, "--from", "alice", text])
+            .output()
+            .unwrap();
+        assert_code(&out, 0);
+    };
+    send("first");
+    let mut follow = tool_on(&vol, Host::B, cwd.path(), "aw-peek");
+    follow.args(["-i", INST, "--follow", "--json"]);
+    let mut child = Server::new(spawn(follow));
+    let rx = lines_of(child.child());
+    let v: serde_json::Value = serde_json::from_str(&next_line(&rx, "the first entry")).unwrap();
+    assert_eq!(v["message"].as_str().unwrap().trim_end(), "first");
+    for n in 2..=4 {
+        send(&format!("entry {n}"));
+        let v: serde_json::Value = serde_json::from_str(&next_line(&rx, "a remote send")).unwrap();
+        assert_eq!(v["id"], n);
+        assert_eq!(
+            v["message"].as_str().unwrap().trim_end(),
+            format!("entry {n}")
+        );
+    }
+}
+
+/// `aw-run --keep` on host B runs its agent for a message host A sends, and `aw-send
+/// --wait` on host A returns the reply written on host B.
+#[test]
+fn keep_on_one_host_answers_send_wait_from_the_other() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cwd.path().join("wf.yaml"),
+        "agents:\n  bob:\n    command: [sh, -c, 'cat >/dev/null; echo \"pong from $(hostname)\"']\n",
+    )
+    .unwrap();
+    let mut keep = tool_on(&vol, Host::B, cwd.path(), "aw-run");
+    keep.args(["-i", INST, "--backoff", "0.01s", "--keep", "-q", "wf.yaml"]);
+    let _server = Server::new(spawn(keep));
+    let state = vol.a().join(INST).join("_state/serve/bob.json");
+    wait_for("bob to be served on host B", || state.exists());
+    for n in 0..3 {
+        let out = run_hang_guarded({
+            let mut c = tool_on(&vol, Host::A, cwd.path(), "aw-send");
+            c.args(["-i", INST, "--wait", "-t", "bob", &format!("ping {n}")]);
+            c
+        });
+        assert_code(&out, 0);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("pong from {HOST_B}\n")
+        );
+    }
+}
+
+/// A bad `AW_POLL` is refused with a one-line error naming it, exit 64.
+#[test]
+fn a_bad_aw_poll_is_refused() {
+    let root = common::Root::new();
+    root.send(INST, &[], "hello");
+    for bad in ["soon", "0", "-1", "3601"] {
+        let mut c = root.cmd("aw-peek");
+        c.args(["-i", INST, "--follow"]).env("AW_POLL", bad);
+        let out = run_hang_guarded(c);
+        common::assert_error(&out, "aw-peek", 64, "AW_POLL");
+    }
 }
