@@ -164,3 +164,122 @@ fn a_bad_aw_poll_is_refused() {
         common::assert_error(&out, "aw-peek", 64, "AW_POLL");
     }
 }
+
+/// Run tool `name` with `args` on `host`; require exit 0 and return stdout.
+fn ok_on(vol: &Volume, host: Host, cwd: &Path, name: &str, args: &[&str], input: &str) -> String {
+    let mut c = tool_on(vol, host, cwd, name);
+    c.args(["-i", INST]).args(args);
+    let out = common::run_with(c, Some(input.as_bytes()));
+    assert_code(&out, 0);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// State commands alternating between the hosts, with no pause: every read-modify-write
+/// sees what the other host committed just before (no stale file handle, no lost update).
+#[test]
+fn state_commands_alternating_between_hosts_lose_nothing() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let host = |n: usize| if n % 2 == 0 { Host::A } else { Host::B };
+    let ok = |n: usize, name: &str, args: &[&str], input: &str| {
+        ok_on(&vol, host(n), cwd.path(), name, args, input)
+    };
+    ok(0, "aw-send", &["--from", "user", "start"], "");
+
+    // Registrations: each one keeps every earlier one.
+    const AGENTS: usize = 12;
+    for n in 0..AGENTS {
+        ok(
+            n,
+            "aw-ctl",
+            &["new", &format!("agent{n}"), "--backend", "mock"],
+            "",
+        );
+    }
+    let ls = ok(1, "aw-ctl", &["status", "--json"], "");
+    for n in 0..AGENTS {
+        assert!(ls.contains(&format!("\"agent{n}\"")), "agent{n} lost: {ls}");
+    }
+
+    // Votes: every vote of every host counted.
+    ok(
+        0,
+        "aw-ctl",
+        &[
+            "propose",
+            "decision",
+            "lunch",
+            "--option",
+            "yes",
+            "--option",
+            "no",
+            "--id",
+            "lunch",
+            "--quorum",
+            "12",
+            "--timeout",
+            "3600",
+        ],
+        "",
+    );
+    for n in 0..AGENTS {
+        let choice = if n % 3 == 0 { "no" } else { "yes" };
+        ok(
+            n + 1,
+            "aw-ctl",
+            &["vote", "lunch", choice, "--as", &format!("agent{n}")],
+            "",
+        );
+    }
+    let p = ok(0, "aw-ctl", &["proposals", "--all", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(p.trim()).unwrap();
+    assert_eq!(
+        v["votes"].as_array().unwrap().len(),
+        AGENTS,
+        "votes lost: {v}"
+    );
+    assert_eq!(v["counts"]["no"], 4, "{v}");
+    assert_eq!(v["counts"]["yes"], 8, "{v}");
+
+    // Document writes: each host reads back what the other wrote last.
+    for n in 0..10 {
+        ok(
+            n,
+            "aw-ctl",
+            &["doc", "write", "plan.md"],
+            &format!("version {n}\n"),
+        );
+        let read = ok(n + 1, "aw-ctl", &["doc", "read", "plan.md"], "");
+        assert_eq!(read, format!("version {n}\n"));
+    }
+
+    // Acks: a lower ack right after a higher one never moves the cursor back.
+    for n in 0..10 {
+        ok(
+            n,
+            "aw-send",
+            &["--from", "user", &format!("@agent0 task {n}")],
+            "",
+        );
+    }
+    let last = ok(0, "aw-send", &["--from", "user", "@agent0 last"], "");
+    let last: u64 = last.trim().parse().unwrap();
+    for n in 0..10u64 {
+        ok(
+            n as usize,
+            "aw-ctl",
+            &["ack", "agent0", "--until", &(last - n).to_string()],
+            "",
+        );
+        ok(
+            n as usize + 1,
+            "aw-ctl",
+            &["ack", "agent0", "--until", "2"],
+            "",
+        );
+    }
+    let st = ok(1, "aw-ctl", &["status", "agent0", "--json"], "");
+    let st: serde_json::Value = serde_json::from_str(&st).unwrap();
+    assert_eq!(st["agents"][0]["cursor"], last, "cursor moved back: {st}");
+    assert_eq!(st["agents"][0]["unread"], 0, "{st}");
+}

@@ -148,33 +148,7 @@ fn policy(poll: Option<Duration>) -> Result<Policy> {
     }
 }
 
-/// Is `dir` on a file system where other machines' writes may happen unseen by inotify?
-/// Told by the statfs magic number: NFS, SMB/CIFS, Ceph, FUSE (GlusterFS, sshfs, ...), 9P,
-/// Lustre, GPFS, AFS, Coda, OCFS2, GFS2, OrangeFS.
-pub fn is_network_fs(dir: &Path) -> bool {
-    const NETWORK: [i64; 15] = [
-        0x6969,      // NFS
-        0x517b,      // SMB
-        0xfe53_4d42, // SMB2
-        0xff53_4d42, // CIFS
-        0x00c3_6400, // Ceph
-        0x6573_5546, // FUSE
-        0x0102_1997, // 9P
-        0x0bd0_0bd0, // Lustre
-        0x4750_4653, // GPFS
-        0x5346_414f, // OpenAFS
-        0x6b41_4653, // kAFS
-        0x7375_7245, // Coda
-        0x7461_636f, // OCFS2
-        0x0116_1970, // GFS2
-        0x2003_0528, // OrangeFS
-    ];
-    match nix::sys::statfs::statfs(dir) {
-        #[allow(clippy::unnecessary_cast)]
-        Ok(st) => NETWORK.contains(&(st.filesystem_type().0 as i64)),
-        Err(_) => false,
-    }
-}
+pub use super::netfs::is_network_fs;
 
 /// Alignment and size of an `O_DIRECT` read (a multiple of any logical block size).
 const BLOCK: usize = 4096;
