@@ -283,3 +283,67 @@ fn state_commands_alternating_between_hosts_lose_nothing() {
     assert_eq!(st["agents"][0]["cursor"], last, "cursor moved back: {st}");
     assert_eq!(st["agents"][0]["unread"], 0, "{st}");
 }
+
+/// 2 hosts x 4 writers x 100 sends: every message stored once, ids contiguous and unique,
+/// each writer's messages in the order it sent them.
+#[test]
+fn writers_on_two_hosts_get_contiguous_unique_ids() {
+    const WRITERS: usize = 4;
+    const SENDS: usize = 100;
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = format!(
+        "for i in $(seq 1 {SENDS}); do aw-send --root \"$0\" -i {INST} --from \"$1\" \"$1 $i\" \
+         >/dev/null || exit 1; done"
+    );
+    let mut writers = Vec::new();
+    for host in [Host::A, Host::B] {
+        for w in 0..WRITERS {
+            let (mut c, root) = match host {
+                Host::A => (Command::new("sh"), vol.a()),
+                Host::B => (Volume::on_b(Path::new("sh")), vol.b()),
+            };
+            c.args(["-c", &script])
+                .arg(root)
+                .arg(format!("{host:?}{w}").to_lowercase())
+                .current_dir(cwd.path())
+                .env("PATH", path_with_bins())
+                .env_remove("AW_ROOT")
+                .env_remove("AW_INSTANCE")
+                .env_remove("AW_AGENT");
+            writers.push(Server::new(spawn(c)));
+        }
+    }
+    for w in writers {
+        let out = w.wait();
+        assert_code(&out, 0);
+    }
+    let out = ok_on(
+        &vol,
+        Host::B,
+        cwd.path(),
+        "aw-peek",
+        &["--json", "--since", "0"],
+        "",
+    );
+    let entries = common::parse_entries(out.as_bytes());
+    let total = 2 * WRITERS * SENDS;
+    let ids: Vec<u64> = entries.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=total as u64).collect::<Vec<_>>(), "ids");
+    let mut seen = std::collections::BTreeMap::<String, Vec<usize>>::new();
+    for e in &entries {
+        let (who, n) = e
+            .message
+            .trim_end()
+            .split_once(' ')
+            .expect("writer and number");
+        assert_eq!(e.from, who);
+        seen.entry(who.to_string())
+            .or_default()
+            .push(n.parse().unwrap());
+    }
+    assert_eq!(seen.len(), 2 * WRITERS);
+    for (who, ns) in seen {
+        assert_eq!(ns, (1..=SENDS).collect::<Vec<_>>(), "{who}'s messages");
+    }
+}
