@@ -180,7 +180,13 @@ fn ok_on(vol: &Volume, host: Host, cwd: &Path, name: &str, args: &[&str], input:
 fn state_commands_alternating_between_hosts_lose_nothing() {
     let vol = Volume::new();
     let cwd = tempfile::tempdir().unwrap();
-    let host = |n: usize| if n % 2 == 0 { Host::A } else { Host::B };
+    let host = |n: usize| {
+        if n.is_multiple_of(2) {
+            Host::A
+        } else {
+            Host::B
+        }
+    };
     let ok = |n: usize, name: &str, args: &[&str], input: &str| {
         ok_on(&vol, host(n), cwd.path(), name, args, input)
     };

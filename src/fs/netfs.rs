@@ -21,6 +21,7 @@ pub const STALE_RETRIES: usize = 8;
 /// Is `dir` on a file system where other machines' writes may happen unseen by inotify and
 /// names may be cached by the client? Told by the statfs magic number: NFS, SMB/CIFS, Ceph,
 /// FUSE (GlusterFS, sshfs, ...), 9P, Lustre, GPFS, AFS, Coda, OCFS2, GFS2, OrangeFS.
+#[allow(clippy::unnecessary_cast)] // the magic's type differs between targets
 pub fn is_network_fs(dir: &Path) -> bool {
     match nix::sys::statfs::statfs(dir) {
         Ok(st) => is_network_magic(st.filesystem_type().0 as i64),
@@ -29,6 +30,7 @@ pub fn is_network_fs(dir: &Path) -> bool {
 }
 
 /// [`is_network_fs`] of an open file or directory.
+#[allow(clippy::unnecessary_cast)] // the magic's type differs between targets
 pub fn is_network_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     match nix::sys::statfs::fstatfs(fd) {
         Ok(st) => is_network_magic(st.filesystem_type().0 as i64),
@@ -36,7 +38,6 @@ pub fn is_network_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     }
 }
 
-#[allow(clippy::unnecessary_cast)]
 fn is_network_magic(magic: i64) -> bool {
     const NETWORK: [i64; 15] = [
         0x6969,      // NFS
