@@ -156,7 +156,7 @@ _aw_ctl() {
         cancel/*) opts+=' --as --json' ;;
         mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
         ps/* | runs/* | budget/*) opts+=' --json' ;;
-        stop/*) opts+=' --all' ;;
+        stop/*) opts+=' --all --timeout' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return

@@ -193,6 +193,7 @@ complete -c aw-ctl -n '__aw_ctl_at' -a runs -d 'List or show the transcripts of 
 complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in runs' -l json -d 'JSON Lines output'
 complete -c aw-ctl -n '__aw_ctl_at stop' -a '(__aw_targets)'
 complete -c aw-ctl -n '__aw_ctl_in stop' -l all -d 'Stop every served agent'
+complete -c aw-ctl -n '__aw_ctl_in stop' -l timeout -x -d 'Wait at most SECS seconds'
 complete -c aw-ctl -n '__aw_ctl_at runs' -a '(__aw_agents)'
 complete -c aw-ctl -n '__aw_ctl_at' -a budget -d 'What the instance spent, and its budget'
 complete -c aw-ctl -n '__aw_ctl_at budget' -a reset -d 'Start counting the spending again'

@@ -55,6 +55,9 @@ pub struct Spawned {
     pub prompt_id: u64,
     /// The pid of the `aw-run` that serves it.
     pub served_by: Option<u32>,
+    /// The host of that `aw-run` (its name), when its record tells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub served_on: Option<String>,
     /// Whether that `aw-run` was started for it.
     pub started_server: bool,
 }
@@ -183,7 +186,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
     let text = post::addressed(req.prompt.clone(), &name);
     let served = post::post(inst, caller, &text, &PostOptions::default())
         .and_then(|posted| Ok((posted, ensure_served(inst, caller, &name)?)));
-    let (posted, (served_by, started_server)) = match served {
+    let (posted, ((served_by, served_on), started_server)) = match served {
         Ok(v) => v,
         Err(e) => {
             // Not left alive to count against the limit.
@@ -197,6 +200,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
         model,
         prompt_id: posted.entry.id,
         served_by,
+        served_on,
         started_server,
     })
 }
@@ -217,31 +221,39 @@ fn next_worker_name(reg: &Registry) -> String {
     format!("{WORKER_PREFIX}{n}")
 }
 
-/// The pid serving `agent`, when one does.
-fn server_of(inst: &Instance, agent: &str) -> Option<u32> {
+/// The pid and host serving `agent`, when one does.
+fn server_of(inst: &Instance, agent: &str) -> Option<(u32, Option<String>)> {
     serve::list(inst)
         .into_iter()
         .find(|s| s.agent == agent)
-        .map(|s| s.pid)
+        .map(|s| (s.pid, s.host))
 }
 
+/// Who serves a worker: pid and host, when known.
+type ServedBy = (Option<u32>, Option<String>);
+
 /// Wait for a running `aw-run` to take `worker`; start one when none runs (or none took it).
-fn ensure_served(inst: &Instance, caller: &str, worker: &str) -> Result<(Option<u32>, bool)> {
+fn ensure_served(inst: &Instance, caller: &str, worker: &str) -> Result<(ServedBy, bool)> {
     let running = serve::list(inst);
     if !running.is_empty() || serve::is_served(inst, caller) {
         let end = crate::time::deadline(ADOPT_WAIT);
         let mut pause = Duration::from_millis(1);
         while Instant::now() < end {
             // The server records the worker's state just after taking its lock.
-            if let Some(pid) = server_of(inst, worker) {
-                return Ok((Some(pid), false));
+            if let Some((pid, host)) = server_of(inst, worker) {
+                return Ok(((Some(pid), host), false));
             }
             std::thread::sleep(pause);
             pause = (pause * 2).min(MAX_PAUSE);
         }
     }
     let pid = start_server(inst, worker)?;
-    Ok((pid.or_else(|| server_of(inst, worker)), pid.is_some()))
+    let by = match pid {
+        // Started here, on this host.
+        Some(pid) => (Some(pid), Some(crate::host::this().name.clone())),
+        None => server_of(inst, worker).map_or((None, None), |(p, h)| (Some(p), h)),
+    };
+    Ok((by, pid.is_some()))
 }
 
 /// Start `aw-run --serve --keep --detach WORKER`; its pid (`None` when another server took

@@ -7,6 +7,7 @@ pub mod collab;
 pub mod document;
 pub mod error;
 pub mod fs;
+pub mod host;
 pub mod inbox;
 pub mod instance;
 pub mod keyword;

@@ -337,6 +337,9 @@ async fn workers_are_served_by_the_leads_aw_run_and_stop_with_it() {
             .ok("spawn_agent", json!({"prompt": "go", "backend": "mock"}))
             .await;
         assert_eq!(r.data["served_by"], run.id(), "{}", r.text);
+        // The host of that pid: this one.
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert_eq!(r.data["served_on"], host.trim(), "{}", r.text);
         assert_eq!(r.data["started_server"], false);
     }
     let w = lead

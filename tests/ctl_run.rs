@@ -85,19 +85,32 @@ fn ps_and_status_show_a_kept_server_and_stop_ends_it() {
     assert_eq!(s.ctl_ok(&["ps", "--json"]), "");
     let server = s.serve(INST, &["alice"]);
     let pid = server.pid();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string();
     let ps = s.ps(&[]);
     assert_eq!(
         ps,
         [
-            json!({"instance": INST, "agent": "alice", "pid": pid, "state": "idle",
-                "runs": 0, "workflow": null})
+            json!({"instance": INST, "agent": "alice", "host": host, "pid": pid,
+                "state": "idle", "runs": 0, "workflow": null})
         ]
     );
+    // Not a terminal: no header row.
     let text = s.ctl_ok(&["ps"]);
     let cols: Vec<&str> = text.split_whitespace().collect();
     assert_eq!(
         cols,
-        [INST, "alice", pid.to_string().as_str(), "idle", "0", "-"],
+        [
+            INST,
+            "alice",
+            &host,
+            pid.to_string().as_str(),
+            "idle",
+            "0",
+            "-"
+        ],
         "{text}"
     );
     // A mention: one run, then idle again with nothing unread.
@@ -109,7 +122,7 @@ fn ps_and_status_show_a_kept_server_and_stop_ends_it() {
     let st: Value = serde_json::from_str(&s.ctl_ok(&["-i", INST, "status", "--json"])).unwrap();
     assert_eq!(
         st["agents"][0]["controller"],
-        json!({"state": "idle", "pid": pid, "runs": 1})
+        json!({"state": "idle", "host": host, "pid": pid, "runs": 1})
     );
     let text = s.ctl_ok(&["-i", INST, "status"]);
     assert!(
@@ -293,6 +306,7 @@ kickoff: '@alice @bob go'
         "command",
         "stdout_cut",
         "stderr_cut",
+        "server",
         "n",
     ]);
     for t in &list {

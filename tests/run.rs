@@ -537,7 +537,8 @@ fn second_runner_for_a_served_agent_is_refused_and_sigint_stops_the_first() {
     let lock = s.root.inst_dir(INST).join("_state/serve/alice.lock");
     let me = first.id().to_string();
     wait_for("the serving lock", || {
-        std::fs::read_to_string(&lock).is_ok_and(|t| t.trim() == me)
+        // Its pid on the first line, then its host name and host id.
+        std::fs::read_to_string(&lock).is_ok_and(|t| t.lines().next() == Some(me.as_str()))
     });
     // The first runner has posted its kickoff and is running alice.
     wait_for("the kickoff", || {

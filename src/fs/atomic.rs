@@ -2,13 +2,17 @@
 //!
 //! The new content is first written to an anonymous file (`O_TMPFILE`) in the target's
 //! folder, which vanishes with the process however it dies. Only once it is complete and
-//! flushed does it get a name, `.NAME.tmp.PID.N`, and that name is renamed over the target at
+//! flushed does it get a name, `.NAME.tmp.HOST.PID.N` (HOST the writer's host id, see
+//! [`crate::host`]), and that name is renamed over the target at
 //! once. Where the file system has no anonymous files, the content is written to that named
 //! temp file directly. Either way the signals that end a process by default (SIGHUP, SIGINT,
 //! SIGQUIT, SIGTERM) are held while a temp file has a name, so that they end it only after
 //! the rename or the clean-up. A writer killed outright (SIGKILL, power loss) can still leave
 //! a named temp file behind: every write sweeps from its folder the temp files whose writer
-//! process no longer exists.
+//! process no longer exists. Whether it exists is asked of the kernel only for a writer of this
+//! host (and pid namespace); another host's temp file is swept only once it is older than
+//! [`ABANDONED_TEMP`], which no live write ever lasts. A temp name without a host (written by a
+//! version of aw that knew none) is taken for this host's, as it was then.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -226,50 +230,107 @@ pub fn fsync_dir(dir: &Path) -> Result<()> {
 }
 
 /// Longest part of the target's name kept in a temp name, so that the temp name stays within
-/// the 255 bytes a file name may have.
+/// the 255 bytes a file name may have (with a 16-digit host, a 10-digit pid and a 20-digit N).
 const TEMP_STEM: usize = 200;
 
-/// `.NAME.tmp.PID.N`, unique within this process.
+/// How old (by its modification time) another host's temp file must be to be swept: no write
+/// keeps a temp file that long, so one that old was left by a writer killed outright. The
+/// clocks of the hosts (or of the file server) may differ by less than this.
+pub const ABANDONED_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// `.NAME.tmp.HOST.PID.N`, unique within this process and host.
 fn temp_name(name: &OsStr) -> OsString {
     let stem = &name.as_bytes()[..name.len().min(TEMP_STEM)];
-    let mut v = Vec::with_capacity(stem.len() + 40);
+    let mut v = Vec::with_capacity(stem.len() + 56);
     v.push(b'.');
     v.extend_from_slice(stem);
-    v.extend_from_slice(format!(".tmp.{}.{}", std::process::id(), unique()).as_bytes());
+    v.extend_from_slice(
+        format!(
+            ".tmp.{}.{}.{}",
+            crate::host::this().id,
+            std::process::id(),
+            unique()
+        )
+        .as_bytes(),
+    );
     OsString::from_vec(v)
 }
 
-/// The writer's pid of a temp name `.NAME.tmp.PID.N` (NAME not empty, PID and N decimal);
-/// `None` for any other name.
-fn temp_owner(name: &OsStr) -> Option<i32> {
-    let rest = name.as_bytes().strip_prefix(b".")?;
-    let mut parts = rest.rsplitn(3, |&b| b == b'.');
-    let n = parts.next()?;
-    let pid = parts.next()?;
-    let stem = parts.next()?.strip_suffix(b".tmp")?;
-    let decimal = |s: &[u8]| !s.is_empty() && s.len() <= 20 && s.iter().all(u8::is_ascii_digit);
-    if stem.is_empty() || !decimal(n) || !decimal(pid) {
-        return None;
-    }
-    let pid: i32 = std::str::from_utf8(pid).ok()?.parse().ok()?;
-    (pid > 0).then_some(pid)
+/// The writer of a temp file: its host id (`None`: a name without one, of this host) and pid.
+#[derive(Debug, PartialEq, Eq)]
+struct Writer {
+    host: Option<String>,
+    pid: i32,
 }
 
-/// Remove the temp files in `dir` left by writers that no longer run. Best effort: a
-/// failure here never stops the write.
+/// The writer of a temp name `.NAME.tmp.HOST.PID.N` or `.NAME.tmp.PID.N` (NAME not empty,
+/// HOST 16 hex digits, PID and N decimal); `None` for any other name.
+fn temp_owner(name: &OsStr) -> Option<Writer> {
+    let rest = name.as_bytes().strip_prefix(b".")?;
+    let decimal = |s: &[u8]| !s.is_empty() && s.len() <= 20 && s.iter().all(u8::is_ascii_digit);
+    let parse = |n: &[u8], pid: &[u8], stem: Option<&[u8]>| -> Option<i32> {
+        let stem = stem?.strip_suffix(b".tmp")?;
+        if stem.is_empty() || !decimal(n) || !decimal(pid) {
+            return None;
+        }
+        let pid: i32 = std::str::from_utf8(pid).ok()?.parse().ok()?;
+        (pid > 0).then_some(pid)
+    };
+    let mut parts = rest.rsplitn(4, |&b| b == b'.');
+    let (n, pid, host) = (parts.next()?, parts.next()?, parts.next());
+    let with_host = host
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .filter(|h| crate::host::valid_id(h))
+        .and_then(|h| Some((h.to_string(), parse(n, pid, parts.next())?)));
+    if let Some((host, pid)) = with_host {
+        return Some(Writer {
+            host: Some(host),
+            pid,
+        });
+    }
+    let mut parts = rest.rsplitn(3, |&b| b == b'.');
+    let (n, pid) = (parts.next()?, parts.next()?);
+    Some(Writer {
+        host: None,
+        pid: parse(n, pid, parts.next())?,
+    })
+}
+
+/// Remove the temp files in `dir` left by writers that no longer run: of this host, when its
+/// pid is no running process; of another host, when older than [`ABANDONED_TEMP`]. Best
+/// effort: a failure here never stops the write.
 fn sweep(dir: &Dir) {
     use nix::sys::signal::kill;
     let Ok(entries) = dir.entries() else { return };
     let me = std::process::id() as i32;
+    let dead = |pid: i32| kill(nix::unistd::Pid::from_raw(pid), None) == Err(Errno::ESRCH);
     for (name, kind) in entries {
         if kind != super::beneath::Kind::File {
             continue;
         }
-        let dead = |pid: i32| kill(nix::unistd::Pid::from_raw(pid), None) == Err(Errno::ESRCH);
-        if temp_owner(&name).is_some_and(|pid| pid != me && dead(pid)) {
+        let Some(w) = temp_owner(&name) else { continue };
+        let gone = if crate::host::is_this(w.host.as_deref()) {
+            w.pid != me && dead(w.pid)
+        } else {
+            abandoned(dir, &name)
+        };
+        if gone {
             let _ = dir.unlink(&name);
         }
     }
+}
+
+/// Was `name` in `dir` last modified [`ABANDONED_TEMP`] ago or longer?
+fn abandoned(dir: &Dir, name: &OsStr) -> bool {
+    let Ok(m) = nix::sys::stat::fstatat(dir.fd(), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+    else {
+        return false;
+    };
+    let modified = std::time::UNIX_EPOCH
+        + std::time::Duration::new(m.st_mtime.max(0) as u64, m.st_mtime_nsec.max(0) as u32);
+    std::time::SystemTime::now()
+        .duration_since(modified)
+        .is_ok_and(|age| age >= ABANDONED_TEMP)
 }
 
 /// Holds SIGHUP, SIGINT, SIGQUIT and SIGTERM for the calling thread while alive; a signal
@@ -364,7 +425,30 @@ mod tests {
     #[test]
     fn temp_names_are_recognised_exactly() {
         let name = temp_name(OsStr::new("notes.md"));
-        assert_eq!(temp_owner(&name), Some(std::process::id() as i32));
+        assert_eq!(
+            temp_owner(&name),
+            Some(Writer {
+                host: Some(crate::host::this().id.clone()),
+                pid: std::process::id() as i32
+            })
+        );
+        let h = "0123456789abcdef";
+        let on = |pid| {
+            Some(Writer {
+                host: Some(h.to_string()),
+                pid,
+            })
+        };
+        assert_eq!(temp_owner(OsStr::new(&format!(".a.tmp.{h}.12.3"))), on(12));
+        assert_eq!(
+            temp_owner(OsStr::new(&format!(".a.b.tmp.{h}.12.3"))),
+            on(12)
+        );
+        assert_eq!(temp_owner(OsStr::new(&format!(".tmp.{h}.12.3"))), None);
+        assert_eq!(temp_owner(OsStr::new(&format!(".a.tmp.{h}.0.3"))), None);
+        assert_eq!(temp_owner(OsStr::new(&format!(".a.tmp.{h}.12.3.x"))), None);
+        assert_eq!(temp_owner(OsStr::new(".a.tmp.0123456789ABCDEF.12.3")), None);
+        assert_eq!(temp_owner(OsStr::new(&format!(".a.tmpx.{h}.12.3"))), None);
         let long = "x".repeat(255);
         assert!(temp_name(OsStr::new(&long)).len() <= 255);
         for (n, want) in [
@@ -381,6 +465,7 @@ mod tests {
             (".a.tmp.1x.3", None),
             (".a.tmpx.12.3", None),
         ] {
+            let want = want.map(|pid| Writer { host: None, pid });
             assert_eq!(temp_owner(OsStr::new(n)), want, "{n}");
         }
     }

@@ -604,9 +604,14 @@ fn spawn_agent(s: &Server, a: &Args) -> Result<Reply> {
             .unwrap_or_default(),
         w.prompt_id
     );
+    let on = w
+        .served_on
+        .as_deref()
+        .map(|h| format!(" on {h}"))
+        .unwrap_or_default();
     match (w.served_by, w.started_server) {
-        (Some(pid), true) => text.push_str(&format!("; served by a new aw-run (pid {pid})")),
-        (Some(pid), false) => text.push_str(&format!("; served by aw-run pid {pid}")),
+        (Some(pid), true) => text.push_str(&format!("; served by a new aw-run (pid {pid}{on})")),
+        (Some(pid), false) => text.push_str(&format!("; served by aw-run pid {pid}{on}")),
         (None, _) => {}
     }
     text.push_str(

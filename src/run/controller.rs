@@ -712,6 +712,11 @@ impl Controller {
             "stderr": stderr.text,
             "stderr_cut": stderr.cut,
             "prompt": redact(prompt, &self.secrets),
+            "server": {
+                "host": crate::host::this().name,
+                "host_id": crate::host::this().id,
+                "pid": std::process::id(),
+            },
         });
         let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
         let write = || -> Result<()> {

@@ -532,6 +532,8 @@ impl Serving {
             instance: inst.name().to_string(),
             agent: name.to_string(),
             pid: std::process::id(),
+            host: Some(crate::host::this().name.clone()),
+            host_id: Some(crate::host::this().id.clone()),
             state: ControllerState::Idle,
             runs: 0,
             workflow: self.workflow.clone(),
@@ -737,6 +739,7 @@ pub fn run(
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
     let mut locks = serve::take(inst, &names)?.into_iter();
+    serve::forget_stop(inst);
     let document = match &wf.context {
         Context::File { config, .. } => config.document.as_ref().map(|d| d.value.clone()),
         _ => None,
@@ -1028,6 +1031,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     }
     let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
     let locks = serve::take(inst, &names)?;
+    serve::forget_stop(inst);
     // A worker whose workflow serves its spawner elsewhere ends with that workflow.
     let tethers = chosen
         .iter()
@@ -1226,6 +1230,39 @@ enum StopSignal {
     Int,
 }
 
+/// Watch for a stop request to this process (`aw-ctl stop`, from any host): on one, finish
+/// cleanly as on SIGTERM. The thread ends once the server is stopping, woken by the waker.
+fn watch_stop_request(
+    inst: &Instance,
+    opts: &Options,
+    shared: &Arc<Shared>,
+    stop_signal: &Arc<Mutex<StopSignal>>,
+) -> Result<(crate::fs::watch::Waker, std::thread::JoinHandle<()>)> {
+    let path = serve::my_stop_path(inst);
+    let mut asked = FileWaiter::new(&path, opts.poll)?;
+    let waker = asked.waker();
+    let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
+    let thread = std::thread::spawn(move || {
+        loop {
+            if path.exists() {
+                let _ = std::fs::remove_file(&path);
+                let mut sig = stop_signal.lock().unwrap_or_else(|e| e.into_inner());
+                if *sig == StopSignal::None {
+                    *sig = StopSignal::Term;
+                }
+                drop(sig);
+                shared.stop_all();
+                return;
+            }
+            if shared.lock().stopping {
+                return;
+            }
+            asked.wait(None);
+        }
+    });
+    Ok((waker, thread))
+}
+
 /// Start the watcher, the signal thread and the controllers; wait for the end. Channel
 /// entries after `before` are printed as they arrive.
 fn drive(
@@ -1280,6 +1317,7 @@ fn drive(
             }
         });
     }
+    let asking = watch_stop_request(inst, opts, &shared, &stop_signal)?;
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();
@@ -1407,6 +1445,8 @@ fn drive(
         let _ = h.join();
     }
     let _ = watching.join();
+    asking.0.wake();
+    let _ = asking.1.join();
     if let Some(t) = tethered {
         let _ = t.join();
     }

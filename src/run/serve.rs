@@ -1,12 +1,17 @@
 //! Who serves which agent: the files an `aw-run` keeps under `_state/serve/` while it runs.
 //!
 //! - `<agent>.lock`: held (flock, exclusive) for the life of the process that serves the
-//!   agent, with that process's pid inside. A second server is refused at once.
+//!   agent, with that process's pid, host name and host id inside (one a line). A second
+//!   server is refused at once.
 //! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), replaced
 //!   atomically (without fsync: it means nothing after a crash) on every change of state.
+//! - `stop.<host_id>.<pid>`: a request to the server `pid` of host `host_id` to finish
+//!   ([`request_stop`]); the server watches for it and removes it when it has seen it.
 //!
-//! An agent is served while its lock is held; a `.json` left by a server that died is
-//! stale and ignored. `aw-ctl stop` asks a server to finish with SIGTERM ([`request_stop`]), the signal a service manager sends.
+//! An agent is served while its lock is held, wherever its server runs (flock holds across
+//! the clients of a network file system and across containers); a `.json` left by a server
+//! that died is stale and ignored. A pid is never probed or signalled unless its record names
+//! this host ([`crate::host`]).
 
 use std::io::{Read, Seek, Write};
 use std::path::PathBuf;
@@ -43,6 +48,12 @@ pub struct Served {
     pub instance: String,
     pub agent: String,
     pub pid: u32,
+    /// The server's host name; `None` in a record of a version that knew no hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// The server's host id ([`crate::host`]); `None` as for `host` (then: this host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_id: Option<String>,
     pub state: ControllerState,
     /// Runs started since the server started (retries are attempts of the same run).
     pub runs: u64,
@@ -63,6 +74,22 @@ fn lock_path(inst: &Instance, agent: &str) -> PathBuf {
 
 fn state_path(inst: &Instance, agent: &str) -> PathBuf {
     dir(inst).join(format!("{agent}.json"))
+}
+
+/// The stop request to the server `pid` of host `host_id`.
+fn stop_path(inst: &Instance, host_id: &str, pid: u32) -> PathBuf {
+    dir(inst).join(format!("stop.{host_id}.{pid}"))
+}
+
+/// The stop request this process watches for while it serves.
+pub fn my_stop_path(inst: &Instance) -> PathBuf {
+    stop_path(inst, &crate::host::this().id, std::process::id())
+}
+
+/// Remove a stop request left for a former process of this pid and host, before this one
+/// records what it serves (it would stop at once). Best effort.
+pub fn forget_stop(inst: &Instance) {
+    let _ = std::fs::remove_file(my_stop_path(inst));
 }
 
 /// How long a refused lock is retried while its file names no live process: a reader
@@ -90,18 +117,29 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
             if let Some(lock) = Lock::try_exclusive(&path)? {
                 break lock;
             }
-            let pid = holder(inst, a);
-            if pid.is_some_and(alive) || Instant::now() >= end {
-                let who = pid.map_or("?".to_string(), |p| p.to_string());
+            let who = holder(inst, a);
+            let live = who.as_ref().is_some_and(|h| {
+                crate::host::is_this(h.host_id.as_deref()) && h.pid.is_some_and(alive)
+            });
+            if live || Instant::now() >= end {
+                let pid = who
+                    .as_ref()
+                    .and_then(|h| h.pid)
+                    .map_or("?".to_string(), |p| p.to_string());
+                let on = who
+                    .and_then(|h| h.host)
+                    .map(|h| format!(" on {h}"))
+                    .unwrap_or_default();
                 return Err(Error::Busy(format!(
-                    "{a}@{}: already served by aw-run pid {who}",
+                    "{a}@{}: already served by aw-run pid {pid}{on}",
                     inst.name()
                 )));
             }
             std::thread::sleep(Duration::from_millis(5));
         };
         let mut f = lock.file();
-        let pid = format!("{}\n", std::process::id());
+        let host = crate::host::this();
+        let pid = format!("{}\n{}\n{}\n", std::process::id(), host.name, host.id);
         f.set_len(0)
             .and_then(|()| f.rewind())
             .and_then(|()| f.write_all(pid.as_bytes()))
@@ -111,13 +149,28 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
     Ok(held.into_iter().flatten().collect())
 }
 
-/// The pid written in an agent's serving lock.
-fn holder(inst: &Instance, agent: &str) -> Option<u32> {
+/// Who an agent's serving lock names: pid, host name and host id, one a line (an older
+/// version wrote the pid only).
+struct Holder {
+    pid: Option<u32>,
+    host: Option<String>,
+    host_id: Option<String>,
+}
+
+/// What is written in an agent's serving lock.
+fn holder(inst: &Instance, agent: &str) -> Option<Holder> {
     let mut s = String::new();
     std::fs::File::open(lock_path(inst, agent))
         .and_then(|mut f| f.read_to_string(&mut s))
         .ok()?;
-    s.trim().parse().ok()
+    let mut lines = s.lines().map(str::trim);
+    let pid = lines.next().and_then(|l| l.parse().ok());
+    let host = lines.next().filter(|l| !l.is_empty()).map(str::to_string);
+    let host_id = lines
+        .next()
+        .filter(|l| crate::host::valid_id(l))
+        .map(str::to_string);
+    Some(Holder { pid, host, host_id })
 }
 
 fn alive(pid: u32) -> bool {
@@ -164,10 +217,39 @@ pub fn list(inst: &Instance) -> Vec<Served> {
         .collect()
 }
 
-/// Ask the process serving `s` to finish cleanly (SIGTERM).
-pub fn request_stop(s: &Served) -> Result<()> {
-    kill(Pid::from_raw(s.pid as i32), Signal::SIGTERM)
-        .map_err(|e| Error::io(format!("<pid {}>", s.pid), e.into()))
+/// Ask the process serving `s` to finish cleanly, wherever it runs: write its stop request,
+/// which it watches for. A record of a version that knew no hosts is of a server of this host
+/// that watches for no request: that one gets SIGTERM, the signal a service manager sends
+/// (a process already gone is no error). No other process is ever signalled.
+pub fn request_stop(inst: &Instance, s: &Served) -> Result<()> {
+    let Some(id) = s.host_id.as_deref() else {
+        return match kill(Pid::from_raw(s.pid as i32), Signal::SIGTERM) {
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+            Err(e) => Err(Error::io(format!("<pid {}>", s.pid), e.into())),
+        };
+    };
+    if !crate::host::valid_id(id) {
+        return Err(Error::Corrupt {
+            path: state_path(inst, &s.agent),
+            why: format!("host_id {id:?} is not 16 hex digits"),
+        });
+    }
+    let path = stop_path(inst, id, s.pid);
+    let asked = format!(
+        "{}\n{}\n{}\n",
+        std::process::id(),
+        crate::host::this().name,
+        crate::channel::now()
+    );
+    atomic_write_unsynced(&path, asked.as_bytes())
+}
+
+/// Take back the stop request to the server of `s` once it is no longer needed (the server
+/// finished): best effort.
+pub fn clear_stop(inst: &Instance, s: &Served) {
+    if let Some(id) = s.host_id.as_deref().filter(|id| crate::host::valid_id(id)) {
+        let _ = std::fs::remove_file(stop_path(inst, id, s.pid));
+    }
 }
 
 /// Wait until nothing serves `agent` any more, at most `timeout`; `true` when so.

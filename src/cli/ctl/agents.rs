@@ -268,7 +268,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
 
 /// The controller of an agent that an aw-run serves, as `status --json` shows it.
 fn controller(s: &Served) -> serde_json::Value {
-    json!({"state": s.state.name(), "pid": s.pid, "runs": s.runs})
+    json!({"state": s.state.name(), "host": s.host, "pid": s.pid, "runs": s.runs})
 }
 
 /// `N tokens, $X` (the cost when known).

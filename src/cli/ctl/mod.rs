@@ -47,9 +47,10 @@ Commands:
   mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]
                          print the MCP configuration for Claude Code (JSON) or
                          Codex (command-line overrides, or config.toml)
-  ps [--json]            agents served by aw-run: instance, agent, pid, state, runs
+  ps [--json]            agents served by aw-run: instance, agent, host, pid, state, runs
   stop AGENT[@INSTANCE] | @INSTANCE | --all
-                         ask the aw-run serving them to finish (SIGTERM); wait up to 10 s
+                         ask the aw-run serving them, on any host, to finish; wait up
+                         to 10 s (--timeout)
   runs [AGENT] [--json]  the transcripts of the agents' runs
   runs AGENT N [--json]  show transcript N of AGENT
   budget [--json]        what the instance spent across runs of aw-run, and its budget
@@ -74,7 +75,8 @@ Options:
       --quorum N       (propose) votes needed (default: number of agents)
       --tie-breaker T  (propose) first (default), random or creator-decides
       --binding        (propose) enforce the result (doc-owner elections set the owner)
-      --timeout SECS   (propose) resolve or expire after SECS seconds
+      --timeout SECS   (propose) resolve or expire after SECS seconds; (stop) wait
+                       at most SECS seconds (default 10)
       --description TEXT
                        (propose) longer text for the announcement
       --id ID          (propose) proposal id (default prop-N)

@@ -3,7 +3,7 @@
 //! They only read what aw-run keeps under `_state/serve/` (who serves which agent),
 //! `_state/runs/<agent>/<n>.json` (one transcript per attempt) and
 //! `_state/iterations/<agent>.jsonl` (which run was which iteration of `aw-run --iter`);
-//! `stop` also signals the serving process.
+//! `stop` also writes stop requests there (see [`serve::request_stop`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,8 +20,8 @@ use crate::registry::Registry;
 use crate::run::controller::transcript_dir;
 use crate::run::serve::{self, Served};
 
-/// How long `stop` waits for the servers to finish.
-const STOP_WAIT: Duration = Duration::from_secs(10);
+/// How long `stop` waits for the servers to finish, unless `--timeout` says.
+pub const STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// The instances `ps` and `stop --all` look at: every instance of the root, or only the one
 /// named with `-i` (not `AW_INSTANCE`, as for `ls`).
@@ -73,8 +73,22 @@ fn table(out: &mut Out, rows: &[Vec<String>]) -> Result<()> {
     Ok(())
 }
 
-/// `aw-ctl ps [--json]`.
+/// The host of a server's record, for people: `-` when the record names none.
+fn host_of(s: &Served) -> String {
+    s.host.clone().unwrap_or_else(|| "-".to_string())
+}
+
+/// The server of a record, for people: `aw-run pid N on HOST`.
+fn server_of(s: &Served) -> String {
+    match &s.host {
+        Some(h) => format!("aw-run pid {} on {h}", s.pid),
+        None => format!("aw-run pid {}", s.pid),
+    }
+}
+
+/// `aw-ctl ps [--json]`: a header row on a terminal only.
 pub(super) fn ps(out: &mut Out, a: &Args) -> Result<u8> {
+    use std::io::IsTerminal;
     let all = served(instances(a)?);
     if a.json {
         for (_, s) in &all {
@@ -82,6 +96,7 @@ pub(super) fn ps(out: &mut Out, a: &Args) -> Result<u8> {
                 &json!({
                     "instance": s.instance,
                     "agent": s.agent,
+                    "host": s.host,
                     "pid": s.pid,
                     "state": s.state.name(),
                     "runs": s.runs,
@@ -92,25 +107,34 @@ pub(super) fn ps(out: &mut Out, a: &Args) -> Result<u8> {
         }
         return Ok(0);
     }
-    let rows: Vec<Vec<String>> = all
-        .iter()
-        .map(|(_, s)| {
+    let header = std::io::stdout().is_terminal().then(|| {
+        [
+            "INSTANCE", "AGENT", "HOST", "PID", "STATE", "RUNS", "WORKFLOW",
+        ]
+        .map(String::from)
+        .to_vec()
+    });
+    let rows: Vec<Vec<String>> = header
+        .into_iter()
+        .chain(all.iter().map(|(_, s)| {
             vec![
                 s.instance.clone(),
                 s.agent.clone(),
+                host_of(s),
                 s.pid.to_string(),
                 s.state.name().to_string(),
                 s.runs.to_string(),
                 s.workflow.clone().unwrap_or_else(|| "-".to_string()),
             ]
-        })
+        }))
         .collect();
     table(out, &rows)?;
     Ok(0)
 }
 
-/// `aw-ctl stop AGENT[@INSTANCE] | @INSTANCE | --all`: SIGTERM to each process that serves
-/// them, then wait until nothing serves the agents those processes served.
+/// `aw-ctl stop AGENT[@INSTANCE] | @INSTANCE | --all`: a stop request to each process that
+/// serves them, wherever it runs, then wait (`--timeout`, else [`STOP_WAIT`]) until nothing
+/// serves the agents those processes served.
 pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> {
     let chosen: Vec<(Instance, Served)> = match (target, a.all) {
         (Some(_), true) => {
@@ -144,32 +168,34 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
                 };
                 inst.require()?;
                 let list = served(vec![inst.clone()]);
-                let Some(pid) = list.iter().find(|(_, s)| s.agent == name).map(|s| s.1.pid) else {
+                let Some(server) = list
+                    .iter()
+                    .find(|(_, s)| s.agent == name)
+                    .map(|s| key(&s.1))
+                else {
                     return Err(Error::No(format!(
                         "{name}@{}: not served (no aw-run serves it)",
                         inst.name()
                     )));
                 };
                 // The process stops every agent it serves, so all of them are waited for.
-                list.into_iter().filter(|(_, s)| s.pid == pid).collect()
+                list.into_iter().filter(|(_, s)| key(s) == server).collect()
             }
         },
     };
-    let mut pids: Vec<u32> = chosen.iter().map(|(_, s)| s.pid).collect();
-    pids.sort_unstable();
-    pids.dedup();
-    for pid in pids {
-        let s = &chosen.iter().find(|(_, s)| s.pid == pid).expect("a pid").1;
-        if let Err(e) = serve::request_stop(s) {
-            // A process that is already gone has nothing left to stop.
-            let gone = matches!(&e, Error::Io { source, .. }
-                if source.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32));
-            if !gone {
-                return Err(e);
-            }
+    // One request to each server (a server stops every agent it serves).
+    let mut asked: Vec<(&Instance, &Served)> = Vec::new();
+    for (inst, s) in &chosen {
+        if !asked
+            .iter()
+            .any(|(i, t)| i.name() == inst.name() && key(t) == key(s))
+        {
+            serve::request_stop(inst, s)?;
+            asked.push((inst, s));
         }
     }
-    let end = crate::time::deadline(STOP_WAIT);
+    let wait = a.timeout.map_or(STOP_WAIT, Duration::from_secs);
+    let end = crate::time::deadline(wait);
     let mut still = Vec::new();
     for (inst, s) in &chosen {
         let left = end.saturating_duration_since(Instant::now());
@@ -179,17 +205,33 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
                 s.agent, s.instance, s.pid
             ))?;
         } else {
-            still.push(format!("{}@{} (aw-run pid {})", s.agent, s.instance, s.pid));
+            still.push(format!("{}@{} ({})", s.agent, s.instance, server_of(s)));
+        }
+    }
+    // A request whose server finished is no longer needed; one still served stays for its
+    // server to see.
+    for (inst, s) in asked {
+        if chosen
+            .iter()
+            .filter(|(i, t)| i.name() == inst.name() && key(t) == key(s))
+            .all(|(i, t)| !serve::is_served(i, &t.agent))
+        {
+            serve::clear_stop(inst, s);
         }
     }
     if !still.is_empty() {
         return Err(Error::Busy(format!(
             "still served after {} s: {}",
-            STOP_WAIT.as_secs(),
+            wait.as_secs(),
             still.join(", ")
         )));
     }
     Ok(0)
+}
+
+/// Which server a record names: pid and host id (no host id: this host's pid).
+fn key(s: &Served) -> (u32, Option<String>) {
+    (s.pid, s.host_id.clone())
 }
 
 /// The keys of a transcript that `runs` reads; others are kept as they are.
