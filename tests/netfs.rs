@@ -353,3 +353,106 @@ fn writers_on_two_hosts_get_contiguous_unique_ids() {
         assert_eq!(ns, (1..=SENDS).collect::<Vec<_>>(), "{who}'s messages");
     }
 }
+
+/// `aw-run --serve --keep alice` on host B (pid 1 of its namespace), once host A sees it
+/// served; and B's host identity, from the third line of its serving lock.
+fn serve_on_b(vol: &Volume, cwd: &Path) -> (Server, String) {
+    ok_on(
+        vol,
+        Host::A,
+        cwd,
+        "aw-ctl",
+        &["new", "alice", "--", "echo", "pong"],
+        "",
+    );
+    let mut c = tool_on(vol, Host::B, cwd, "aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q", "alice"]);
+    let server = Server::new(spawn(c));
+    let lock = vol.a().join(INST).join("_state/serve/alice.lock");
+    let mut id = String::new();
+    wait_for("alice to be served on host B", || {
+        let ps = ok_on(vol, Host::A, cwd, "aw-ctl", &["ps", "--json"], "");
+        let text = std::fs::read_to_string(&lock).unwrap_or_default();
+        match text.lines().nth(2) {
+            Some(l) if ps.contains("\"alice\"") => {
+                id = l.to_string();
+                true
+            }
+            _ => false,
+        }
+    });
+    (server, id)
+}
+
+/// `aw-ctl stop alice` on host A, from a namespace whose pid 1 is a shell recording any
+/// SIGTERM, stops the server on host B, which is pid 1 of its own namespace: the request
+/// crosses the volume, no local pid 1 is signalled.
+#[test]
+fn stop_from_one_host_stops_a_server_on_the_other() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (server, _) = serve_on_b(&vol, cwd.path());
+    let ps = ok_on(&vol, Host::A, cwd.path(), "aw-ctl", &["ps", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(ps.trim()).unwrap();
+    assert_eq!(v["pid"], 1, "{v}");
+    assert_eq!(v["host"], HOST_B, "{v}");
+
+    let marker = cwd.path().join("pid1-got-sigterm");
+    let script = format!(
+        "trap 'echo TERM >> {m}' TERM; \"$1\" --root \"$2\" -i {INST} stop alice --timeout 20; \
+         echo \"rc=$?\"; echo \"pid=$$\"",
+        m = marker.display(),
+    );
+    let out = Volume::on_host("aw-host-c", Path::new("sh"))
+        .args(["-c", &script, "sh"])
+        .arg(common::bin("aw-ctl"))
+        .arg(vol.a())
+        .output()
+        .unwrap();
+    assert!(
+        !marker.exists(),
+        "pid 1 of the stopping namespace got SIGTERM"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("stopped alice@{INST} (aw-run pid 1)\nrc=0\npid=1\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = server.wait();
+    assert_code(&out, 0);
+}
+
+/// A temp file of host B that is still young survives a write (and so a sweep) on host A;
+/// an abandoned one (older than the documented age) is swept.
+#[test]
+fn a_live_temp_of_host_b_survives_host_a_s_sweep() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (server, id) = serve_on_b(&vol, cwd.path());
+    drop(server);
+    let dir = vol.b().join(INST).join("_state");
+    let temp = |name: &str, age: Duration| {
+        let f = std::fs::File::create_new(dir.join(name)).unwrap();
+        f.set_modified(std::time::SystemTime::now() - age).unwrap();
+    };
+    // Pid 2 exists on host A (a kernel thread) and may on B: liveness is not by pid.
+    let live = format!(".agents.json.tmp.{id}.2.7");
+    let old = format!(".agents.json.tmp.{id}.2.8");
+    temp(&live, Duration::from_secs(60));
+    temp(&old, Duration::from_secs(2 * 3600));
+    ok_on(
+        &vol,
+        Host::A,
+        cwd.path(),
+        "aw-ctl",
+        &["new", "bob", "--backend", "mock"],
+        "",
+    );
+    let temps: Vec<String> = std::fs::read_dir(vol.a().join(INST).join("_state"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp."))
+        .collect();
+    assert_eq!(temps, [live]);
+}

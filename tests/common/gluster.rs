@@ -186,6 +186,12 @@ impl Volume {
     /// [`HOST_B`], its own /proc), killed with the namespace. Arguments and environment
     /// added to the returned command reach `program`.
     pub fn on_b(program: &Path) -> Command {
+        Self::on_host(HOST_B, program)
+    }
+
+    /// A command running `program` as pid 1 of a new pid and UTS namespace with host name
+    /// `host` (see [`Volume::on_b`]): a third host, on either mount.
+    pub fn on_host(host: &str, program: &Path) -> Command {
         let mut c = Command::new("unshare");
         c.args([
             "--pid",
@@ -197,7 +203,7 @@ impl Volume {
             "sh",
             "-c",
             "hostname \"$0\" && exec \"$@\"",
-            HOST_B,
+            host,
         ])
         .arg(program);
         c
