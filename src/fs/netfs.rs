@@ -67,6 +67,7 @@ pub fn refresh(dir: &Path) {
     }
 }
 
+/// Is `e` a stale file handle (`ESTALE`)?
 pub fn is_stale(e: &io::Error) -> bool {
     e.raw_os_error() == Some(nix::libc::ESTALE)
 }
@@ -93,4 +94,52 @@ pub fn fresh<T>(dir: &Path, network: bool, mut f: impl FnMut() -> io::Result<T>)
 pub fn read_fresh(path: &Path) -> io::Result<Vec<u8>> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fresh(dir, is_network_fs(dir), || std::fs::read(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_magics_are_told_from_local_ones() {
+        assert!(is_network_magic(0x6573_5546), "FUSE");
+        assert!(is_network_magic(0x6969), "NFS");
+        assert!(is_network_magic(0x00c3_6400), "Ceph");
+        assert!(!is_network_magic(0xef53), "ext4");
+        assert!(!is_network_magic(0x0102_1994), "tmpfs");
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(
+            is_network_fs(d.path()),
+            is_network_fd(std::os::fd::AsFd::as_fd(
+                &std::fs::File::open(d.path()).unwrap()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_stale_handle_is_retried_a_bounded_number_of_times() {
+        let d = tempfile::tempdir().unwrap();
+        let mut calls = 0;
+        let stale = || io::Error::from_raw_os_error(nix::libc::ESTALE);
+        let r: io::Result<()> = fresh(d.path(), true, || {
+            calls += 1;
+            Err(stale())
+        });
+        assert!(is_stale(&r.unwrap_err()));
+        assert_eq!(calls, STALE_RETRIES + 1);
+        let mut calls = 0;
+        let r = fresh(d.path(), true, || {
+            calls += 1;
+            if calls < 3 { Err(stale()) } else { Ok(calls) }
+        });
+        assert_eq!(r.unwrap(), 3);
+        // A local disk: once, whatever happens.
+        let mut calls = 0;
+        let r: io::Result<()> = fresh(d.path(), false, || {
+            calls += 1;
+            Err(stale())
+        });
+        assert!(r.is_err());
+        assert_eq!(calls, 1);
+    }
 }

@@ -249,11 +249,15 @@ impl Probe {
             // A replacement or removal keeps the old file readable: stat tells those.
             let now = signature(&self.path);
             let moved = now.ino != self.last.ino || now.dev != self.last.dev;
+            // The client's attributes still show a shorter file: a reader cannot read the
+            // new bytes yet, so wake it again until they catch up (at most the attribute
+            // cache's timeout).
+            let behind = now.len < self.len;
             self.last = now;
             if moved {
                 self.direct = None;
             }
-            return moved;
+            return moved || behind;
         }
         let now = signature(&self.path);
         if now != self.last {
