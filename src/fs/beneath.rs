@@ -56,6 +56,8 @@ impl Kind {
 pub struct Dir {
     fd: OwnedFd,
     path: PathBuf,
+    /// On a network file system (told once, at open): opens look names up afresh.
+    network: bool,
 }
 
 const DIR_FLAGS: OFlag = OFlag::O_RDONLY
@@ -73,6 +75,7 @@ impl Dir {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         let fd = open(path, flags, Mode::empty())?;
         Ok(Dir {
+            network: super::netfs::is_network_fd(fd.as_fd()),
             fd,
             path: path.to_path_buf(),
         })
@@ -114,7 +117,15 @@ impl Dir {
     /// always added; `mode` applies when `flags` create the file.
     pub fn open_file(&self, rel: &str, flags: OFlag, mode: Mode) -> io::Result<File> {
         let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
-        Ok(File::from(self.open_beneath(rel, flags, mode)?))
+        // Another host may have replaced the file: see the one the server has now.
+        let parent = match rel.rsplit_once('/') {
+            Some((p, _)) => self.path.join(p),
+            None => self.path.clone(),
+        };
+        let fd = super::netfs::fresh(&parent, self.network, || {
+            self.open_beneath(rel, flags, mode)
+        })?;
+        Ok(File::from(fd))
     }
 
     /// The kind of `name` in this folder (not following a symlink), or `None` when missing.
@@ -173,6 +184,7 @@ impl Dir {
         Dir {
             fd,
             path: self.path.join(rel),
+            network: self.network,
         }
     }
 

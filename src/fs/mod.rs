@@ -3,6 +3,7 @@
 pub mod atomic;
 pub mod beneath;
 pub mod lock;
+pub mod netfs;
 pub mod watch;
 
 pub use atomic::{

@@ -2,14 +2,22 @@
 //! a watch on the file itself), with a polling fallback that compares length, nanosecond
 //! mtime, inode and device.
 //!
+//! On a network file system (NFS, SMB, Ceph, FUSE, 9P, Lustre, GPFS, AFS, ...; see
+//! [`is_network_fs`]) inotify sees only the writes of this machine: there a waiter watches
+//! with inotify *and* polls every [`NETFS_POLL`]. A poll reads the file's last block with
+//! `O_DIRECT`, which the client serves from the server rather than from its attribute cache
+//! (on GlusterFS another mount's append is seen in milliseconds; a stat sees it only after
+//! the attribute cache expires, up to a second); where `O_DIRECT` is refused it compares
+//! stat signatures. `AW_POLL` (see [`POLL_ENV`]) forces either mode.
+//!
 //! A waiter also tells when the file or its directory stopped being the one it started
 //! with: removed, or replaced by another one of the same name (another device, inode or
 //! birth time), or made shorter (the file is append-only). A follower uses that to stop
 //! instead of reading a new file as if it continued the old one.
 
 use std::fmt;
-use std::fs::Metadata;
-use std::os::unix::fs::MetadataExt;
+use std::fs::{File, Metadata};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime};
@@ -21,6 +29,16 @@ use crate::error::{Error, Result};
 
 /// Polling interval used when inotify is not available and none was asked for.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
+
+/// Polling interval of a waiter on a network file system (beside inotify, which sees this
+/// machine's writes at once): a remote write wakes it within this, plus the file system's
+/// own latency.
+pub const NETFS_POLL: Duration = Duration::from_millis(100);
+
+/// Environment variable that chooses how waiters wait: unset or `auto` (inotify, plus
+/// polling every [`NETFS_POLL`] on a network file system), `inotify` (never poll), or a
+/// number of seconds in (0, 3600] (poll only, at that interval, like `--poll`).
+pub const POLL_ENV: &str = "AW_POLL";
 
 /// What to do about a fallback to polling (see [`FileWaiter::fallback`]); a tool adds the
 /// option that sets the polling interval, when it has one.
@@ -79,8 +97,175 @@ impl fmt::Display for Gone {
 }
 
 enum Mode {
-    Inotify { watcher: notify::RecommendedWatcher },
-    Poll { every: Duration, last: Signature },
+    Inotify {
+        watcher: notify::RecommendedWatcher,
+    },
+    Poll {
+        every: Duration,
+        probe: Probe,
+    },
+    /// inotify for this machine's writers, polling for the other hosts'.
+    Both {
+        watcher: notify::RecommendedWatcher,
+        every: Duration,
+        probe: Probe,
+    },
+}
+
+/// How [`FileWaiter::new`] was asked to wait, from `--poll` and [`POLL_ENV`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Policy {
+    /// inotify, plus polling on a network file system.
+    Auto,
+    /// inotify only.
+    Inotify,
+    /// Polling only, at this interval.
+    Poll(Duration),
+}
+
+/// The longest polling interval `--poll` and [`POLL_ENV`] accept, in seconds.
+pub const MAX_POLL_SECS: f64 = 3600.0;
+
+fn policy(poll: Option<Duration>) -> Result<Policy> {
+    if let Some(every) = poll {
+        return Ok(Policy::Poll(every));
+    }
+    let Some(v) = std::env::var_os(POLL_ENV) else {
+        return Ok(Policy::Auto);
+    };
+    let v = v.to_string_lossy();
+    match v.trim() {
+        "" | "auto" => Ok(Policy::Auto),
+        "inotify" => Ok(Policy::Inotify),
+        n => match n.parse::<f64>() {
+            Ok(secs) if secs > 0.0 && secs <= MAX_POLL_SECS => {
+                Ok(Policy::Poll(Duration::from_secs_f64(secs)))
+            }
+            _ => Err(Error::Usage(format!(
+                "{POLL_ENV}={v}: expected auto, inotify or seconds in (0, 3600]"
+            ))),
+        },
+    }
+}
+
+pub use super::netfs::is_network_fs;
+
+/// Alignment and size of an `O_DIRECT` read (a multiple of any logical block size).
+const BLOCK: usize = 4096;
+/// How much a probe reads from the last block on.
+const PROBE_LEN: usize = 16 * BLOCK;
+
+/// Tells whether a file changed since the last look: by an `O_DIRECT` read from its last
+/// block (the file is append-only: a change is a change of length), or, where the file does
+/// not exist yet or the file system refuses `O_DIRECT`, by its stat signature.
+struct Probe {
+    path: PathBuf,
+    /// The file opened with `O_DIRECT`; `None` before it exists, or when refused.
+    direct: Option<File>,
+    /// `O_DIRECT` was refused: stat only from now on.
+    refused: bool,
+    /// The length the last direct read saw.
+    len: u64,
+    buf: Vec<u8>,
+    last: Signature,
+}
+
+impl Probe {
+    /// `direct`: try `O_DIRECT` reads (on a network file system; a local one is watched
+    /// through its page cache, where stat is cheaper and as fresh).
+    fn new(path: &Path, direct: bool) -> Probe {
+        let mut p = Probe {
+            path: path.to_path_buf(),
+            direct: None,
+            refused: !direct,
+            len: 0,
+            buf: Vec::new(),
+            last: signature(path),
+        };
+        p.open();
+        p
+    }
+
+    fn open(&mut self) {
+        if self.refused || self.direct.is_some() {
+            return;
+        }
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_DIRECT)
+            .open(&self.path)
+        {
+            Ok(f) => {
+                self.direct = Some(f);
+                self.buf = vec![0; PROBE_LEN + BLOCK];
+                self.len = 0;
+                match self.direct_len() {
+                    Some(n) => self.len = n,
+                    None => self.refuse(),
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => self.refuse(),
+            Err(_) => {}
+        }
+    }
+
+    fn refuse(&mut self) {
+        self.refused = true;
+        self.direct = None;
+        self.buf = Vec::new();
+    }
+
+    /// The file's length as the server sees it, read from the last known block on.
+    fn direct_len(&mut self) -> Option<u64> {
+        let f = self.direct.as_ref()?;
+        // An aligned window of the buffer (no allocation with an alignment is needed).
+        let skew = self.buf.as_ptr() as usize % BLOCK;
+        let start = (BLOCK - skew) % BLOCK;
+        let mut off = self.len - self.len % BLOCK as u64;
+        loop {
+            let window = &mut self.buf[start..start + PROBE_LEN];
+            match f.read_at(window, off) {
+                Ok(n) if n == PROBE_LEN => off += PROBE_LEN as u64,
+                Ok(n) => return Some(off + n as u64),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Has the file changed since the last call?
+    fn changed(&mut self) -> bool {
+        self.open();
+        if self.direct.is_some() {
+            let Some(len) = self.direct_len() else {
+                // Refused now (a file system that checks at read time): stat from now on.
+                self.refuse();
+                return true;
+            };
+            if len != self.len {
+                self.len = len;
+                return true;
+            }
+            // A replacement or removal keeps the old file readable: stat tells those.
+            let now = signature(&self.path);
+            let moved = now.ino != self.last.ino || now.dev != self.last.dev;
+            // The client's attributes still show a shorter file: a reader cannot read the
+            // new bytes yet, so wake it again until they catch up (at most the attribute
+            // cache's timeout).
+            let behind = now.len < self.len;
+            self.last = now;
+            if moved {
+                self.direct = None;
+            }
+            return moved || behind;
+        }
+        let now = signature(&self.path);
+        if now != self.last {
+            self.last = now;
+            return true;
+        }
+        false
+    }
 }
 
 /// Wakes its owner when `file` may have changed. Spurious wake-ups are allowed: the owner
@@ -105,7 +290,7 @@ impl Drop for FileWaiter {
         // A watch still in place when the inotify descriptor is closed makes the close wait
         // for the kernel to retire it: some milliseconds at every exit. Removed first, it
         // is retired in the background.
-        if let Mode::Inotify { watcher } = &mut self.mode {
+        if let Mode::Inotify { watcher } | Mode::Both { watcher, .. } = &mut self.mode {
             let _ = watcher.unwatch(&self.dir);
         }
     }
@@ -139,9 +324,18 @@ impl FileWaiter {
         };
         let (tx, rx) = mpsc::channel();
         let mut fallback = None;
-        let mode = match poll {
-            Some(every) => Self::polling(&file, every),
-            None => match Self::inotify(&file, &dir, tx.clone()) {
+        let policy = match policy(poll)? {
+            Policy::Auto if !is_network_fs(&dir) => Policy::Inotify,
+            p => p,
+        };
+        let mode = match policy {
+            Policy::Poll(every) => Self::polling(&file, every),
+            Policy::Auto | Policy::Inotify => match Self::inotify(&file, &dir, tx.clone()) {
+                Ok(Mode::Inotify { watcher }) if policy == Policy::Auto => Mode::Both {
+                    watcher,
+                    every: NETFS_POLL,
+                    probe: Probe::new(&file, true),
+                },
                 Ok(mode) => mode,
                 Err(e) => {
                     fallback = Some(format!(
@@ -167,9 +361,10 @@ impl FileWaiter {
     }
 
     fn polling(file: &Path, every: Duration) -> Mode {
+        let dir = file.parent().unwrap_or(Path::new("."));
         Mode::Poll {
             every,
-            last: signature(file),
+            probe: Probe::new(file, is_network_fs(dir)),
         }
     }
 
@@ -254,9 +449,14 @@ impl FileWaiter {
         self.fallback.as_deref()
     }
 
-    /// Is this waiter polling (rather than using inotify)?
+    /// Is this waiter polling only (rather than using inotify)?
     pub fn is_polling(&self) -> bool {
         matches!(self.mode, Mode::Poll { .. })
+    }
+
+    /// Does this waiter poll beside inotify (a network file system)?
+    pub fn polls_too(&self) -> bool {
+        matches!(self.mode, Mode::Both { .. })
     }
 
     /// Block until the file may have changed, a [`Waker`] is used, or `timeout` passes.
@@ -273,10 +473,8 @@ impl FileWaiter {
                     Err(RecvTimeoutError::Timeout)
                 ),
             },
-            Mode::Poll { every, last } => loop {
-                let now = signature(&self.file);
-                if now != *last {
-                    *last = now;
+            Mode::Poll { every, probe } | Mode::Both { every, probe, .. } => loop {
+                if probe.changed() {
                     break true;
                 }
                 let nap = match deadline {

@@ -12,6 +12,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 pub mod fake_api;
+pub mod gluster;
 pub mod runner;
 pub mod tmux;
 

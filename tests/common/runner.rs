@@ -223,6 +223,11 @@ impl Server {
         self.0.as_ref().expect("running").id()
     }
 
+    /// The running process (to take its pipes).
+    pub fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("running")
+    }
+
     /// Wait (hang guard only) for the server to exit after a stop.
     pub fn wait(mut self) -> Output {
         wait_hang_guarded(self.0.take().expect("running"))

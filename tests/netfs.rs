@@ -1,0 +1,458 @@
+//! One instance shared over a real network file system: a GlusterFS volume mounted twice on
+//! this machine, "host B" in its own pid and UTS namespace (see tests/common/gluster.rs).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Command;
+use std::sync::mpsc::{self, Receiver};
+use std::time::Duration;
+
+use common::gluster::{HOST_B, Volume};
+use common::runner::*;
+
+/// The harness itself: both mounts show one volume, host B has a host name of its own, and
+/// nothing stays mounted once the volume is dropped.
+#[test]
+fn harness_two_mounts_of_one_volume() {
+    let vol = Volume::new();
+    let (a, b) = (vol.a().to_path_buf(), vol.b().to_path_buf());
+    std::fs::write(a.join("from-a"), "hello\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(b.join("from-a")).unwrap(),
+        "hello\n"
+    );
+    let out = Volume::on_b(std::path::Path::new("sh"))
+        .args(["-c", "hostname; echo $$"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines, [HOST_B, "1"], "host B runs in its own namespaces");
+    drop(vol);
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(
+        !mounts.contains(&*a.to_string_lossy()),
+        "{a:?} left mounted"
+    );
+    assert!(
+        !mounts.contains(&*b.to_string_lossy()),
+        "{b:?} left mounted"
+    );
+    assert!(!a.exists(), "volume directory removed");
+}
+
+/// Host A or host B of a [`Volume`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Host {
+    A,
+    B,
+}
+
+/// Tool `name` on `host`, with `--root` on that host's mount, run from `cwd` with the
+/// binaries first in PATH and no `AW_*` variable of the caller.
+fn tool_on(vol: &Volume, host: Host, cwd: &Path, name: &str) -> Command {
+    let (mut c, root) = match host {
+        Host::A => (Command::new(common::bin(name)), vol.a()),
+        Host::B => (Volume::on_b(&common::bin(name)), vol.b()),
+    };
+    for v in ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC", "AW_POLL"] {
+        c.env_remove(v);
+    }
+    c.current_dir(cwd)
+        .env("PATH", path_with_bins())
+        .arg("--root")
+        .arg(root);
+    c
+}
+
+/// Lines of `child`'s stdout, read by a thread.
+fn lines_of(child: &mut std::process::Child) -> Receiver<String> {
+    let out = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// The next line, within a bound that only stops a hung test.
+fn next_line(rx: &Receiver<String>, what: &str) -> String {
+    rx.recv_timeout(HANG)
+        .unwrap_or_else(|_| panic!("gave up waiting for {what}"))
+}
+
+/// A bound that only stops a hung test.
+const HANG: Duration = Duration::from_secs(30);
+
+/// `aw-peek --follow` on host B shows what host A sends (no `--poll` given).
+#[test]
+fn follow_on_one_host_sees_the_sends_of_the_other() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let send = |text: &str| {
+        let out = tool_on(&vol, Host::A, cwd.path(), "aw-send")
+            .args(["-i", INST, "--from", "alice", text])
+            .output()
+            .unwrap();
+        assert_code(&out, 0);
+    };
+    send("first");
+    let mut follow = tool_on(&vol, Host::B, cwd.path(), "aw-peek");
+    follow.args(["-i", INST, "--follow", "--json"]);
+    let mut child = Server::new(spawn(follow));
+    let rx = lines_of(child.child());
+    let v: serde_json::Value = serde_json::from_str(&next_line(&rx, "the first entry")).unwrap();
+    assert_eq!(v["message"].as_str().unwrap().trim_end(), "first");
+    for n in 2..=4 {
+        send(&format!("entry {n}"));
+        let v: serde_json::Value = serde_json::from_str(&next_line(&rx, "a remote send")).unwrap();
+        assert_eq!(v["id"], n);
+        assert_eq!(
+            v["message"].as_str().unwrap().trim_end(),
+            format!("entry {n}")
+        );
+    }
+}
+
+/// `aw-run --keep` on host B runs its agent for a message host A sends, and `aw-send
+/// --wait` on host A returns the reply written on host B.
+#[test]
+fn keep_on_one_host_answers_send_wait_from_the_other() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cwd.path().join("wf.yaml"),
+        "agents:\n  bob:\n    command: [sh, -c, 'cat >/dev/null; echo \"pong from $(hostname)\"']\n",
+    )
+    .unwrap();
+    let mut keep = tool_on(&vol, Host::B, cwd.path(), "aw-run");
+    keep.args(["-i", INST, "--backoff", "0.01s", "--keep", "-q", "wf.yaml"]);
+    let _server = Server::new(spawn(keep));
+    let state = vol.a().join(INST).join("_state/serve/bob.json");
+    wait_for("bob to be served on host B", || state.exists());
+    for n in 0..3 {
+        let out = run_hang_guarded({
+            let mut c = tool_on(&vol, Host::A, cwd.path(), "aw-send");
+            c.args(["-i", INST, "--wait", "-t", "bob", &format!("ping {n}")]);
+            c
+        });
+        assert_code(&out, 0);
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("pong from {HOST_B}\n")
+        );
+    }
+}
+
+/// A bad `AW_POLL` is refused with a one-line error naming it, exit 64.
+#[test]
+fn a_bad_aw_poll_is_refused() {
+    let root = common::Root::new();
+    root.send(INST, &[], "hello");
+    for bad in ["soon", "0", "-1", "3601"] {
+        let mut c = root.cmd("aw-peek");
+        c.args(["-i", INST, "--follow"]).env("AW_POLL", bad);
+        let out = run_hang_guarded(c);
+        common::assert_error(&out, "aw-peek", 64, "AW_POLL");
+    }
+}
+
+/// Run tool `name` with `args` on `host`; require exit 0 and return stdout.
+fn ok_on(vol: &Volume, host: Host, cwd: &Path, name: &str, args: &[&str], input: &str) -> String {
+    let mut c = tool_on(vol, host, cwd, name);
+    c.args(["-i", INST]).args(args);
+    let out = common::run_with(c, Some(input.as_bytes()));
+    assert_code(&out, 0);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// State commands alternating between the hosts, with no pause: every read-modify-write
+/// sees what the other host committed just before (no stale file handle, no lost update).
+#[test]
+fn state_commands_alternating_between_hosts_lose_nothing() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let host = |n: usize| {
+        if n.is_multiple_of(2) {
+            Host::A
+        } else {
+            Host::B
+        }
+    };
+    let ok = |n: usize, name: &str, args: &[&str], input: &str| {
+        ok_on(&vol, host(n), cwd.path(), name, args, input)
+    };
+    ok(0, "aw-send", &["--from", "user", "start"], "");
+
+    // Registrations: each one keeps every earlier one.
+    const AGENTS: usize = 12;
+    for n in 0..AGENTS {
+        ok(
+            n,
+            "aw-ctl",
+            &["new", &format!("agent{n}"), "--backend", "mock"],
+            "",
+        );
+    }
+    let ls = ok(1, "aw-ctl", &["status", "--json"], "");
+    for n in 0..AGENTS {
+        assert!(ls.contains(&format!("\"agent{n}\"")), "agent{n} lost: {ls}");
+    }
+
+    // Votes: every vote of every host counted.
+    ok(
+        0,
+        "aw-ctl",
+        &[
+            "propose",
+            "decision",
+            "lunch",
+            "--option",
+            "yes",
+            "--option",
+            "no",
+            "--id",
+            "lunch",
+            "--quorum",
+            "12",
+            "--timeout",
+            "3600",
+        ],
+        "",
+    );
+    for n in 0..AGENTS {
+        let choice = if n % 3 == 0 { "no" } else { "yes" };
+        ok(
+            n + 1,
+            "aw-ctl",
+            &["vote", "lunch", choice, "--as", &format!("agent{n}")],
+            "",
+        );
+    }
+    let p = ok(0, "aw-ctl", &["proposals", "--all", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(p.trim()).unwrap();
+    assert_eq!(
+        v["votes"].as_array().unwrap().len(),
+        AGENTS,
+        "votes lost: {v}"
+    );
+    assert_eq!(v["counts"]["no"], 4, "{v}");
+    assert_eq!(v["counts"]["yes"], 8, "{v}");
+
+    // Document writes: each host reads back what the other wrote last.
+    for n in 0..10 {
+        ok(
+            n,
+            "aw-ctl",
+            &["doc", "write", "plan.md"],
+            &format!("version {n}\n"),
+        );
+        let read = ok(n + 1, "aw-ctl", &["doc", "read", "plan.md"], "");
+        assert_eq!(read, format!("version {n}\n"));
+    }
+
+    // Acks: a lower ack right after a higher one never moves the cursor back.
+    for n in 0..10 {
+        ok(
+            n,
+            "aw-send",
+            &["--from", "user", &format!("@agent0 task {n}")],
+            "",
+        );
+    }
+    let last = ok(0, "aw-send", &["--from", "user", "@agent0 last"], "");
+    let last: u64 = last.trim().parse().unwrap();
+    for n in 0..10u64 {
+        ok(
+            n as usize,
+            "aw-ctl",
+            &["ack", "agent0", "--until", &(last - n).to_string()],
+            "",
+        );
+        ok(
+            n as usize + 1,
+            "aw-ctl",
+            &["ack", "agent0", "--until", "2"],
+            "",
+        );
+    }
+    let st = ok(1, "aw-ctl", &["status", "agent0", "--json"], "");
+    let st: serde_json::Value = serde_json::from_str(&st).unwrap();
+    assert_eq!(st["agents"][0]["cursor"], last, "cursor moved back: {st}");
+    assert_eq!(st["agents"][0]["unread"], 0, "{st}");
+}
+
+/// 2 hosts x 4 writers x 100 sends: every message stored once, ids contiguous and unique,
+/// each writer's messages in the order it sent them.
+#[test]
+fn writers_on_two_hosts_get_contiguous_unique_ids() {
+    const WRITERS: usize = 4;
+    const SENDS: usize = 100;
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let script = format!(
+        "for i in $(seq 1 {SENDS}); do aw-send --root \"$0\" -i {INST} --from \"$1\" \"$1 $i\" \
+         >/dev/null || exit 1; done"
+    );
+    let mut writers = Vec::new();
+    for host in [Host::A, Host::B] {
+        for w in 0..WRITERS {
+            let (mut c, root) = match host {
+                Host::A => (Command::new("sh"), vol.a()),
+                Host::B => (Volume::on_b(Path::new("sh")), vol.b()),
+            };
+            c.args(["-c", &script])
+                .arg(root)
+                .arg(format!("{host:?}{w}").to_lowercase())
+                .current_dir(cwd.path())
+                .env("PATH", path_with_bins())
+                .env_remove("AW_ROOT")
+                .env_remove("AW_INSTANCE")
+                .env_remove("AW_AGENT");
+            writers.push(Server::new(spawn(c)));
+        }
+    }
+    for w in writers {
+        let out = w.wait();
+        assert_code(&out, 0);
+    }
+    let out = ok_on(
+        &vol,
+        Host::B,
+        cwd.path(),
+        "aw-peek",
+        &["--json", "--since", "0"],
+        "",
+    );
+    let entries = common::parse_entries(out.as_bytes());
+    let total = 2 * WRITERS * SENDS;
+    let ids: Vec<u64> = entries.iter().map(|e| e.id).collect();
+    assert_eq!(ids, (1..=total as u64).collect::<Vec<_>>(), "ids");
+    let mut seen = std::collections::BTreeMap::<String, Vec<usize>>::new();
+    for e in &entries {
+        let (who, n) = e
+            .message
+            .trim_end()
+            .split_once(' ')
+            .expect("writer and number");
+        assert_eq!(e.from, who);
+        seen.entry(who.to_string())
+            .or_default()
+            .push(n.parse().unwrap());
+    }
+    assert_eq!(seen.len(), 2 * WRITERS);
+    for (who, ns) in seen {
+        assert_eq!(ns, (1..=SENDS).collect::<Vec<_>>(), "{who}'s messages");
+    }
+}
+
+/// `aw-run --serve --keep alice` on host B (pid 1 of its namespace), once host A sees it
+/// served; and B's host identity, from the third line of its serving lock.
+fn serve_on_b(vol: &Volume, cwd: &Path) -> (Server, String) {
+    ok_on(
+        vol,
+        Host::A,
+        cwd,
+        "aw-ctl",
+        &["new", "alice", "--", "echo", "pong"],
+        "",
+    );
+    let mut c = tool_on(vol, Host::B, cwd, "aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q", "alice"]);
+    let server = Server::new(spawn(c));
+    let lock = vol.a().join(INST).join("_state/serve/alice.lock");
+    let mut id = String::new();
+    wait_for("alice to be served on host B", || {
+        let ps = ok_on(vol, Host::A, cwd, "aw-ctl", &["ps", "--json"], "");
+        let text = std::fs::read_to_string(&lock).unwrap_or_default();
+        match text.lines().nth(2) {
+            Some(l) if ps.contains("\"alice\"") => {
+                id = l.to_string();
+                true
+            }
+            _ => false,
+        }
+    });
+    (server, id)
+}
+
+/// `aw-ctl stop alice` on host A, from a namespace whose pid 1 is a shell recording any
+/// SIGTERM, stops the server on host B, which is pid 1 of its own namespace: the request
+/// crosses the volume, no local pid 1 is signalled.
+#[test]
+fn stop_from_one_host_stops_a_server_on_the_other() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (server, _) = serve_on_b(&vol, cwd.path());
+    let ps = ok_on(&vol, Host::A, cwd.path(), "aw-ctl", &["ps", "--json"], "");
+    let v: serde_json::Value = serde_json::from_str(ps.trim()).unwrap();
+    assert_eq!(v["pid"], 1, "{v}");
+    assert_eq!(v["host"], HOST_B, "{v}");
+
+    let marker = cwd.path().join("pid1-got-sigterm");
+    let script = format!(
+        "trap 'echo TERM >> {m}' TERM; \"$1\" --root \"$2\" -i {INST} stop alice --timeout 20; \
+         echo \"rc=$?\"; echo \"pid=$$\"",
+        m = marker.display(),
+    );
+    let out = Volume::on_host("aw-host-c", Path::new("sh"))
+        .args(["-c", &script, "sh"])
+        .arg(common::bin("aw-ctl"))
+        .arg(vol.a())
+        .output()
+        .unwrap();
+    assert!(
+        !marker.exists(),
+        "pid 1 of the stopping namespace got SIGTERM"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("stopped alice@{INST} (aw-run pid 1)\nrc=0\npid=1\n"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = server.wait();
+    assert_code(&out, 0);
+}
+
+/// A temp file of host B that is still young survives a write (and so a sweep) on host A;
+/// an abandoned one (older than the documented age) is swept.
+#[test]
+fn a_live_temp_of_host_b_survives_host_a_s_sweep() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (server, id) = serve_on_b(&vol, cwd.path());
+    drop(server);
+    let dir = vol.b().join(INST).join("_state");
+    let temp = |name: &str, age: Duration| {
+        let f = std::fs::File::create_new(dir.join(name)).unwrap();
+        f.set_modified(std::time::SystemTime::now() - age).unwrap();
+    };
+    // Pid 2 exists on host A (a kernel thread) and may on B: liveness is not by pid.
+    let live = format!(".agents.json.tmp.{id}.2.7");
+    let old = format!(".agents.json.tmp.{id}.2.8");
+    temp(&live, Duration::from_secs(60));
+    temp(&old, Duration::from_secs(2 * 3600));
+    ok_on(
+        &vol,
+        Host::A,
+        cwd.path(),
+        "aw-ctl",
+        &["new", "bob", "--backend", "mock"],
+        "",
+    );
+    let temps: Vec<String> = std::fs::read_dir(vol.a().join(INST).join("_state"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains(".tmp."))
+        .collect();
+    assert_eq!(temps, [live]);
+}
