@@ -29,6 +29,13 @@ fi
 targets=$*
 [ -n "$targets" ] || targets=$(cargo fuzz list)
 
+# The sanitizer the fuzz targets are built with needs the C library linked dynamically: a
+# static link asked for in RUSTFLAGS (as `make test` asks for the tests) is dropped here.
+if [ -n "${RUSTFLAGS-}" ]; then
+	RUSTFLAGS=$(printf '%s\n' "$RUSTFLAGS" | sed 's/-C *target-feature=+crt-static//g')
+	export RUSTFLAGS
+fi
+
 echo "fuzz/run.sh: building the fuzz targets"
 cargo +nightly fuzz build
 
