@@ -428,3 +428,75 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
         stderr(&out)
     );
 }
+
+#[test]
+fn a_mock_attempt_logs_its_reply_and_runs_f_shows_it() {
+    let s = Setup::new();
+    assert_code(&s.run(HELLO, &[]), 0);
+    let dir = s.root.inst_dir(INST).join("_state/runs");
+    let log = |agent: &str, n: u64| {
+        std::fs::read_to_string(dir.join(format!("{agent}/{n}.log"))).unwrap_or_default()
+    };
+    assert_eq!(log("alice", 1), "@bob what is the answer?\n");
+    assert_eq!(log("alice", 2), "Thanks, done.\n");
+    assert_eq!(log("bob", 1), "@alice the answer is 42.\n");
+    let out = run_hang_guarded({
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST, "runs", "-f", "bob"]);
+        c
+    });
+    assert_code(&out, 0);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "--- bob: attempt 1 ---\n@alice the answer is 42.\n--- bob: attempt 1 ended: ok ---\n"
+    );
+}
+
+#[test]
+fn an_api_attempt_logs_each_answer_and_its_tool_calls_redacted_while_it_runs() {
+    use common::fake_api::{FakeApi, Reply};
+    use serde_json::json;
+    const KEY: &str = "sk-test-0123456789";
+    let s = Setup::new();
+    // One answer that calls a tool and quotes the key, then a model that never answers.
+    let api = FakeApi::start(vec![
+        Reply::ok(json!({
+            "content": [
+                {"type": "text", "text": format!("Posting; my key is {KEY}.")},
+                {"type": "tool_use", "id": "tu_1", "name": "channel_send",
+                 "input": {"message": "@user looking"}},
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 100, "output_tokens": 20}
+        })),
+        Reply::Hang,
+    ]);
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    backend: anthropic\n    model: claude-test\n    timeout: 8s\n\
+         kickoff: '@alice look'\n",
+    );
+    let mut c = s.cmd(&["-q", "--retries", "1"]);
+    c.env("ANTHROPIC_BASE_URL", &api.url)
+        .env("ANTHROPIC_API_KEY", KEY);
+    let run = spawn(c);
+    let log = s.root.inst_dir(INST).join("_state/runs/alice/1.log");
+    wait_for("the first answer in the live log", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("channel_send"))
+    });
+    // Written while the attempt runs: the model is still being asked.
+    assert!(!s.transcript_path("alice", 1).exists());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(KEY), "{text}");
+    let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(line["step"], 1);
+    assert_eq!(line["finish"], "tool_use");
+    assert_eq!(line["text"], "Posting; my key is [redacted].");
+    assert_eq!(
+        line["tools"],
+        json!([{"name": "channel_send", "error": false}])
+    );
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 1);
+    assert_eq!(s.statuses("alice", 1), ["timeout"]);
+}
