@@ -500,3 +500,53 @@ fn an_api_attempt_logs_each_answer_and_its_tool_calls_redacted_while_it_runs() {
     assert_code(&out, 1);
     assert_eq!(s.statuses("alice", 1), ["timeout"]);
 }
+
+#[test]
+fn top_watches_the_controllers_of_agents_served_after_it_started() {
+    let s = Setup::new();
+    s.write(
+        "lead.yaml",
+        "agents:\n  lead:\n    mock: {}\nkickoff: '@lead hello'\n",
+    );
+    let lead = spawn(s.cmd_file(&["--keep", "-q"], std::path::Path::new("lead.yaml")));
+    wait_for("lead to answer", || s.transcript_path("lead", 1).exists());
+    // No clock: the view is drawn on changes only.
+    let top = format!(
+        "AW_TOP_CLOCK=0 {}",
+        sh_tool(&s, "aw-ctl", &["-i", INST, "top"])
+    );
+    let t = Tmux::start(s.dir(), &top);
+    t.wait_for("top to show lead", |sc| sc.contains("@lead: lead: handled"));
+    // Another server starts later with an agent that answers nothing: once it is done,
+    // only its controller's state changes.
+    s.script(
+        "late.sh",
+        "cat > /dev/null\nwhile [ ! -e go ]; do sleep 0.05; done\n",
+    );
+    s.write(
+        "late.yaml",
+        "agents:\n  late:\n    command: ['./late.sh']\nkickoff: '@late work'\n",
+    );
+    let late = spawn(s.cmd_file(&["--keep", "-q"], std::path::Path::new("late.yaml")));
+    let row = |sc: &str, state: &str| {
+        sc.lines().any(|l| {
+            let cols: Vec<&str> = l
+                .trim_matches(|c| c == '│' || c == ' ')
+                .split_whitespace()
+                .collect();
+            cols.first() == Some(&"late") && cols.get(1) == Some(&state)
+        })
+    };
+    t.wait_for("late running", |sc| row(sc, "running"));
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    t.wait_for("late idle again", |sc| row(sc, "idle"));
+    t.keys(&["q"]);
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    for who in ["lead@w", "late@w"] {
+        let stop = s.tool_cmd("aw-ctl").args(["stop", who]).output().unwrap();
+        assert_code(&stop, 0);
+    }
+    assert_code(&wait_hang_guarded(lead), 0);
+    assert_code(&wait_hang_guarded(late), 0);
+}
