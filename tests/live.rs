@@ -550,3 +550,36 @@ fn top_watches_the_controllers_of_agents_served_after_it_started() {
     assert_code(&wait_hang_guarded(lead), 0);
     assert_code(&wait_hang_guarded(late), 0);
 }
+
+#[test]
+fn ps_has_a_header_row_on_a_terminal_only() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {}\nkickoff: '@alice hi'\n",
+    );
+    let server = spawn(s.cmd(&["--keep", "-q"]));
+    let ps = || {
+        let out = s.tool_cmd("aw-ctl").arg("ps").output().unwrap();
+        assert_code(&out, 0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    wait_for("alice served", || ps().starts_with("w "));
+    assert_eq!(ps().lines().count(), 1);
+    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["ps"]));
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let cols: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "INSTANCE", "AGENT", "HOST", "PID", "STATE", "RUNS", "WORKFLOW"
+        ],
+        "{screen}"
+    );
+    assert!(lines[1].starts_with("w "), "{screen}");
+    let stop = s.tool_cmd("aw-ctl").args(["stop", "@w"]).output().unwrap();
+    assert_code(&stop, 0);
+    assert_code(&wait_hang_guarded(server), 0);
+}
