@@ -23,6 +23,32 @@ agents:
 kickoff: '@alice ask bob'
 ";
 
+/// aw-ctl `args` run in tmux, which must exit 0: its screen, and the screen's lines that are
+/// not blank.
+fn aw_ctl_on_a_terminal(s: &Setup, args: &[&str]) -> (String, Vec<String>) {
+    let t = Tmux::start(s.dir(), &sh_tool(s, "aw-ctl", args));
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    let lines = screen
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    (screen, lines)
+}
+
+/// Whether the `aw-ctl top` screen `sc` has a row of `agent` whose column `col` (0: the
+/// agent) is `value`.
+fn top_row_has(sc: &str, agent: &str, col: usize, value: &str) -> bool {
+    sc.lines().any(|l| {
+        let cols: Vec<&str> = l
+            .trim_matches(|c| c == '│' || c == ' ')
+            .split_whitespace()
+            .collect();
+        cols.first() == Some(&agent) && cols.get(col) == Some(&value)
+    })
+}
+
 /// A shell command line that runs tool `name` of the setup with `args`.
 fn sh_tool(s: &Setup, name: &str, args: &[&str]) -> String {
     let mut line = format!(
@@ -218,10 +244,7 @@ fn runs_has_a_header_row_on_a_terminal_only() {
     let piped = String::from_utf8(piped.stdout).unwrap();
     assert_eq!(piped.lines().count(), 3, "{piped}");
     assert!(piped.starts_with("alice "), "{piped}");
-    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["-i", INST, "runs"]));
-    let (code, screen) = t.wait_exit();
-    assert_eq!(code, 0, "{screen}");
-    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let (screen, lines) = aw_ctl_on_a_terminal(&s, &["-i", INST, "runs"]);
     let cols: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(
         cols,
@@ -395,15 +418,7 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
     };
     ctl(&["-i", INST, "new", "carol", "--backend", "mock"]);
     s.root.send(INST, &[], "@carol look at this");
-    let unread = |sc: &str, n: &str| {
-        sc.lines().any(|l| {
-            let cols: Vec<&str> = l
-                .trim_matches(|c| c == '│' || c == ' ')
-                .split_whitespace()
-                .collect();
-            cols.first() == Some(&"carol") && cols.get(4) == Some(&n)
-        })
-    };
+    let unread = |sc: &str, n: &str| top_row_has(sc, "carol", 4, n);
     t.wait_for("carol with 1 unread", |sc| unread(sc, "1"));
     ctl(&["-i", INST, "ack", "carol"]);
     t.wait_for("carol with nothing unread", |sc| unread(sc, "0"));
@@ -528,15 +543,7 @@ fn top_watches_the_controllers_of_agents_served_after_it_started() {
         "agents:\n  late:\n    command: ['./late.sh']\nkickoff: '@late work'\n",
     );
     let late = spawn(s.cmd_file(&["--keep", "-q"], std::path::Path::new("late.yaml")));
-    let row = |sc: &str, state: &str| {
-        sc.lines().any(|l| {
-            let cols: Vec<&str> = l
-                .trim_matches(|c| c == '│' || c == ' ')
-                .split_whitespace()
-                .collect();
-            cols.first() == Some(&"late") && cols.get(1) == Some(&state)
-        })
-    };
+    let row = |sc: &str, state: &str| top_row_has(sc, "late", 1, state);
     t.wait_for("late running", |sc| row(sc, "running"));
     std::fs::write(s.dir().join("go"), "").unwrap();
     t.wait_for("late idle again", |sc| row(sc, "idle"));
@@ -566,10 +573,7 @@ fn ps_has_a_header_row_on_a_terminal_only() {
     };
     wait_for("alice served", || ps().starts_with("w "));
     assert_eq!(ps().lines().count(), 1);
-    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["ps"]));
-    let (code, screen) = t.wait_exit();
-    assert_eq!(code, 0, "{screen}");
-    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let (screen, lines) = aw_ctl_on_a_terminal(&s, &["ps"]);
     let cols: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(
         cols,
