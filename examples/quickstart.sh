@@ -1,6 +1,6 @@
 #!/bin/sh
 # A two-agent conversation through an aw channel, driven from the shell.
-# Needs aw-send, aw-peek and aw-ctl on PATH (`make demo` arranges that).
+# Needs aw-send, aw-peek and aw-ctl on PATH (see the README, Install).
 set -eu
 
 # Work in a throwaway root so the demo never touches a real workflow.

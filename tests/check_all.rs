@@ -311,3 +311,61 @@ fn with_iter_the_check_asks_only_for_what_the_iterated_agent_needs() {
         stderr(&out)
     );
 }
+
+#[test]
+fn with_json_the_check_prints_one_object_per_problem_on_stdout() {
+    let s = Setup::new();
+    s.write("wf.yaml", EVERY_PHASE);
+    let text = run_hang_guarded(bare(&s, &["--check"]));
+    let out = run_hang_guarded(bare(&s, &["--check", "--json"]));
+    assert_code(&out, 65);
+    assert_eq!(stderr(&out), "");
+    let problems = common::json_lines(&out.stdout);
+    // The same problems as the lines, in the same order, field by field.
+    let rendered: Vec<String> = problems
+        .iter()
+        .map(|p| {
+            assert_eq!(p["event"], "problem", "{p}");
+            assert_eq!(p["severity"], "error", "{p}");
+            format!(
+                "{}:{}:{}: {}",
+                p["file"].as_str().unwrap(),
+                p["line"],
+                p["col"],
+                p["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(rendered, lines(&text));
+    assert_eq!(problems.len(), 7);
+    assert!(!s.root.inst_dir(INST).exists(), "the check wrote something");
+
+    // A YAML syntax error, and a warning alone (exit 0).
+    s.write("wf.yaml", "agents: {alice: {mock: {}}\nkickoff: hi\n");
+    let out = run_hang_guarded(s.cmd(&["--check", "--json"]));
+    assert_code(&out, 65);
+    let problems = common::json_lines(&out.stdout);
+    assert_eq!(problems.len(), 1);
+    assert_eq!(
+        (&problems[0]["line"], &problems[0]["col"]),
+        (&1.into(), &9.into())
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {}\nsetup:\n  - shell: git log -1\n    as: diff\n\
+         tasks:\n  - shell: echo \"$diff\"\nkickoff: '@alice hi'\n",
+    );
+    let out = run_hang_guarded(s.cmd(&["--check", "--json"]));
+    assert_code(&out, 0);
+    let problems = common::json_lines(&out.stdout);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["severity"], "warning");
+    assert_eq!(problems[0]["line"], 8);
+    assert!(
+        problems[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("write ${{ diff }}"),
+        "{problems:?}"
+    );
+}

@@ -575,3 +575,30 @@ fn the_search_for_the_root_stops_at_a_file_system_boundary() {
     // Beside it, on the project's file system, it is.
     assert!(p.ok("a/b", "aw-peek", &["-i", "hello"]).contains("hi"));
 }
+
+#[test]
+fn a_workflow_run_from_a_subdirectory_is_shown_by_its_plain_path() {
+    let p = Project::new();
+    std::fs::create_dir(p.root()).unwrap();
+    std::fs::write(
+        p.path().join("wf.yaml"),
+        "name: keep\nagents:\n  alice:\n    mock: {}\nkickoff: '@alice hi'\n",
+    )
+    .unwrap();
+    let mut c = p.cmd("a/b", "aw-run", &["--keep", "-q", "../../wf.yaml"]);
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let server = Server::new(c.spawn().expect("spawn aw-run"));
+    wait_for("alice served", || {
+        p.root().join("keep").exists() && served(&p, "a", &[]) == ["alice@keep"]
+    });
+    let ps = json_lines(p.ok("a", "aw-ctl", &["ps", "--json"]).as_bytes());
+    let want = p.path().join("wf.yaml");
+    assert_eq!(ps[0]["workflow"], want.to_str().unwrap());
+    let text = p.ok("a/b", "aw-ctl", &["ps"]);
+    assert!(text.trim_end().ends_with(want.to_str().unwrap()), "{text}");
+    assert!(!text.contains(".."), "{text}");
+    assert_code(&p.run("", "aw-ctl", &["stop", "@keep"]), 0);
+    assert_code(&server.wait(), 0);
+}

@@ -161,3 +161,55 @@ fn make_demo_and_make_test_run_these_scripts_with_make_builds_profile() {
         ["$(STATIC) $(CARGO) build $(PROFILE) --bins"]
     );
 }
+
+#[test]
+fn make_check_fails_on_a_dependency_named_nowhere() {
+    // The script on a small crate of its own: one dependency used, one not.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sub in ["scripts", "src", "tests", "benches"] {
+        std::fs::create_dir(d.join(sub)).unwrap();
+    }
+    std::fs::copy(
+        repo().join("scripts/unused-deps.sh"),
+        d.join("scripts/unused-deps.sh"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("Cargo.toml"),
+        "[package]\nname = \"x\"\n\n[dependencies]\nserde = \"1\"\nglob = \"0.3\"\n\
+         serde-json = \"1\"\n\n[dev-dependencies]\ntempfile = \"3\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("src/lib.rs"),
+        "use serde::Serialize;\npub fn f() { serde_json::json!(1); }\n",
+    )
+    .unwrap();
+    let script = || {
+        let mut c = Command::new("sh");
+        c.arg(d.join("scripts/unused-deps.sh"));
+        run_hang_guarded(c)
+    };
+    let out = script();
+    assert_code(&out, 1);
+    assert_eq!(
+        stderr(&out),
+        "unused dependency: glob (named nowhere in src/, tests/ or benches/)\n"
+    );
+    std::fs::write(
+        d.join("tests/t.rs"),
+        "fn g() { let _ = glob::glob(\"*\"); }\n",
+    )
+    .unwrap();
+    assert_code(&script(), 0);
+    // The repository's own dependencies are all used, and `make check` runs the script.
+    let mut c = Command::new("sh");
+    c.arg(repo().join("scripts/unused-deps.sh"));
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    let makefile = std::fs::read_to_string(repo().join("Makefile")).unwrap();
+    let check = makefile.split("\ncheck:\n").nth(1).unwrap();
+    let check = check.split("\n\n").next().unwrap();
+    assert!(check.contains("sh scripts/unused-deps.sh"), "{check}");
+}

@@ -23,6 +23,32 @@ agents:
 kickoff: '@alice ask bob'
 ";
 
+/// aw-ctl `args` run in tmux, which must exit 0: its screen, and the screen's lines that are
+/// not blank.
+fn aw_ctl_on_a_terminal(s: &Setup, args: &[&str]) -> (String, Vec<String>) {
+    let t = Tmux::start(s.dir(), &sh_tool(s, "aw-ctl", args));
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    let lines = screen
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    (screen, lines)
+}
+
+/// Whether the `aw-ctl top` screen `sc` has a row of `agent` whose column `col` (0: the
+/// agent) is `value`.
+fn top_row_has(sc: &str, agent: &str, col: usize, value: &str) -> bool {
+    sc.lines().any(|l| {
+        let cols: Vec<&str> = l
+            .trim_matches(|c| c == '│' || c == ' ')
+            .split_whitespace()
+            .collect();
+        cols.first() == Some(&agent) && cols.get(col) == Some(&value)
+    })
+}
+
 /// A shell command line that runs tool `name` of the setup with `args`.
 fn sh_tool(s: &Setup, name: &str, args: &[&str]) -> String {
     let mut line = format!(
@@ -218,10 +244,7 @@ fn runs_has_a_header_row_on_a_terminal_only() {
     let piped = String::from_utf8(piped.stdout).unwrap();
     assert_eq!(piped.lines().count(), 3, "{piped}");
     assert!(piped.starts_with("alice "), "{piped}");
-    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["-i", INST, "runs"]));
-    let (code, screen) = t.wait_exit();
-    assert_eq!(code, 0, "{screen}");
-    let lines: Vec<&str> = screen.lines().filter(|l| !l.trim().is_empty()).collect();
+    let (screen, lines) = aw_ctl_on_a_terminal(&s, &["-i", INST, "runs"]);
     let cols: Vec<&str> = lines[0].split_whitespace().collect();
     assert_eq!(
         cols,
@@ -395,15 +418,7 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
     };
     ctl(&["-i", INST, "new", "carol", "--backend", "mock"]);
     s.root.send(INST, &[], "@carol look at this");
-    let unread = |sc: &str, n: &str| {
-        sc.lines().any(|l| {
-            let cols: Vec<&str> = l
-                .trim_matches(|c| c == '│' || c == ' ')
-                .split_whitespace()
-                .collect();
-            cols.first() == Some(&"carol") && cols.get(4) == Some(&n)
-        })
-    };
+    let unread = |sc: &str, n: &str| top_row_has(sc, "carol", 4, n);
     t.wait_for("carol with 1 unread", |sc| unread(sc, "1"));
     ctl(&["-i", INST, "ack", "carol"]);
     t.wait_for("carol with nothing unread", |sc| unread(sc, "0"));
@@ -427,4 +442,148 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn a_mock_attempt_logs_its_reply_and_runs_f_shows_it() {
+    let s = Setup::new();
+    assert_code(&s.run(HELLO, &[]), 0);
+    let dir = s.root.inst_dir(INST).join("_state/runs");
+    let log = |agent: &str, n: u64| {
+        std::fs::read_to_string(dir.join(format!("{agent}/{n}.log"))).unwrap_or_default()
+    };
+    assert_eq!(log("alice", 1), "@bob what is the answer?\n");
+    assert_eq!(log("alice", 2), "Thanks, done.\n");
+    assert_eq!(log("bob", 1), "@alice the answer is 42.\n");
+    let out = run_hang_guarded({
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST, "runs", "-f", "bob"]);
+        c
+    });
+    assert_code(&out, 0);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "--- bob: attempt 1 ---\n@alice the answer is 42.\n--- bob: attempt 1 ended: ok ---\n"
+    );
+}
+
+#[test]
+fn an_api_attempt_logs_each_answer_and_its_tool_calls_redacted_while_it_runs() {
+    use common::fake_api::{FakeApi, Reply};
+    use serde_json::json;
+    const KEY: &str = "sk-test-0123456789";
+    let s = Setup::new();
+    // One answer that calls a tool and quotes the key, then a model that never answers.
+    let api = FakeApi::start(vec![
+        Reply::ok(json!({
+            "content": [
+                {"type": "text", "text": format!("Posting; my key is {KEY}.")},
+                {"type": "tool_use", "id": "tu_1", "name": "channel_send",
+                 "input": {"message": "@user looking"}},
+            ],
+            "stop_reason": "tool_use",
+            "usage": {"input_tokens": 100, "output_tokens": 20}
+        })),
+        Reply::Hang,
+    ]);
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    backend: anthropic\n    model: claude-test\n    timeout: 8s\n\
+         kickoff: '@alice look'\n",
+    );
+    let mut c = s.cmd(&["-q", "--retries", "1"]);
+    c.env("ANTHROPIC_BASE_URL", &api.url)
+        .env("ANTHROPIC_API_KEY", KEY);
+    let run = spawn(c);
+    let log = s.root.inst_dir(INST).join("_state/runs/alice/1.log");
+    wait_for("the first answer in the live log", || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("channel_send"))
+    });
+    // Written while the attempt runs: the model is still being asked.
+    assert!(!s.transcript_path("alice", 1).exists());
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(!text.contains(KEY), "{text}");
+    let line: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(line["step"], 1);
+    assert_eq!(line["finish"], "tool_use");
+    assert_eq!(line["text"], "Posting; my key is [redacted].");
+    assert_eq!(
+        line["tools"],
+        json!([{"name": "channel_send", "error": false}])
+    );
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 1);
+    assert_eq!(s.statuses("alice", 1), ["timeout"]);
+}
+
+#[test]
+fn top_watches_the_controllers_of_agents_served_after_it_started() {
+    let s = Setup::new();
+    s.write(
+        "lead.yaml",
+        "agents:\n  lead:\n    mock: {}\nkickoff: '@lead hello'\n",
+    );
+    let lead = spawn(s.cmd_file(&["--keep", "-q"], std::path::Path::new("lead.yaml")));
+    wait_for("lead to answer", || s.transcript_path("lead", 1).exists());
+    // No clock: the view is drawn on changes only.
+    let top = format!(
+        "AW_TOP_CLOCK=0 {}",
+        sh_tool(&s, "aw-ctl", &["-i", INST, "top"])
+    );
+    let t = Tmux::start(s.dir(), &top);
+    t.wait_for("top to show lead", |sc| sc.contains("@lead: lead: handled"));
+    // Another server starts later with an agent that answers nothing: once it is done,
+    // only its controller's state changes.
+    s.script(
+        "late.sh",
+        "cat > /dev/null\nwhile [ ! -e go ]; do sleep 0.05; done\n",
+    );
+    s.write(
+        "late.yaml",
+        "agents:\n  late:\n    command: ['./late.sh']\nkickoff: '@late work'\n",
+    );
+    let late = spawn(s.cmd_file(&["--keep", "-q"], std::path::Path::new("late.yaml")));
+    let row = |sc: &str, state: &str| top_row_has(sc, "late", 1, state);
+    t.wait_for("late running", |sc| row(sc, "running"));
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    t.wait_for("late idle again", |sc| row(sc, "idle"));
+    t.keys(&["q"]);
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+    for who in ["lead@w", "late@w"] {
+        let stop = s.tool_cmd("aw-ctl").args(["stop", who]).output().unwrap();
+        assert_code(&stop, 0);
+    }
+    assert_code(&wait_hang_guarded(lead), 0);
+    assert_code(&wait_hang_guarded(late), 0);
+}
+
+#[test]
+fn ps_has_a_header_row_on_a_terminal_only() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {}\nkickoff: '@alice hi'\n",
+    );
+    let server = spawn(s.cmd(&["--keep", "-q"]));
+    let ps = || {
+        let out = s.tool_cmd("aw-ctl").arg("ps").output().unwrap();
+        assert_code(&out, 0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    wait_for("alice served", || ps().starts_with("w "));
+    assert_eq!(ps().lines().count(), 1);
+    let (screen, lines) = aw_ctl_on_a_terminal(&s, &["ps"]);
+    let cols: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        cols,
+        [
+            "INSTANCE", "AGENT", "HOST", "PID", "STATE", "RUNS", "WORKFLOW"
+        ],
+        "{screen}"
+    );
+    assert!(lines[1].starts_with("w "), "{screen}");
+    let stop = s.tool_cmd("aw-ctl").args(["stop", "@w"]).output().unwrap();
+    assert_code(&stop, 0);
+    assert_code(&wait_hang_guarded(server), 0);
 }

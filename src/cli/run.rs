@@ -34,7 +34,8 @@ Options:
                        .workflow/ here or above, else ./.workflow)
   -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name)
       --check          check the file and what its agents need (CLIs, keys, programs)
-                       in one pass; every problem as FILE:LINE:COL: what
+                       in one pass; every problem as FILE:LINE:COL: what (with
+                       --json: one JSON line each on stdout)
       --var NAME=VALUE define a variable (repeatable)
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
       --detach         run in the background; print its pid; log to _state/aw-run.log
@@ -277,7 +278,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
         vars.define(def)?;
     }
     if a.check {
-        return check(&file, &vars, a.iter.is_some().then_some(a.agent.as_deref()));
+        let iter = a.iter.is_some().then_some(a.agent.as_deref());
+        return check(out, &file, &vars, iter, a.opts.json);
     }
     let (mut wf, warnings) = match workflow::load(&file, &vars) {
         Ok(w) => w,
@@ -332,14 +334,21 @@ pub fn run(out: &mut Out) -> Result<u8> {
 /// need from this machine), every problem printed as `FILE:LINE:COL: what`. The exit code:
 /// 0, 65 when the file has errors, else that of the first problem of the machine. With
 /// `--iter` (`iter` holds its `--agent`), the agent it would iterate is chosen as a run
-/// chooses it, and only that agent's needs are checked.
-fn check(file: &Path, vars: &Vars, iter: Option<Option<&str>>) -> Result<u8> {
+/// chooses it, and only that agent's needs are checked. With `json`, each problem is a
+/// JSON line on stdout instead (see [`problem_json`]).
+fn check(
+    out: &mut Out,
+    file: &Path,
+    vars: &Vars,
+    iter: Option<Option<&str>>,
+    json: bool,
+) -> Result<u8> {
     let (mut wf, mut found) = match workflow::load_for_check(file, vars) {
         Ok(w) => w,
         Err(LoadError::Read(e)) => return Err(e),
-        Err(e @ LoadError::Invalid(_)) => {
-            eprintln!("{e}");
-            return Ok(e.exit_code());
+        Err(LoadError::Invalid(list)) => {
+            report_problems(out, &list, json)?;
+            return Ok(exit::DATAERR);
         }
     };
     let mut code = if found.iter().any(|d| !d.warning) {
@@ -364,10 +373,33 @@ fn check(file: &Path, vars: &Vars, iter: Option<Option<&str>>) -> Result<u8> {
         );
     }
     crate::run::diagnostic::sort(&mut found, file);
-    for d in &found {
-        eprintln!("{}", d.render());
-    }
+    report_problems(out, &found, json)?;
     refused.map_or(Ok(code), Err)
+}
+
+/// The problems a check found: `FILE:LINE:COL: what` lines on stderr, or with `json` one
+/// [`problem_json`] line each on stdout.
+fn report_problems(out: &mut Out, list: &[workflow::Diagnostic], json: bool) -> Result<()> {
+    for d in list {
+        if json {
+            out.line(&problem_json(d).to_string())?;
+        } else {
+            eprintln!("{}", d.render());
+        }
+    }
+    out.flush()
+}
+
+/// `{"event":"problem","file":F,"line":L,"col":C,"severity":"error"|"warning","message":M}`.
+fn problem_json(d: &workflow::Diagnostic) -> serde_json::Value {
+    serde_json::json!({
+        "event": "problem",
+        "file": d.file.display().to_string(),
+        "line": d.pos.line,
+        "col": d.pos.col,
+        "severity": if d.warning { "warning" } else { "error" },
+        "message": d.message,
+    })
 }
 
 /// A problem of what an agent needs from the machine, as a check reports it.

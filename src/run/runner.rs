@@ -905,8 +905,10 @@ pub fn run(
         inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
         document: (wf.context != Context::Disabled).then_some(document),
+        // Canonical, as a newcomer reads it in `aw-ctl ps`: no `..` of a relative path.
         workflow: Some(
-            std::path::absolute(&wf.file)
+            std::fs::canonicalize(&wf.file)
+                .or_else(|_| std::path::absolute(&wf.file))
                 .unwrap_or_else(|_| wf.file.clone())
                 .to_string_lossy()
                 .into_owned(),

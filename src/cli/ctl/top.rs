@@ -1,10 +1,12 @@
 //! `aw-ctl top`: a full-screen live view of one instance: its agents (state, the attempt
 //! under way and its elapsed time, unread messages, tokens and cost) and the last channel
 //! entries. It is drawn again when the channel, the registry, the spending or a
-//! controller's state changes (the file watcher of [`crate::fs::watch`]), and once a second
-//! for the clocks; `q` (or Esc, or Ctrl-C) quits and gives the terminal back as it was.
+//! controller's state changes (the file watcher of [`crate::fs::watch`]; the controller
+//! states of agents registered later, workers among them, are watched from when they
+//! appear), and every [`CLOCK`] for the clocks (`AW_TOP_CLOCK` seconds, 0 for none); `q`
+//! (or Esc, or Ctrl-C) quits and gives the terminal back as it was.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Sender};
@@ -85,7 +87,9 @@ pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
         ));
     }
     let (tx, rx) = mpsc::channel();
-    watch(&inst, &tx);
+    let mut watched = BTreeSet::new();
+    watch(&inst, &tx, &mut watched);
+    let clock = clock()?;
     {
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -96,11 +100,11 @@ pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
             }
         });
     }
-    {
+    if let Some(clock) = clock {
         let tx = tx.clone();
         std::thread::spawn(move || {
             loop {
-                std::thread::sleep(CLOCK);
+                std::thread::sleep(clock);
                 if tx.send(Wake::Clock).is_err() {
                     return;
                 }
@@ -129,9 +133,13 @@ pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
             Wake::Change => {
                 // A burst of changes is read once.
                 while let Ok(Wake::Change) = rx.try_recv() {}
+                watch(&inst, &tx, &mut watched);
                 snap = snapshot(&inst);
             }
-            Wake::Clock => snap = snapshot(&inst),
+            Wake::Clock => {
+                watch(&inst, &tx, &mut watched);
+                snap = snapshot(&inst);
+            }
         }
     }
     drop(term);
@@ -141,7 +149,9 @@ pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
 
 /// Watch what the view shows: the channel, the registry, the spending, the inbox cursors,
 /// the agents' own states and the controller states; each change sends [`Wake::Change`].
-fn watch(inst: &Instance, tx: &Sender<Wake>) {
+/// Files in `watched` are watched already; those added now join it (called again when the
+/// registry changes, so that agents registered later are watched too).
+fn watch(inst: &Instance, tx: &Sender<Wake>, watched: &mut BTreeSet<PathBuf>) {
     let mut files: Vec<PathBuf> = vec![
         inst.channel_path(),
         inst.state_file("agents.json"),
@@ -159,10 +169,14 @@ fn watch(inst: &Instance, tx: &Sender<Wake>) {
         }
     }
     for f in files {
+        if watched.contains(&f) {
+            continue;
+        }
         let Ok(mut w) = crate::fs::watch::FileWaiter::new(&f, None) else {
             // Its folder does not exist yet: the clock redraws the view.
             continue;
         };
+        watched.insert(f);
         let tx = tx.clone();
         std::thread::spawn(move || {
             loop {
@@ -172,6 +186,21 @@ fn watch(inst: &Instance, tx: &Sender<Wake>) {
                 }
             }
         });
+    }
+}
+
+/// How often the clocks are drawn: [`CLOCK`], or `AW_TOP_CLOCK` seconds (0: never, the view
+/// is then drawn on changes only).
+fn clock() -> Result<Option<Duration>> {
+    match std::env::var("AW_TOP_CLOCK") {
+        Err(_) => Ok(Some(CLOCK)),
+        Ok(v) => match v.parse::<u64>() {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(Duration::from_secs(n))),
+            Err(_) => Err(Error::Usage(format!(
+                "AW_TOP_CLOCK: '{v}' is not a number of seconds"
+            ))),
+        },
     }
 }
 

@@ -15,7 +15,8 @@
 //!   with the text so far, or fails it when there is none; a refusal fails it.
 //!
 //! The run's stdout in its transcript is a JSON line per step (what ended it, the tools
-//! called and whether they failed, the step's usage).
+//! called and whether they failed, the step's usage), written to the attempt's live log
+//! (redacted) as each step ends, for `aw-ctl runs -f`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -361,14 +362,14 @@ impl<D: Dialect> Api<D> {
             }
             messages.push(turn.message.clone());
             if let Some(why) = implausible {
-                log_line(&mut log, &record);
+                log_line(&mut log, ctx, &record);
                 // Counted (at the ceiling), so that a budget trips on it.
                 let _ = (ctx.over_budget)(&usage);
                 end(&mut out, Status::Failed, why);
                 break;
             }
             if let Some(why) = (ctx.over_budget)(&usage) {
-                log_line(&mut log, &record);
+                log_line(&mut log, ctx, &record);
                 end(&mut out, Status::Killed, why);
                 break;
             }
@@ -402,17 +403,17 @@ impl<D: Dialect> Api<D> {
                             is_error: true,
                         }));
                     }
-                    log_line(&mut log, &record);
+                    log_line(&mut log, ctx, &record);
                     messages.extend(self.dialect.results(results));
                 }
-                Finish::PauseTurn => log_line(&mut log, &record),
+                Finish::PauseTurn => log_line(&mut log, ctx, &record),
                 Finish::EndTurn | Finish::ToolUse | Finish::Other(_) => {
-                    log_line(&mut log, &record);
+                    log_line(&mut log, ctx, &record);
                     out.final_text = turn.text.trim().to_string();
                     break;
                 }
                 Finish::MaxTokens => {
-                    log_line(&mut log, &record);
+                    log_line(&mut log, ctx, &record);
                     if turn.text.trim().is_empty() {
                         end(
                             &mut out,
@@ -425,7 +426,7 @@ impl<D: Dialect> Api<D> {
                     break;
                 }
                 Finish::Refusal => {
-                    log_line(&mut log, &record);
+                    log_line(&mut log, ctx, &record);
                     end(&mut out, Status::Failed, "the model refused".into());
                     break;
                 }
@@ -440,7 +441,10 @@ impl<D: Dialect> Api<D> {
             }
         }
         if retries > 0 {
-            log_line(&mut log, &json!({"retries": retries}));
+            log_line(&mut log, ctx, &json!({"retries": retries}));
+        }
+        if let Some(l) = &ctx.log {
+            l.finish();
         }
         out.stdout = Capture::of(log.as_bytes());
         out.usage = Some(usage);
@@ -448,9 +452,14 @@ impl<D: Dialect> Api<D> {
     }
 }
 
-fn log_line(log: &mut String, v: &Value) {
-    log.push_str(&v.to_string());
-    log.push('\n');
+/// Add one record to the run's log, and to the attempt's live log (redacted there) for
+/// `aw-ctl runs -f`.
+fn log_line(log: &mut String, ctx: &RunContext, v: &Value) {
+    let line = format!("{v}\n");
+    if let Some(l) = &ctx.log {
+        l.push(crate::run::attempt_log::Stream::Stdout, line.as_bytes());
+    }
+    log.push_str(&line);
 }
 
 fn finish_name(f: &Finish) -> &str {

@@ -1,9 +1,10 @@
-//! The `mock` backend: scripted replies posted in-process, optionally votes, and the usage
-//! each run reports.
+//! The `mock` backend: scripted replies posted in-process (and written to the attempt's live
+//! log), optionally votes, and the usage each run reports.
 
 use super::{Backend, RunContext, RunOutcome, Status};
 use crate::post::{self, PostOptions};
 use crate::proposal;
+use crate::run::attempt_log::Stream;
 use crate::run::workflow::MockDef;
 
 pub struct Mock {
@@ -52,6 +53,10 @@ impl Mock {
             }
             len => self.def.replies[k.min(len) - 1].value.clone(),
         };
+        if let Some(l) = &ctx.log {
+            l.push(Stream::Stdout, format!("{text}\n").as_bytes());
+            l.finish();
+        }
         match post::post(ctx.inst, ctx.agent, &text, &PostOptions::default()) {
             Ok(_) => RunOutcome::new(Status::Ok),
             Err(e) => RunOutcome::failed(format!("cannot post: {e}")),
