@@ -540,9 +540,14 @@ fn second_runner_for_a_served_agent_is_refused_and_sigint_stops_the_first() {
         // Its pid on the first line, then its host name and host id.
         std::fs::read_to_string(&lock).is_ok_and(|t| t.lines().next() == Some(me.as_str()))
     });
-    // The first runner has posted its kickoff and is running alice.
+    // The first runner has posted its kickoff and is running alice (so the kickoff's post,
+    // index included, is complete before the snapshot).
     wait_for("the kickoff", || {
         s.root.channel(INST).exists() && s.entries().len() == 1
+    });
+    let state = s.root.inst_dir(INST).join("_state/serve/alice.json");
+    wait_for("alice running", || {
+        std::fs::read_to_string(&state).is_ok_and(|t| t.contains("\"state\":\"running\""))
     });
     let before = common::snapshot(&s.root.inst_dir(INST));
     let out = run_with(s.cmd(&[]), None);

@@ -150,9 +150,9 @@ pub fn assert_code(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(out));
 }
 
-/// Wait (hang guard only) until `f` holds.
+/// Wait (hang guard only: generous, for a loaded machine and a FUSE mount) until `f` holds.
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(10);
+    let end = Instant::now() + Duration::from_secs(30);
     while !f() {
         assert!(Instant::now() < end, "gave up waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
