@@ -140,16 +140,18 @@ fn warnings(out: &std::process::Output) -> Vec<String> {
 }
 
 /// A volume whose clients keep what they cached for a minute or more: each host's kernel
-/// keeps a file's length and names for ten minutes (FUSE mount options), GlusterFS's
+/// keeps a file's attributes and names for ten minutes (FUSE mount options), GlusterFS's
 /// md-cache is off and its io-cache serves old content for 60 s. A buffered read then
-/// stops at what the host saw before, whatever the other host appended since: the shape of
-/// GlusterFS with md-cache off, stretched from its second or so so that a read past the
-/// caches is what a test can tell apart. (quick-read, off here, may serve even an
-/// `O_DIRECT` read from the content it cached at a lookup, for up to its timeout of 1 s.)
+/// returns what the host saw before (even where `fstat` shows the new length), whatever
+/// the other host appended since: the shape of GlusterFS with md-cache off, stretched from
+/// its second or so so that a read past the caches is what a test can tell apart.
+/// (quick-read, off here, may serve even an `O_DIRECT` read from the content it cached at
+/// a lookup, for up to its timeout of 1 s.)
 fn volume_with_long_caches() -> Volume {
     let vol = Volume::with_mount_options("attribute-timeout=600,entry-timeout=600");
     vol.set("performance.stat-prefetch", "off");
     vol.set("performance.quick-read", "off");
+    vol.set("performance.io-cache", "on");
     vol.set("performance.cache-refresh-timeout", "60");
     vol
 }
