@@ -40,6 +40,13 @@ fn main() {
             "md-cache off (performance.stat-prefetch off)",
             &[("performance.stat-prefetch", "off")][..],
         ),
+        (
+            "md-cache and quick-read off",
+            &[
+                ("performance.stat-prefetch", "off"),
+                ("performance.quick-read", "off"),
+            ][..],
+        ),
     ] {
         let vol = Volume::new();
         for (k, v) in options {

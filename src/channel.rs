@@ -16,14 +16,14 @@
 //! not match, or whose terminator is missing treats it as torn and skips to the next header.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
 use crate::fs::Lock;
+use crate::fs::netfs::Fresh;
 use crate::instance::Instance;
 
 /// Largest message accepted, in bytes (4 MiB).
@@ -307,13 +307,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Bytes `from..size` of the log.
-fn read_range(log: &File, from: u64, size: u64) -> std::io::Result<Vec<u8>> {
-    let n = size.saturating_sub(from);
-    let mut buf = Vec::with_capacity(n as usize);
-    let mut f = log;
-    f.seek(SeekFrom::Start(from))?;
-    f.take(n).read_to_end(&mut buf)?;
-    Ok(buf)
+fn read_range(log: &Fresh, from: u64, size: u64) -> std::io::Result<Vec<u8>> {
+    log.read_range(from, size)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -381,7 +376,7 @@ enum Want {
 
 /// The index as an append finds it, under the channel lock.
 struct IndexFile {
-    file: File,
+    file: Fresh,
     /// Its size, and how many of its bytes are records to keep.
     len: u64,
     keep: u64,
@@ -395,9 +390,9 @@ impl IndexFile {
     /// Cut off what is not kept, then append `records`.
     fn update(&mut self, records: &[u8]) -> std::io::Result<()> {
         if self.len != self.keep {
-            self.file.set_len(self.keep)?;
+            self.file.file().set_len(self.keep)?;
         }
-        self.file.write_all(records)
+        self.file.file().write_all(records)
     }
 }
 
@@ -460,13 +455,16 @@ impl Channel {
             validate_message(message)?;
         }
         let _lock = Lock::exclusive(&self.lock)?;
-        let mut log = OpenOptions::new()
+        let log = OpenOptions::new()
             .append(true)
             .create(true)
             .read(true)
             .open(&self.log)
             .map_err(|e| Error::create(&self.log, e))?;
-        let size = log.metadata().at(&self.log)?.len();
+        // On a network file system the end of the log and of the index are read as the
+        // server has them: another host's append may not be in this host's cache yet.
+        let log = Fresh::new(log, &self.log);
+        let size = log.size().at(&self.log)?;
         // The index is derived data: when it cannot be read, the log is parsed whole.
         let index = self.open_index(&log, size);
         let base = index.as_ref().ok().and_then(|ix| ix.base);
@@ -524,9 +522,9 @@ impl Channel {
             records.extend_from_slice(&rec.encode());
             entries.push(entry);
         }
-        log.write_all(&bytes).at(&self.log)?;
+        log.file().write_all(&bytes).at(&self.log)?;
         if sync {
-            log.sync_data().at(&self.log)?;
+            log.file().sync_data().at(&self.log)?;
         }
         match index.and_then(|mut ix| ix.update(&records).map(|()| ix.marked)) {
             Ok(true) => {
@@ -540,19 +538,25 @@ impl Channel {
 
     /// Under the lock: open the index and decide how much of it to keep. A last record that
     /// does not match the log (log replaced or cut) or a reader's mark discards it all.
-    fn open_index(&self, log: &File, size: u64) -> std::io::Result<IndexFile> {
+    fn open_index(&self, log: &Fresh, size: u64) -> std::io::Result<IndexFile> {
         let file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
             .open(&self.index)?;
-        let len = file.metadata()?.len();
+        let file = Fresh::new(file, &self.index);
+        let len = file.size()?;
         let whole = len - len % RECORD;
         let marked = std::fs::symlink_metadata(&self.stale).is_ok();
         let last = if marked {
             None
         } else {
-            read_last_record(&file, whole)?
+            // An end that reads short of the length (a cache lagging the server) is not
+            // trusted: the index is rebuilt from the log.
+            match read_last_record(&file, whole) {
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+                r => r?,
+            }
         };
         let base = last.filter(|r| record_valid(log, r, size));
         Ok(IndexFile {
@@ -579,11 +583,11 @@ impl Channel {
         mut f: impl FnMut(Entry) -> bool,
     ) -> Result<Vec<Damage>> {
         let log = match File::open(&self.log) {
-            Ok(f) => f,
+            Ok(f) => Fresh::new(f, &self.log),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(&self.log, e)),
         };
-        let size = log.metadata().at(&self.log)?.len();
+        let size = log.size().at(&self.log)?;
         let start = self.start(&log, size, Want::After(after));
         let (mut pos, mut floor, mut check) = (start.offset, start.floor, start.first);
         let mut chunk = chunk.max(1);
@@ -651,11 +655,11 @@ impl Channel {
 
     fn read(&self, want: Want) -> Result<Batch> {
         let log = match File::open(&self.log) {
-            Ok(f) => f,
+            Ok(f) => Fresh::new(f, &self.log),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Batch::default()),
             Err(e) => return Err(Error::io(&self.log, e)),
         };
-        let size = log.metadata().at(&self.log)?.len();
+        let size = log.size().at(&self.log)?;
         let start = self.start(&log, size, want);
         let (batch, as_said) = self.read_at(&log, size, start, want)?;
         let short = matches!(want, Want::Last(n) if batch.entries.len() < n);
@@ -673,7 +677,7 @@ impl Channel {
 
     /// Read from `start` to `size`; the batch, and whether the first valid entry is the one
     /// the index named.
-    fn read_at(&self, log: &File, size: u64, start: Start, want: Want) -> Result<(Batch, bool)> {
+    fn read_at(&self, log: &Fresh, size: u64, start: Start, want: Want) -> Result<(Batch, bool)> {
         let buf = read_range(log, start.offset, size).at(&self.log)?;
         let (found, damage) = parse_all(&buf, start.offset, start.floor);
         let as_said = start
@@ -692,8 +696,10 @@ impl Channel {
     /// Where a read for `want` starts, taken from the index. Every record relied on is checked
     /// against the header it points at; without a usable index, the log is read from its
     /// start, and a record that does not match the log marks the index for rebuilding.
-    fn start(&self, log: &File, size: u64, want: Want) -> Start {
-        let Ok(recs) = File::open(&self.index).and_then(Records::open) else {
+    fn start(&self, log: &Fresh, size: u64, want: Want) -> Start {
+        let Ok(recs) =
+            File::open(&self.index).and_then(|f| Records::open(Fresh::new(f, &self.index)))
+        else {
             return FROM_THE_START;
         };
         // When the last record does not match, the index is not this log's (the log was
@@ -723,14 +729,14 @@ impl Channel {
 
 /// Index records of a reader, loaded lazily.
 struct Records {
-    file: File,
+    file: Fresh,
     count: u64,
     last: Option<Record>,
 }
 
 impl Records {
-    fn open(file: File) -> std::io::Result<Records> {
-        let size = file.metadata()?.len();
+    fn open(file: Fresh) -> std::io::Result<Records> {
+        let size = file.size()?;
         let count = size / RECORD;
         let last = read_last_record(&file, count * RECORD)?;
         Ok(Records { file, count, last })
@@ -769,7 +775,7 @@ impl Records {
     /// record it relies on does not match the log.
     fn start(
         &self,
-        log: &File,
+        log: &Fresh,
         size: u64,
         last: Record,
         want: Want,
@@ -833,7 +839,7 @@ impl Records {
 
 /// The last record of an index file of `size` bytes (whole records), when it follows the
 /// record before it: a larger id, and an entry that starts where or after that one ends.
-fn read_last_record(f: &File, size: u64) -> std::io::Result<Option<Record>> {
+fn read_last_record(f: &Fresh, size: u64) -> std::io::Result<Option<Record>> {
     let n = size.min(2 * RECORD);
     if n < RECORD {
         return Ok(None);
@@ -855,7 +861,7 @@ fn read_last_record(f: &File, size: u64) -> std::io::Result<Option<Record>> {
 /// its id, whose header and `len` add up to the record's length? A header starts a line, as
 /// a read of the log finds it. Reads the header, not the body: one `pread` for a header line
 /// shorter than 256 bytes.
-fn record_valid(log: &File, r: &Record, size: u64) -> bool {
+fn record_valid(log: &Fresh, r: &Record, size: u64) -> bool {
     if r.offset.checked_add(r.len).is_none_or(|end| end > size) {
         return false;
     }
@@ -865,7 +871,7 @@ fn record_valid(log: &File, r: &Record, size: u64) -> bool {
 /// The id and the whole length of the entry whose header line starts at byte `offset` (the
 /// start of the log or of a line), looking at most `limit` bytes (all inside the log) for the
 /// end of that line.
-fn header_at(log: &File, offset: u64, limit: u64) -> Option<(u64, u64)> {
+fn header_at(log: &Fresh, offset: u64, limit: u64) -> Option<(u64, u64)> {
     // The byte before, when there is one, must end a line.
     let before = u64::from(offset > 0);
     let (offset, limit) = (offset - before, limit + before);

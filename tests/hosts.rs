@@ -398,8 +398,9 @@ fn a_record_without_a_host_is_this_hosts_and_its_server_gets_sigterm() {
     }));
 }
 
-#[test]
-fn stop_of_an_instance_stops_two_servers_that_are_both_pid_1() {
+/// `aw-ctl stop TARGET` from a third namespace stops the servers of two others, both pid 1,
+/// by request, and signals nothing of its own.
+fn stop_stops_two_servers_that_are_both_pid_1(target: &str) {
     let h = Hosts::new();
     h.ctl_ok(&["-i", INST, "new", "bob", "--", "echo", "pong"]);
     let b = h.serve_agent_in("hostb", "alice");
@@ -413,7 +414,7 @@ fn stop_of_an_instance_stops_two_servers_that_are_both_pid_1() {
             (&Value::from("hostb2"), &Value::from(1))
         ]
     );
-    let out = stop_from_c(&h, "@w", "20");
+    let out = stop_from_c(&h, target, "20");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(
         text,
@@ -425,6 +426,16 @@ fn stop_of_an_instance_stops_two_servers_that_are_both_pid_1() {
         assert_eq!(ns.0.wait().unwrap().code(), Some(0));
     }
     assert!(h.ps().is_empty());
+}
+
+#[test]
+fn stop_of_an_instance_stops_two_servers_that_are_both_pid_1() {
+    stop_stops_two_servers_that_are_both_pid_1("@w");
+}
+
+#[test]
+fn stop_all_stops_two_servers_of_other_namespaces_that_are_both_pid_1() {
+    stop_stops_two_servers_that_are_both_pid_1("--all");
 }
 
 #[test]

@@ -92,10 +92,9 @@ fn next_line(rx: &Receiver<String>, what: &str) -> String {
 /// A bound that only stops a hung test.
 const HANG: Duration = Duration::from_secs(30);
 
-/// `aw-peek --follow` on host B shows what host A sends (no `--poll` given).
-#[test]
-fn follow_on_one_host_sees_the_sends_of_the_other() {
-    let vol = Volume::new();
+/// `aw-peek --follow` on host B of `vol` (no `--poll` given) shows each send of host A, none
+/// of which warns.
+fn follow_on_b_sees_the_sends_of_a(vol: Volume) {
     let cwd = tempfile::tempdir().unwrap();
     let send = |text: &str| {
         let out = tool_on(&vol, Host::A, cwd.path(), "aw-send")
@@ -103,6 +102,7 @@ fn follow_on_one_host_sees_the_sends_of_the_other() {
             .output()
             .unwrap();
         assert_code(&out, 0);
+        assert_eq!(warnings(&out), Vec::<String>::new());
     };
     send("first");
     let mut follow = tool_on(&vol, Host::B, cwd.path(), "aw-peek");
@@ -110,10 +110,11 @@ fn follow_on_one_host_sees_the_sends_of_the_other() {
     let mut child = Server::new(spawn(follow));
     let rx = lines_of(child.child());
     let v: serde_json::Value = serde_json::from_str(&next_line(&rx, "the first entry")).unwrap();
-    assert_eq!(v["message"].as_str().unwrap().trim_end(), "first");
-    for n in 2..=4 {
+    assert_eq!(v["id"], 1);
+    for n in 2..=5 {
         send(&format!("entry {n}"));
-        let v: serde_json::Value = serde_json::from_str(&next_line(&rx, "a remote send")).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&next_line(&rx, "a remote send past the cached length")).unwrap();
         assert_eq!(v["id"], n);
         assert_eq!(
             v["message"].as_str().unwrap().trim_end(),
@@ -122,22 +123,119 @@ fn follow_on_one_host_sees_the_sends_of_the_other() {
     }
 }
 
-/// `aw-run --keep` on host B runs its agent for a message host A sends, and `aw-send
-/// --wait` on host A returns the reply written on host B.
+/// `aw-peek --follow` on host B shows what host A sends (no `--poll` given).
 #[test]
-fn keep_on_one_host_answers_send_wait_from_the_other() {
-    let vol = Volume::new();
+fn follow_on_one_host_sees_the_sends_of_the_other() {
+    follow_on_b_sees_the_sends_of_a(Volume::new());
+}
+
+/// What a tool wrote to stderr, but the note that the instance was created (its first
+/// write).
+fn warnings(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| !l.contains(": created instance "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A volume whose clients keep what they cached for a minute or more: each host's kernel
+/// keeps a file's attributes and names for ten minutes (FUSE mount options), GlusterFS's
+/// md-cache is off and its io-cache serves old content for 60 s. A buffered read then
+/// returns what the host saw before (even where `fstat` shows the new length), whatever
+/// the other host appended since: the shape of GlusterFS with md-cache off, stretched from
+/// its second or so so that a read past the caches is what a test can tell apart.
+/// (quick-read, off here, may serve even an `O_DIRECT` read from the content it cached at
+/// a lookup, for up to its timeout of 1 s.)
+fn volume_with_long_caches() -> Volume {
+    let vol = Volume::with_mount_options("attribute-timeout=600,entry-timeout=600");
+    vol.set("performance.stat-prefetch", "off");
+    vol.set("performance.quick-read", "off");
+    vol.set("performance.io-cache", "on");
+    vol.set("performance.cache-refresh-timeout", "60");
+    vol
+}
+
+/// `aw-peek --follow` on host B shows each send of host A although B's kernel still caches
+/// the channel's old length: the new bytes are read as the server has them.
+#[test]
+fn follow_reads_a_remote_send_past_the_cached_length() {
+    follow_on_b_sees_the_sends_of_a(volume_with_long_caches());
+}
+
+/// Sends alternating between hosts whose kernels keep stale lengths of the log and its
+/// index: each append reads both ends as the server has them, so ids stay contiguous and
+/// unique, no send warns, and both hosts read the same entries.
+#[test]
+fn alternating_sends_read_the_log_and_index_past_the_cached_length() {
+    const SENDS: u64 = 24;
+    let vol = volume_with_long_caches();
+    let cwd = tempfile::tempdir().unwrap();
+    for n in 1..=SENDS {
+        let host = if n % 2 == 1 { Host::A } else { Host::B };
+        let out = tool_on(&vol, host, cwd.path(), "aw-send")
+            .args(["-i", INST, "--from", "alice", &format!("send {n}")])
+            .output()
+            .unwrap();
+        assert_code(&out, 0);
+        assert_eq!(warnings(&out), Vec::<String>::new(), "send {n} on {host:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), n.to_string());
+    }
+    for host in [Host::A, Host::B] {
+        let out = ok_on(
+            &vol,
+            host,
+            cwd.path(),
+            "aw-peek",
+            &["--json", "--since", "0"],
+            "",
+        );
+        let entries = common::parse_entries(out.as_bytes());
+        let got: Vec<(u64, String)> = entries
+            .iter()
+            .map(|e| (e.id, e.message.trim_end().to_string()))
+            .collect();
+        let want: Vec<(u64, String)> = (1..=SENDS).map(|n| (n, format!("send {n}"))).collect();
+        assert_eq!(got, want, "entries as host {host:?} reads them");
+        let out = ok_on(
+            &vol,
+            host,
+            cwd.path(),
+            "aw-peek",
+            &["--json", "-n", "3"],
+            "",
+        );
+        let ids: Vec<u64> = common::parse_entries(out.as_bytes())
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(ids, [SENDS - 2, SENDS - 1, SENDS], "the last 3 on {host:?}");
+    }
+}
+
+/// `aw-run --keep` on host B serving bob, who answers "pong from HOST" to each message,
+/// once host A sees it served; the directory it runs from, and the server.
+fn keep_bob_on_b(vol: &Volume) -> (tempfile::TempDir, Server) {
     let cwd = tempfile::tempdir().unwrap();
     std::fs::write(
         cwd.path().join("wf.yaml"),
         "agents:\n  bob:\n    command: [sh, -c, 'cat >/dev/null; echo \"pong from $(hostname)\"']\n",
     )
     .unwrap();
-    let mut keep = tool_on(&vol, Host::B, cwd.path(), "aw-run");
+    let mut keep = tool_on(vol, Host::B, cwd.path(), "aw-run");
     keep.args(["-i", INST, "--backoff", "0.01s", "--keep", "-q", "wf.yaml"]);
-    let _server = Server::new(spawn(keep));
+    let server = Server::new(spawn(keep));
     let state = vol.a().join(INST).join("_state/serve/bob.json");
     wait_for("bob to be served on host B", || state.exists());
+    (cwd, server)
+}
+
+/// `aw-run --keep` on host B runs its agent for a message host A sends, and `aw-send
+/// --wait` on host A returns the reply written on host B.
+#[test]
+fn keep_on_one_host_answers_send_wait_from_the_other() {
+    let vol = Volume::new();
+    let (cwd, _server) = keep_bob_on_b(&vol);
     for n in 0..3 {
         let out = run_hang_guarded({
             let mut c = tool_on(&vol, Host::A, cwd.path(), "aw-send");
@@ -148,6 +246,66 @@ fn keep_on_one_host_answers_send_wait_from_the_other() {
         assert_eq!(
             String::from_utf8_lossy(&out.stdout),
             format!("pong from {HOST_B}\n")
+        );
+    }
+}
+
+/// aw-mcp's `channel_send` with `wait_for` on host A returns the reply of an agent that
+/// `aw-run --keep` serves on host B.
+#[test]
+fn mcp_channel_send_on_one_host_waits_for_a_reply_from_the_other() {
+    use std::io::Write;
+    let vol = Volume::new();
+    let (cwd, _server) = keep_bob_on_b(&vol);
+    let mut mcp = tool_on(&vol, Host::A, cwd.path(), "aw-mcp");
+    mcp.args(["--agent", &format!("alice@{INST}")])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = Server::new(mcp.spawn().expect("spawn aw-mcp"));
+    let rx = lines_of(child.child());
+    let mut stdin = child.child().stdin.take().expect("piped stdin");
+    let mut call = |msg: serde_json::Value| {
+        writeln!(stdin, "{msg}").expect("write to aw-mcp");
+        stdin.flush().unwrap();
+    };
+    let response = |id: u64| loop {
+        let v: serde_json::Value =
+            serde_json::from_str(&next_line(&rx, "an answer of aw-mcp")).unwrap();
+        if v["id"] == id {
+            return v;
+        }
+    };
+    call(serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "netfs-test", "version": "0"}
+        }
+    }));
+    response(1);
+    call(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    for n in 0..2u64 {
+        let id = 2 + n;
+        call(serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {
+                "name": "channel_send",
+                "arguments": {"message": format!("ping {n}"), "wait_for": "bob"}
+            }
+        }));
+        let r = response(id);
+        let result = &r["result"];
+        assert_ne!(result["isError"], true, "{r}");
+        let reply = result["structuredContent"]["reply"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a reply: {r}"));
+        assert_eq!(reply.len(), 1, "{r}");
+        assert_eq!(reply[0]["from"], "bob");
+        assert_eq!(
+            reply[0]["message"].as_str().unwrap().trim_end(),
+            format!("pong from {HOST_B}")
         );
     }
 }
@@ -323,6 +481,8 @@ fn writers_on_two_hosts_get_contiguous_unique_ids() {
     for w in writers {
         let out = w.wait();
         assert_code(&out, 0);
+        // Not even a warning about the index (its end is read as the server has it).
+        assert_eq!(warnings(&out), Vec::<String>::new());
     }
     let out = ok_on(
         &vol,
@@ -455,4 +615,108 @@ fn a_live_temp_of_host_b_survives_host_a_s_sweep() {
         .filter(|n| n.contains(".tmp."))
         .collect();
     assert_eq!(temps, [live]);
+}
+
+/// How many times the threads of process `pid` have been switched out so far (each wake-up
+/// of a waiting thread ends with one).
+fn switches(pid: u32) -> u64 {
+    let mut n = 0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads") {
+        let status =
+            std::fs::read_to_string(task.unwrap().path().join("status")).unwrap_or_default();
+        for line in status.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                n += v.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    n
+}
+
+/// The switches of `pid` during a quiet second, after a quiet second to settle.
+fn switches_while_idle(pid: u32) -> u64 {
+    std::thread::sleep(Duration::from_secs(1));
+    let before = switches(pid);
+    std::thread::sleep(Duration::from_secs(1));
+    switches(pid) - before
+}
+
+/// An idle `aw-run --keep` (10 agents) and an idle `aw-peek --follow`: on a local disk
+/// nothing polls (inotify only: no thread of theirs wakes up while nothing is written);
+/// on the network file system the follower polls, some ten times a second. `AW_POLL`
+/// forces either mode.
+#[test]
+fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
+    let root = common::Root::new();
+    root.send(INST, &[], "hello");
+    let cwd = tempfile::tempdir().unwrap();
+    let mut wf = String::from("agents:\n");
+    for a in 0..10 {
+        wf.push_str(&format!(
+            "  a{a}:\n    command: [sh, -c, 'cat >/dev/null']\n"
+        ));
+    }
+    std::fs::write(cwd.path().join("wf.yaml"), wf).unwrap();
+    let mut keep = Command::new(common::bin("aw-run"));
+    keep.env_remove("AW_POLL")
+        .current_dir(cwd.path())
+        .arg("--root")
+        .arg(root.path())
+        .args(["-i", INST, "--keep", "-q", "wf.yaml"]);
+    let mut keep = Server::new(spawn(keep));
+    let last = root.inst_dir(INST).join("_state/serve/a9.json");
+    wait_for("10 agents to be served", || last.exists());
+    let pid = keep.child().id();
+    assert!(
+        switches_while_idle(pid) <= 2,
+        "an idle aw-run --keep on a local disk wakes up"
+    );
+
+    let follow_on = |root: &Path, poll: Option<&str>| {
+        let mut c = Command::new(common::bin("aw-peek"));
+        match poll {
+            Some(p) => c.env("AW_POLL", p),
+            None => c.env_remove("AW_POLL"),
+        };
+        c.arg("--root").arg(root).args(["-i", INST, "--follow"]);
+        let mut child = Server::new(spawn(c));
+        let rx = lines_of(child.child());
+        next_line(&rx, "the first entry");
+        (child, rx)
+    };
+    let (mut local, _rx) = follow_on(root.path(), None);
+    assert!(
+        switches_while_idle(local.child().id()) <= 2,
+        "an idle aw-peek --follow on a local disk wakes up"
+    );
+    // AW_POLL=SECS forces polling, even on a local disk.
+    let (mut forced, _rx) = follow_on(root.path(), Some("0.05"));
+    assert!(
+        switches_while_idle(forced.child().id()) >= 3,
+        "aw-peek --follow with AW_POLL=0.05 polls"
+    );
+
+    let vol = Volume::new();
+    ok_on(
+        &vol,
+        Host::A,
+        cwd.path(),
+        "aw-send",
+        &["-i", INST, "--from", "alice", "hello"],
+        "",
+    );
+    let (mut remote, _rx) = follow_on(vol.a(), None);
+    assert!(
+        switches_while_idle(remote.child().id()) >= 3,
+        "an idle aw-peek --follow on GlusterFS polls"
+    );
+    // AW_POLL=inotify turns polling off, even on a network file system.
+    let (mut inotify, _rx) = follow_on(vol.a(), Some("inotify"));
+    assert!(
+        switches_while_idle(inotify.child().id()) <= 2,
+        "aw-peek --follow with AW_POLL=inotify polls on GlusterFS"
+    );
 }

@@ -17,7 +17,7 @@
 
 use std::fmt;
 use std::fs::{File, Metadata};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant, SystemTime};
@@ -150,11 +150,6 @@ fn policy(poll: Option<Duration>) -> Result<Policy> {
 
 pub use super::netfs::is_network_fs;
 
-/// Alignment and size of an `O_DIRECT` read (a multiple of any logical block size).
-const BLOCK: usize = 4096;
-/// How much a probe reads from the last block on.
-const PROBE_LEN: usize = 16 * BLOCK;
-
 /// Tells whether a file changed since the last look: by an `O_DIRECT` read from its last
 /// block (the file is append-only: a change is a change of length), or, where the file does
 /// not exist yet or the file system refuses `O_DIRECT`, by its stat signature.
@@ -166,7 +161,6 @@ struct Probe {
     refused: bool,
     /// The length the last direct read saw.
     len: u64,
-    buf: Vec<u8>,
     last: Signature,
 }
 
@@ -179,7 +173,6 @@ impl Probe {
             direct: None,
             refused: !direct,
             len: 0,
-            buf: Vec::new(),
             last: signature(path),
         };
         p.open();
@@ -190,21 +183,16 @@ impl Probe {
         if self.refused || self.direct.is_some() {
             return;
         }
-        match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(nix::libc::O_DIRECT)
-            .open(&self.path)
-        {
-            Ok(f) => {
+        match super::netfs::open_direct(&self.path) {
+            Ok(Some(f)) => {
                 self.direct = Some(f);
-                self.buf = vec![0; PROBE_LEN + BLOCK];
                 self.len = 0;
                 match self.direct_len() {
                     Some(n) => self.len = n,
                     None => self.refuse(),
                 }
             }
-            Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => self.refuse(),
+            Ok(None) => self.refuse(),
             Err(_) => {}
         }
     }
@@ -212,25 +200,11 @@ impl Probe {
     fn refuse(&mut self) {
         self.refused = true;
         self.direct = None;
-        self.buf = Vec::new();
     }
 
     /// The file's length as the server sees it, read from the last known block on.
     fn direct_len(&mut self) -> Option<u64> {
-        let f = self.direct.as_ref()?;
-        // An aligned window of the buffer (no allocation with an alignment is needed).
-        let skew = self.buf.as_ptr() as usize % BLOCK;
-        let start = (BLOCK - skew) % BLOCK;
-        let mut off = self.len - self.len % BLOCK as u64;
-        loop {
-            let window = &mut self.buf[start..start + PROBE_LEN];
-            match f.read_at(window, off) {
-                Ok(n) if n == PROBE_LEN => off += PROBE_LEN as u64,
-                Ok(n) => return Some(off + n as u64),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => return None,
-            }
-        }
+        super::netfs::direct_len(self.direct.as_ref()?, self.len).ok()
     }
 
     /// Has the file changed since the last call?
@@ -249,9 +223,10 @@ impl Probe {
             // A replacement or removal keeps the old file readable: stat tells those.
             let now = signature(&self.path);
             let moved = now.ino != self.last.ino || now.dev != self.last.dev;
-            // The client's attributes still show a shorter file: a reader cannot read the
-            // new bytes yet, so wake it again until they catch up (at most the attribute
-            // cache's timeout).
+            // The client's attributes still show a shorter file: a reader that reads through
+            // them (not the channel's, which reads past them) cannot read the new bytes
+            // yet, so wake it again until they catch up (at most the attribute cache's
+            // timeout).
             let behind = now.len < self.len;
             self.last = now;
             if moved {

@@ -104,6 +104,12 @@ fn host() -> String {
 impl Volume {
     /// Create, start and mount a new volume (twice).
     pub fn new() -> Volume {
+        Self::with_mount_options("")
+    }
+
+    /// [`Volume::new`], both mounts with these FUSE mount options (`-o`, when not empty),
+    /// such as `attribute-timeout=600`.
+    pub fn with_mount_options(options: &str) -> Volume {
         need("/dev/fuse is missing", Path::new("/dev/fuse").exists());
         need(
             "mount.glusterfs is missing",
@@ -145,10 +151,12 @@ impl Volume {
         }
         let source = format!("{}:/{}", host(), vol.name);
         for at in [vol.a.clone(), vol.b.clone()] {
-            let out = run(Command::new("mount")
-                .args(["-t", "glusterfs"])
-                .arg(&source)
-                .arg(&at));
+            let mut mount = Command::new("mount");
+            mount.args(["-t", "glusterfs"]);
+            if !options.is_empty() {
+                mount.args(["-o", options]);
+            }
+            let out = run(mount.arg(&source).arg(&at));
             assert!(
                 out.status.success(),
                 "mount {source} on {}: {}",
