@@ -117,13 +117,9 @@ const HELLO_SENDERS: [&str; 4] = ["system", "alice", "bob", "alice"];
 fn end_to_end(dir: &Path, opts: &Opts) {
     let wf = dir.join("hello.yaml");
     std::fs::write(&wf, HELLO).expect("write the workflow");
-    let variants: [(&str, Option<&[&str]>); 3] = [
+    let variants: [(&str, Option<&[&str]>); 2] = [
         ("/bin/true (spawn → exit)", None),
-        ("aw-run FILE -q (--debounce 0.05s, the default)", Some(&[])),
-        (
-            "aw-run FILE -q --debounce 0.01s",
-            Some(&["--debounce", "0.01s"]),
-        ),
+        ("aw-run FILE -q", Some(&[])),
     ];
     let samples = rotating(opts.reps(40), variants.len(), |v, r| match variants[v].1 {
         None => spawn_exit(&mut command(Path::new("/bin/true"), dir)),
@@ -131,8 +127,8 @@ fn end_to_end(dir: &Path, opts: &Opts) {
     });
     println!(
         "### 1. End to end\n\n`aw-run hello.yaml -q`: two mock agents, one setup task (`echo 42`, \
-         kept as a variable), kickoff, alice asks bob, bob answers, alice thanks, exit 0 once \
-         everything stayed quiet for the debounce time. Spawn → exit, a fresh root each run, \
+         kept as a variable), kickoff, alice asks bob, bob answers, alice thanks, exit 0 as soon \
+         as every agent is idle with nothing unread. Spawn → exit, a fresh root each run, \
          rounds rotating the order; every run's exit status and channel are checked."
     );
     println!();
@@ -216,16 +212,9 @@ fn pipeline_once(dir: &Path, wf: &Path, extra: &[&str], round: usize) -> Duratio
 fn pipeline(dir: &Path, opts: &Opts) {
     let wf = dir.join("pipe.yaml");
     std::fs::write(&wf, PIPELINE).expect("write the workflow");
-    let variants: [(&str, Option<&[&str]>); 3] = [
+    let variants: [(&str, Option<&[&str]>); 2] = [
         ("the 5 programs alone, one after the other", None),
-        (
-            "aw-run pipe.yaml (--debounce 0.05s, the default)",
-            Some(&[]),
-        ),
-        (
-            "aw-run pipe.yaml --debounce 0.01s",
-            Some(&["--debounce", "0.01s"]),
-        ),
+        ("aw-run pipe.yaml", Some(&[])),
     ];
     let samples = rotating(opts.reps(40), variants.len(), |v, r| match variants[v].1 {
         None => pipeline_programs(dir),

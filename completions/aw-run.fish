@@ -118,7 +118,7 @@ complete -c aw-run -l serve -d 'Serve registered agents, without a workflow file
 complete -c aw-run -l iter -x -d 'Run one agent on the kickoff N times or for a duration'
 complete -c aw-run -l agent -x -d 'The agent that iterates'
 complete -c aw-run -l resume -d 'Continue the last --iter series'
-complete -c aw-run -l debounce -x -d 'Quiet time before the work counts as done'
+complete -c aw-run -l debounce -x -d 'Accepted and ignored (the end of the work is known exactly)'
 complete -c aw-run -l poll -x -d 'Poll the channel every SECS seconds'
 complete -c aw-run -l max-runs -x -d 'Most runs per agent'
 complete -c aw-run -l max-rate -x -a off -d 'With --keep, pause an agent running N times in DURATION on agents messages alone'

@@ -46,7 +46,7 @@ Options:
                        git work tree each iteration that changed files is committed
       --agent NAME     the agent that iterates (needed when the file has several)
       --resume         continue the last --iter series after its last iteration
-      --debounce DUR   quiet time before the work counts as done (default 0.05s)
+      --debounce DUR   accepted and ignored (the end of the work is known exactly)
       --poll SECS      poll the channel every SECS seconds instead of watching it
       --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
                        with --keep, counted since the workflow was last quiet or
@@ -121,7 +121,6 @@ fn parse() -> Result<Parsed> {
         agent: None,
         resume: false,
         opts: Options {
-            debounce: Duration::from_millis(50),
             poll: None,
             max_runs: 50,
             timeout: None,
@@ -164,7 +163,10 @@ fn parse() -> Result<Parsed> {
                 a.agent = Some(name);
             }
             Long("resume") => a.resume = true,
-            Long("debounce") => a.opts.debounce = duration(&mut p, "--debounce")?,
+            // Kept for the scripts that pass it: checked, then ignored.
+            Long("debounce") => {
+                duration(&mut p, "--debounce")?;
+            }
             Long("poll") => {
                 let secs: f64 = cli::number(&mut p, "--poll")?;
                 if !(secs > 0.0 && secs <= 3600.0) {

@@ -40,8 +40,6 @@ pub const READY_FD: &str = "AW_RUN_READY_FD";
 /// Options of a run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Quiet time required before run mode decides the work is done.
-    pub debounce: Duration,
     /// Poll the channel at this interval instead of watching it.
     pub poll: Option<Duration>,
     /// Default cap on runs per agent (in keep mode: since the workflow was last quiet).
@@ -1554,7 +1552,10 @@ fn drive(
             loop {
                 waiter.wait(None);
                 if shared.lock().stopping {
-                    // The waiter is dropped here: its watch is removed before the exit.
+                    // What came since the last wake-up (the work may be done before the
+                    // watch told of its last entry) is printed too. The waiter is dropped
+                    // here: its watch is removed before the exit.
+                    printer.print();
                     return;
                 }
                 // New workers are taken before anyone is told of the change.
@@ -1625,12 +1626,7 @@ fn drive(
                 (None, None) => Ok(()),
             };
             match done {
-                // After tasks the pipeline's result is known: no quiet time is waited for,
-                // only for every agent to be idle with nothing unread.
-                Ok(()) if start.tasks.is_some() && !opts.keep => {
-                    wait_done(inst, &shared, opts, Duration::ZERO, &adopter)
-                }
-                Ok(()) => wait_done(inst, &shared, opts, opts.debounce, &adopter),
+                Ok(()) => wait_done(inst, &shared, opts, &adopter),
                 Err(Error::Interrupted) => (exit::INTERRUPTED, None),
                 Err(e) => (e.exit_code(), Some(e.to_string())),
             }
@@ -1795,11 +1791,17 @@ impl Printer {
 }
 
 /// Wait until the work is done (exit 0), or a reason to stop with 1.
+///
+/// Done is known, not guessed from a quiet time: every controller is idle at the current
+/// generation (it read its inbox after the last change it was told of, and its run, with
+/// the process group of its backend, has ended), and, under the controllers' lock so that
+/// none of them starts meanwhile, no agent has unread messages on disk and no proposal is
+/// active. A message posted since (by a writer outside the attempts) either wakes everyone
+/// through the channel watch before that, or stays unread for the next run.
 fn wait_done(
     inst: &Instance,
     shared: &Shared,
     opts: &Options,
-    debounce: Duration,
     adopter: &Mutex<Adopter>,
 ) -> (u8, Option<String>) {
     let deadline = opts.timeout.map(crate::time::deadline);
@@ -1830,16 +1832,6 @@ fn wait_done(
             .all(|a| a.closed || a.idle_at == Some(generation));
         if !quiet {
             st = wait(shared, st, left);
-            continue;
-        }
-        // Debounce: the quiet must last.
-        let d = left.map_or(debounce, |l| l.min(debounce));
-        let (s, _) = shared
-            .cv
-            .wait_timeout_while(st, d, |s| s.generation == generation && !s.stopping)
-            .unwrap_or_else(|e| e.into_inner());
-        st = s;
-        if st.generation != generation || st.stopping {
             continue;
         }
         match verdict(inst, &st, opts.keep) {

@@ -378,7 +378,9 @@ impl Exec {
                 break None;
             }
         };
-        // Every way out of the loop sent SIGKILL to the group.
+        // Every way out of the loop sent SIGKILL to the group; what a member was writing
+        // when the signal came (a post under way) is in place once the group is gone.
+        wait_group_gone(pgid as i32, GRACE);
         crate::run::guard::release(pgid);
         pipes.drain(&|| ctx.stop.is_set(), on_stdout);
         if let Some(l) = &pipes.log {
@@ -551,6 +553,47 @@ pub fn run_and_read(exec: &Exec, ctx: &RunContext, reader: &mut dyn LineReader) 
         reader.finish(&mut out);
     }
     out
+}
+
+/// Wait, `max` at most, until no process of the group `pgid` runs any more: every one is
+/// gone or a zombie (an orphan's zombie may stay until its new parent reaps it). A process
+/// killed during a system call finishes that call first: so a post that a member of the
+/// group had begun is complete, or never happened, once this returns.
+fn wait_group_gone(pgid: i32, max: Duration) {
+    let end = crate::time::deadline(max);
+    while group_runs(pgid) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Does a process of the group `pgid` still run (one that is not a zombie)?
+fn group_runs(pgid: i32) -> bool {
+    if signal::killpg(Pid::from_raw(pgid), None) == Err(nix::errno::Errno::ESRCH) {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let name = e.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            return false;
+        };
+        // `pid (comm) state ppid pgrp ...`; the command may hold spaces and parentheses.
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            return false;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().unwrap_or("Z");
+        let pgrp = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+        pgrp == Some(pgid) && state != "Z" && state != "X"
+    })
 }
 
 /// Is a spawn error one that no retry mends: no such program, no permission to run it, or
