@@ -316,14 +316,11 @@ budget: {tokens: 1200}
     assert!(stderr(&out).contains("budget: unknown subcommand 'clear'"));
 }
 
-#[test]
-fn the_rate_guard_pauses_agents_that_answer_each_other_late_and_the_server_stays_up() {
-    // Alice and bob answer each other 0.3 s after their run ended, from a detached child:
-    // every quiet moment resets the --max-runs count, so only the rate guard ends it.
-    let s = Setup::new();
+/// Alice and bob as exec agents that answer each other 0.3 s after their run ended, from a
+/// detached child (it has left the run's process group before the run ends).
+fn late_pair(s: &Setup) {
     s.script(
         "late.sh",
-        // The child has left the run's process group before the run ends.
         "cat >/dev/null
 setsid sh -c \"touch detached.$$; sleep 0.3; aw-send '@$1 again'\" </dev/null >/dev/null 2>&1 &
 while [ ! -e detached.$$ ]; do sleep 0.01; done
@@ -342,6 +339,26 @@ rm -f detached.$$
 kickoff: '@alice go'
 ",
     );
+}
+
+/// The number of channel entries once no new one came for 0.8 s (hang guarded).
+fn settled_count(s: &Setup) -> usize {
+    let mut n = None;
+    wait_for("the channel to settle", || {
+        let before = s.entries().len();
+        std::thread::sleep(Duration::from_millis(800));
+        n = (before == s.entries().len()).then_some(before);
+        n.is_some()
+    });
+    n.unwrap()
+}
+
+#[test]
+fn the_rate_guard_pauses_agents_that_answer_each_other_late_and_the_server_stays_up() {
+    // Alice and bob answer each other 0.3 s after their run ended, from a detached child:
+    // every quiet moment resets the --max-runs count, so only the rate guard ends it.
+    let s = Setup::new();
+    late_pair(&s);
     let server = Server::new(spawn(s.cmd(&[
         "--keep",
         "--max-runs",
@@ -359,17 +376,7 @@ kickoff: '@alice go'
             .any(|(f, m)| f == "system" && m.starts_with("loop guard: bob ran 4 times within 60 s"))
     });
     // Bounded: the kickoff, at most 5 runs' worth of messages each way, two notices.
-    let settled = |s: &Setup| {
-        let n = s.entries().len();
-        std::thread::sleep(Duration::from_millis(800));
-        (n == s.entries().len()).then_some(n)
-    };
-    let mut n = None;
-    wait_for("the channel to settle", || {
-        n = settled(&s);
-        n.is_some()
-    });
-    let n = n.unwrap();
+    let n = settled_count(&s);
     assert!(n <= 1 + 2 * 5 + 2, "{n}: {:?}", s.entries());
     assert!(alive(server.pid()));
     // A message from a user is handled: alice runs, and answers bob late.
@@ -396,26 +403,7 @@ fn the_pair_guard_pauses_two_agents_that_answer_each_other_late_by_default() {
     // The shape of the rate guard's test above, with the default limits: the mentions
     // between alice and bob are counted across the quiet moments that reset --max-runs.
     let s = Setup::new();
-    s.script(
-        "late.sh",
-        "cat >/dev/null
-setsid sh -c \"touch detached.$$; sleep 0.3; aw-send '@$1 again'\" </dev/null >/dev/null 2>&1 &
-while [ ! -e detached.$$ ]; do sleep 0.01; done
-rm -f detached.$$
-",
-    );
-    s.write(
-        "wf.yaml",
-        "agents:
-  alice:
-    backend: exec
-    command: [./late.sh, bob]
-  bob:
-    backend: exec
-    command: [./late.sh, alice]
-kickoff: '@alice go'
-",
-    );
+    late_pair(&s);
     let server = Server::new(spawn(s.cmd(&[
         "--keep",
         "--max-runs",
@@ -436,18 +424,8 @@ kickoff: '@alice go'
             || why.starts_with("loop guard: bob and alice mentioned"),
         "{why}"
     );
-    let settled = |s: &Setup| {
-        let n = s.entries().len();
-        std::thread::sleep(Duration::from_millis(800));
-        (n == s.entries().len()).then_some(n)
-    };
-    let mut n = None;
-    wait_for("the channel to settle", || {
-        n = settled(&s);
-        n.is_some()
-    });
+    let n = settled_count(&s);
     // The kickoff, alice's answer to it, 10 counted mentions, the notice.
-    let n = n.unwrap();
     assert!(n <= 1 + 1 + 10 + 1, "{n}: {:?}", s.entries());
     assert!(alive(server.pid()));
     let paused = if why.starts_with("loop guard: alice") {
@@ -511,18 +489,8 @@ fn a_loop_between_agents_of_two_servers_is_stopped_by_the_pair_guard() {
             .any(|(f, m)| f == "system" && m.contains("mentioned each other 10 times within 60 s"))
     };
     wait_for("the pair guard", || notice(&s));
-    let settled = |s: &Setup| {
-        let n = s.entries().len();
-        std::thread::sleep(Duration::from_millis(800));
-        (n == s.entries().len()).then_some(n)
-    };
-    let mut n = None;
-    wait_for("the channel to settle", || {
-        n = settled(&s);
-        n.is_some()
-    });
+    let n = settled_count(&s);
     // The start, at most 11 answers of each, the notices.
-    let n = n.unwrap();
     assert!(n <= 1 + 2 * 11 + 2, "{n}: {:?}", s.entries());
     assert!(alive(a.pid()) && alive(b.pid()));
     assert_code(&a.term(), 0);
