@@ -37,10 +37,11 @@ build:
 # The whole test suite (what CI runs): what the tests need is installed first (or the run
 # stops naming it), then the tests, then every fuzz target for a few seconds so that the
 # harness cannot rot (needs the nightly toolchain; see the README's FUZZING). The last line
-# is the total, `N passed, N failed`; any failure fails the target (scripts/test-total.sh).
+# is the total, `N passed, N failed`; any failure fails the target (scripts/test-total.sh),
+# after every test binary has run (--no-fail-fast), so that one failure hides no other.
 test:
 	sh scripts/test-deps.sh
-	$(STATIC) CARGO="$(CARGO)" FUZZ_SMOKE_TIME=$(FUZZ_SMOKE_TIME) sh scripts/test-total.sh $(PROFILE)
+	$(STATIC) CARGO="$(CARGO)" FUZZ_SMOKE_TIME=$(FUZZ_SMOKE_TIME) sh scripts/test-total.sh --no-fail-fast $(PROFILE)
 
 # Every fuzz target for FUZZ_TIME seconds, one after another (fuzz/run.sh).
 fuzz:

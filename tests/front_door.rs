@@ -153,7 +153,7 @@ fn make_demo_and_make_test_run_these_scripts_with_make_builds_profile() {
     assert_eq!(test[0], "sh scripts/test-deps.sh");
     assert!(
         test[1].starts_with("$(STATIC) ")
-            && test[1].ends_with("sh scripts/test-total.sh $(PROFILE)"),
+            && test[1].ends_with("sh scripts/test-total.sh --no-fail-fast $(PROFILE)"),
         "{test:?}"
     );
     assert_eq!(
