@@ -748,7 +748,7 @@ fn throughput(dir: &Path) -> bool {
     let mut failed = 0;
     for a in &names {
         let mut seen: BTreeMap<u64, usize> = BTreeMap::new();
-        let tdir = aw::run::controller::transcript_dir(&inst, a);
+        let tdir = aw::transcript::transcript_dir(&inst, a);
         for e in std::fs::read_dir(&tdir).expect("transcript directory") {
             let p: PathBuf = e.expect("a transcript").path();
             let t: serde_json::Value =

@@ -154,7 +154,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
         ..Agent::default()
     };
     // A worker no aw-run could run is refused before anything is written.
-    crate::run::runner::runnable(&worker)?;
+    crate::spawn::runnable(&worker)?;
     let name = state::update(inst, "agents.json", |reg: &mut Registry| {
         let alive = reg
             .agents
@@ -279,7 +279,7 @@ fn start_server(inst: &Instance, caller: &str, worker: &str) -> Result<Option<u3
         .args(["-i", inst.name(), "--serve", "--keep", "--detach"])
         .args(&caps)
         .arg(worker)
-        .env_remove(crate::run::runner::READY_FD)
+        .env_remove(crate::spawn::READY_FD)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -19,9 +19,11 @@ pub mod proposal;
 pub mod registry;
 pub mod resource;
 pub mod run;
+pub mod spawn;
 pub mod state;
 pub mod status;
 pub mod time;
+pub mod transcript;
 
 pub use error::{Error, Result};
 

@@ -13,9 +13,10 @@ use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result, exit};
 use crate::instance::{Instance, Root};
 use crate::run::controller::Retry;
-use crate::run::runner::{self, Options, READY_FD};
+use crate::run::runner::{self, Options};
 use crate::run::workflow::{Context, Workflow};
 use crate::run::{LoadError, Vars, iter, workflow};
+use crate::spawn::READY_FD;
 
 pub const HELP: &str = "\
 aw-run - run a workflow file: its agents, setup and kickoff

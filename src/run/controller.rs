@@ -26,6 +26,7 @@ use crate::fs::atomic_write_private;
 use crate::inbox;
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
+use crate::transcript::transcript_dir;
 
 /// What the runner and the controllers share.
 #[derive(Default)]
@@ -1034,11 +1035,6 @@ fn remaining_usd(st: &State, shared: &Shared, agent: &str, budget: &Budget) -> O
     }
 }
 
-/// `_state/runs/<agent>`.
-pub fn transcript_dir(inst: &Instance, agent: &str) -> PathBuf {
-    inst.state_dir().join("runs").join(agent)
-}
-
 /// What `agent`'s runs spent, summed over its transcripts; `None` when no transcript
 /// reports usage.
 pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
@@ -1056,19 +1052,6 @@ pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
         }
     }
     total
-}
-
-/// The next free transcript number of `agent` (1 when none exists).
-pub fn next_transcript(inst: &Instance, agent: &str) -> u64 {
-    let Ok(rd) = std::fs::read_dir(transcript_dir(inst, agent)) else {
-        return 1;
-    };
-    rd.filter_map(|e| {
-        let name = e.ok()?.file_name().into_string().ok()?;
-        name.strip_suffix(".json")?.parse::<u64>().ok()
-    })
-    .max()
-    .map_or(1, |m| m + 1)
 }
 
 #[cfg(test)]

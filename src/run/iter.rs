@@ -18,13 +18,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::backend::Usage;
-use super::controller::{Shared, transcript_dir};
+use super::controller::Shared;
 use super::redact::redact;
 use super::reply::{reply_text, wait_reply};
 use super::workflow::Workflow;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
+use crate::transcript::transcript_dir;
 
 pub mod git;
 

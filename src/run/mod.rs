@@ -7,6 +7,7 @@
 //! | `interpolate` | `${{ name }}` templates ([`Template`]), variable values ([`Vars`]), plain-text and shell-safe rendering |
 //! | `shell`       | (private) how `sh` reads a place in a command text: quotes, comments, here-documents |
 //! | `expr`        | the `if:` expressions of tasks: parsing with error columns, the variables referenced, evaluation |
+//! | `command`     | (private) the shell commands of setup and `shell:` tasks: `sh -c` in its own process group, output capped |
 //! | `pipeline`    | running `tasks:`: shell, send, if, parallel; the last output and the `as:` results |
 //! | `iter`        | `--iter`: one agent on the kickoff over many iterations, each with the earlier ones' summaries in its prompt, committed to git, recorded under `_state/iterations/` |
 //! | `reply`       | waiting for an agent to handle one channel entry, and its reply |
@@ -26,6 +27,7 @@
 
 pub mod attempt_log;
 pub mod backend;
+mod command;
 pub mod controller;
 pub mod diagnostic;
 pub mod expr;

@@ -150,7 +150,7 @@ fn run_one(
         }
     }
     match &task.kind {
-        TaskKind::Shell(t) => super::runner::shell(&name, &t.value, vars, Some(stop)).map(Some),
+        TaskKind::Shell(t) => super::command::shell(&name, &t.value, vars, Some(stop)).map(Some),
         TaskKind::Send { text, to, timeout } => {
             let mut text = text
                 .value

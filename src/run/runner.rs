@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,7 +19,8 @@ use super::backend::files::FileTool;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
 use super::backend::{anthropic, openai};
-use super::controller::{Controller, Event, Report, Retry, Shared, next_transcript};
+use super::command::shell;
+use super::controller::{Controller, Event, Report, Retry, Shared};
 use super::interpolate::Vars;
 use super::models::Pricing;
 use super::serve::{self, ControllerState, Served};
@@ -32,10 +32,10 @@ use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::registry::{self, Agent};
-
-/// The environment variable that hands a detached server the pipe it reports readiness on
-/// (`aw-run --detach`); never passed on to setup commands or backends.
-pub const READY_FD: &str = "AW_RUN_READY_FD";
+use crate::spawn::{
+    CLAUDE, CODEX, find_in, find_program, is_executable, missing_program, program_of, runnable,
+};
+use crate::transcript::next_transcript;
 
 /// Options of a run.
 #[derive(Debug, Clone)]
@@ -104,67 +104,6 @@ pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Resul
         done.set();
         result
     })
-}
-
-/// Most of its stdout a setup or shell task may print (16 MiB): past it the task is killed
-/// and fails.
-pub const MAX_SHELL_OUTPUT: usize = 16 << 20;
-
-/// Run `template` with `sh -c`, values passed through the environment; its stdout without
-/// one trailing newline. A failure is an error naming `name`.
-///
-/// Like a backend, the shell runs in its own process group that dies with aw-run, the
-/// guard told of it (so a `kill -9` of aw-run takes what it started too), and with `stop`
-/// set (a stopped pipeline) its group is killed. What it leaves running in the background
-/// once it has exited is its own, but its stdout is closed [`GRACE`] after the shell's
-/// exit (a job that kept it open does not hold the run).
-///
-/// [`GRACE`]: super::backend::exec::GRACE
-pub(super) fn shell(
-    name: &str,
-    template: &super::Template,
-    vars: &Vars,
-    stop: Option<&super::backend::Stop>,
-) -> Result<String> {
-    let cmd = template
-        .render_shell(vars)
-        .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(&cmd.text)
-        .envs(cmd.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
-    super::backend::exec::prepare(&mut c, true);
-    let mut child = c
-        .spawn()
-        .map_err(|e| Error::No(format!("{name}: cannot run sh: {e}")))?;
-    let pgid = child.id();
-    super::guard::watch(pgid);
-    let ended = super::backend::exec::collect(&mut child, stop, MAX_SHELL_OUTPUT);
-    super::guard::release(pgid);
-    use super::backend::exec::Ended;
-    let (status, out) = match ended {
-        Err(e) => return Err(Error::No(format!("{name}: cannot wait for sh: {e}"))),
-        Ok((Ended::Stopped, _)) => return Err(Error::Interrupted),
-        Ok((Ended::TooLong, _)) => {
-            return Err(Error::No(format!(
-                "{name} printed more than {} MiB (write a large output to a file)",
-                MAX_SHELL_OUTPUT >> 20
-            )));
-        }
-        Ok((Ended::Exited(status), out)) => (status, out),
-    };
-    if !status.success() {
-        let how = match status.code() {
-            Some(c) => format!("exit status {c}"),
-            None => "killed by a signal".to_string(),
-        };
-        return Err(Error::No(format!("{name} failed: {how}")));
-    }
-    let text = String::from_utf8_lossy(&out);
-    Ok(text.strip_suffix('\n').unwrap_or(&text).to_string())
 }
 
 /// The values of an agent's `env` map, rendered.
@@ -288,45 +227,6 @@ fn exec_argv(wf: &Workflow, def: &super::workflow::AgentDef, vars: &Vars) -> Res
             .into_owned();
     }
     Ok(argv)
-}
-
-/// The Claude Code program, looked up in `PATH`.
-const CLAUDE: &str = "claude";
-/// The Codex program, looked up in `PATH`.
-const CODEX: &str = "codex";
-
-/// The program a CLI backend runs.
-fn program_of(b: Backend) -> &'static str {
-    match b {
-        Backend::Codex => CODEX,
-        _ => CLAUDE,
-    }
-}
-
-fn missing_program(agent: &str, b: Backend) -> Error {
-    Error::Unavailable(format!(
-        "{agent}: the {} backend needs its CLI: no '{}' in PATH",
-        b.name(),
-        program_of(b)
-    ))
-}
-
-/// `name` found in `PATH`, as an executable file.
-fn find_program(name: &str) -> Option<PathBuf> {
-    find_in(name, &std::env::var_os("PATH")?)
-}
-
-/// `name` found in the directories of `path` (a `PATH` value), as an executable file.
-fn find_in(name: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .map(|d| d.join(name))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| is_executable(&m)))
-}
-
-/// A file someone may execute.
-fn is_executable(m: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    m.is_file() && m.permissions().mode() & 0o111 != 0
 }
 
 fn unavailable(agent: &str, backend: Backend) -> Error {
@@ -1271,35 +1171,6 @@ fn servable(a: &Agent) -> Result<()> {
         _ => Ok(()),
     };
     key.map_err(|why| Error::Unavailable(format!("{}: {why}", a.name)))
-}
-
-/// Can `aw-run --serve` run this registered agent?
-pub(crate) fn runnable(a: &Agent) -> Result<()> {
-    match a.backend.as_str() {
-        "mock" => Ok(()),
-        "claude" if find_program(CLAUDE).is_some() => Ok(()),
-        "claude" => Err(missing_program(&a.name, Backend::Claude)),
-        "codex" if find_program(CODEX).is_some() => Ok(()),
-        "codex" => Err(missing_program(&a.name, Backend::Codex)),
-        "anthropic" | "openai" if a.model.is_none() => Err(Error::invalid(format!(
-            "{}: the {} backend needs a model",
-            a.name, a.backend
-        ))),
-        "anthropic" | "openai" => Ok(()),
-        "exec" if !a.command.is_empty() => Ok(()),
-        "exec" => Err(Error::invalid(format!(
-            "{}: an exec agent needs a command (aw-ctl new {} --backend exec -- PROGRAM [ARG...])",
-            a.name, a.name
-        ))),
-        "external" => Err(Error::Unavailable(format!(
-            "{}: an external agent is driven from outside, not by aw-run",
-            a.name
-        ))),
-        other => Err(Error::Unavailable(format!(
-            "{}: unknown backend '{other}'",
-            a.name
-        ))),
-    }
 }
 
 /// Takes the workers (`spawn_agent`) this server should serve as they are registered, and

@@ -30,8 +30,8 @@ use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::registry::Registry;
-use crate::run::controller::transcript_dir;
 use crate::run::serve;
+use crate::transcript::transcript_dir;
 
 /// How often the view is drawn again when nothing changes: its clocks.
 pub const CLOCK: Duration = Duration::from_secs(1);

@@ -64,7 +64,7 @@ pub fn prepare(cmd: &mut Command, own_group: bool) {
     if own_group {
         cmd.process_group(0);
     }
-    cmd.env_remove(crate::run::runner::READY_FD);
+    cmd.env_remove(crate::spawn::READY_FD);
     let parent = std::process::id() as i32;
     // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls.
     unsafe {
