@@ -1,0 +1,225 @@
+//! Building what runs an agent: the backend of a workflow's agent from its definition, and
+//! that of a registered agent (`aw-ctl new`, a worker) from its registry entry.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::registry::Agent;
+use crate::run::backend::claude::Claude;
+use crate::run::backend::codex::Codex;
+use crate::run::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
+use crate::run::backend::files::FileTool;
+use crate::run::backend::mock::Mock;
+use crate::run::backend::{Backend as RunBackend, sibling};
+use crate::run::backend::{anthropic, openai};
+use crate::run::interpolate::Vars;
+use crate::run::workflow::{Backend, Workflow};
+use crate::spawn::{CLAUDE, CODEX, runnable};
+
+/// Build the backend of one agent.
+pub(super) fn backend(
+    wf: &Workflow,
+    name: &str,
+    vars: &Vars,
+    env: Vec<(String, String)>,
+    root: &Path,
+    instance: &str,
+) -> Result<Box<dyn RunBackend>> {
+    let def = wf.agent(name).expect("agent of the workflow");
+    let idle = def.idle_timeout.as_ref().map(|t| t.value);
+    match def.backend.value {
+        Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
+        Backend::Exec => {
+            let argv = exec_argv(wf, def, vars)?;
+            Ok(Box::new(Exec {
+                argv,
+                env,
+                cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+                idle_timeout: idle,
+            }))
+        }
+        Backend::Claude => Ok(Box::new(Claude {
+            program: CLAUDE.to_string(),
+            model: def.model_name().map(str::to_string),
+            system: def
+                .system_prompt
+                .as_ref()
+                .map(|s| s.template.value.render(vars))
+                .transpose()?,
+            tools: def.tools.iter().map(|t| t.value.clone()).collect(),
+            max_turns: def.max_steps.as_ref().map(|m| m.value),
+            permission_mode: def.permission_mode.as_ref().map(|m| m.value.clone()),
+            idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
+            env,
+            cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+            delegate: def.delegate,
+        })),
+        Backend::Codex => Ok(Box::new(Codex {
+            program: CODEX.to_string(),
+            model: def.model_name().map(str::to_string),
+            mcp_keys: crate::mcp::config::codex_keys(
+                &sibling("aw-mcp"),
+                root,
+                &format!("{name}@{instance}"),
+                &crate::mcp::config::tool_args(def.collab, def.delegate),
+            ),
+            idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
+            env,
+            cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+            delegate: def.delegate,
+        })),
+        Backend::Anthropic | Backend::Openai => {
+            let settings = crate::run::backend::api::Settings {
+                model: def.model_name().unwrap_or_default().to_string(),
+                system: def
+                    .system_prompt
+                    .as_ref()
+                    .map(|s| s.template.value.render(vars))
+                    .transpose()?,
+                max_tokens: def.max_tokens.as_ref().map(|m| m.value),
+                max_steps: def.max_steps.as_ref().map(|m| m.value),
+                env: &env,
+                read_timeout: idle.unwrap_or(crate::run::backend::api::DEFAULT_READ_TIMEOUT),
+                files: def
+                    .tools
+                    .iter()
+                    .filter_map(|t| FileTool::from_name(&t.value))
+                    .collect(),
+                cwd: match &def.cwd {
+                    Some(c) => c.value.clone(),
+                    None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                },
+                aw_root: root.to_path_buf(),
+                instance_dir: root.join(instance),
+                toolset: crate::mcp::tools::Toolset {
+                    collab: def.collab,
+                    delegate: def.delegate,
+                },
+            };
+            let built: std::result::Result<Box<dyn RunBackend>, String> =
+                if def.backend.value == Backend::Anthropic {
+                    anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+                } else {
+                    openai::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+                };
+            built.map_err(|why| Error::Unavailable(format!("{name}: {why}")))
+        }
+        other => Err(unavailable(name, other)),
+    }
+}
+
+/// The argument vector of an exec agent, rendered, a relative program path resolved against
+/// the workflow's folder.
+pub(super) fn exec_argv(
+    wf: &Workflow,
+    def: &crate::run::workflow::AgentDef,
+    vars: &Vars,
+) -> Result<Vec<String>> {
+    let mut argv = def
+        .command
+        .iter()
+        .flatten()
+        .map(|t| t.value.render(vars))
+        .collect::<Result<Vec<_>>>()?;
+    if argv.is_empty() {
+        return Err(Error::invalid(format!("{}: empty command", def.name.value)));
+    }
+    if argv[0].contains('/') && !Path::new(&argv[0]).is_absolute() {
+        let p = wf.dir.join(&argv[0]);
+        argv[0] = std::path::absolute(&p)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned();
+    }
+    Ok(argv)
+}
+
+pub(super) fn unavailable(agent: &str, backend: Backend) -> Error {
+    Error::Unavailable(format!(
+        "{agent}: the {} backend is not available in this version (use claude, codex, exec or mock)",
+        backend.name()
+    ))
+}
+
+/// The backend of a registered agent: what its registry entry says, with the defaults of
+/// a workflow file for the rest (credentials from the environment).
+pub(super) fn registered_backend(
+    a: &Agent,
+    root: &Path,
+    instance: &str,
+) -> Result<Box<dyn RunBackend>> {
+    runnable(a)?;
+    let toolset = crate::mcp::tools::Toolset {
+        collab: a.collab,
+        delegate: a.delegate,
+    };
+    let max_steps = a.limits.get("max_steps").and_then(|v| v.as_u64());
+    let backend: Box<dyn RunBackend> = match a.backend.as_str() {
+        "mock" => Box::new(Mock::new(Default::default())),
+        "claude" => Box::new(Claude {
+            program: CLAUDE.to_string(),
+            model: a
+                .model
+                .as_ref()
+                .map(|m| m.strip_prefix("anthropic/").unwrap_or(m).to_string()),
+            system: a.system_prompt.clone(),
+            tools: a.tools.clone(),
+            max_turns: max_steps,
+            permission_mode: None,
+            idle_timeout: CLI_IDLE_TIMEOUT,
+            env: Vec::new(),
+            cwd: None,
+            delegate: a.delegate,
+        }),
+        "codex" => Box::new(Codex {
+            program: CODEX.to_string(),
+            model: a
+                .model
+                .as_ref()
+                .map(|m| m.strip_prefix("openai/").unwrap_or(m).to_string()),
+            mcp_keys: crate::mcp::config::codex_keys(
+                &sibling("aw-mcp"),
+                root,
+                &format!("{}@{instance}", a.name),
+                &crate::mcp::config::tool_args(a.collab, a.delegate),
+            ),
+            idle_timeout: CLI_IDLE_TIMEOUT,
+            env: Vec::new(),
+            cwd: None,
+            delegate: a.delegate,
+        }),
+        kind @ ("anthropic" | "openai") => {
+            let model = a.model.clone().unwrap_or_default();
+            let prefix = format!("{kind}/");
+            let model = model.strip_prefix(&prefix).unwrap_or(&model);
+            let model =
+                crate::run::models::find(model).map_or(model.to_string(), |m| m.id.to_string());
+            let settings = crate::run::backend::api::Settings {
+                model,
+                system: a.system_prompt.clone(),
+                max_tokens: a.limits.get("max_tokens").and_then(|v| v.as_u64()),
+                max_steps,
+                env: &[],
+                read_timeout: crate::run::backend::api::DEFAULT_READ_TIMEOUT,
+                files: Vec::new(),
+                cwd: std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                aw_root: root.to_path_buf(),
+                instance_dir: root.join(instance),
+                toolset,
+            };
+            let built: std::result::Result<Box<dyn RunBackend>, String> = if kind == "anthropic" {
+                anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+            } else {
+                openai::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+            };
+            built.map_err(|why| Error::Unavailable(format!("{}: {why}", a.name)))?
+        }
+        _ => Box::new(Exec {
+            argv: a.command.clone(),
+            env: Vec::new(),
+            cwd: None,
+            idle_timeout: None,
+        }),
+    };
+    Ok(backend)
+}

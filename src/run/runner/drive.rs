@@ -1,0 +1,284 @@
+//! The run loop: start the signal thread, the stop-request watch, the channel watcher, the
+//! controllers, then the kickoff, tasks or iterations; wait until the work is done; stop
+//! everything and say how the run ended.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+
+use super::Options;
+use super::output::{Printer, reporter, summary};
+use super::quiescence::wait_done;
+use super::serving::Serving;
+use super::start::Start;
+use super::workers::{Adopter, tether};
+use crate::error::{Error, Result, exit};
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
+use crate::instance::Instance;
+use crate::run::controller::{Controller, Shared};
+use crate::run::serve;
+
+/// How the serving process was asked to stop.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum StopSignal {
+    None,
+    /// SIGTERM (`aw-ctl stop`, a service manager): finish cleanly, exit 0.
+    Term,
+    /// SIGINT: exit 130.
+    Int,
+}
+
+/// Watch for a stop request to this process (`aw-ctl stop`, from any host): on one, finish
+/// cleanly as on SIGTERM. The thread ends once the server is stopping, woken by the waker.
+fn watch_stop_request(
+    inst: &Instance,
+    opts: &Options,
+    shared: &Arc<Shared>,
+    stop_signal: &Arc<Mutex<StopSignal>>,
+) -> Result<(crate::fs::watch::Waker, std::thread::JoinHandle<()>)> {
+    let path = serve::my_stop_path(inst);
+    let mut asked = FileWaiter::new(&path, opts.poll)?;
+    let waker = asked.waker();
+    let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
+    let thread = std::thread::spawn(move || {
+        loop {
+            if path.exists() {
+                let _ = std::fs::remove_file(&path);
+                let mut sig = stop_signal.lock().unwrap_or_else(|e| e.into_inner());
+                if *sig == StopSignal::None {
+                    *sig = StopSignal::Term;
+                }
+                drop(sig);
+                shared.stop_all();
+                return;
+            }
+            if shared.lock().stopping {
+                return;
+            }
+            asked.wait(None);
+        }
+    });
+    Ok((waker, thread))
+}
+
+/// Start the watcher, the signal thread and the controllers; wait for the end. Channel
+/// entries after `before` are printed as they arrive.
+pub(super) fn drive(
+    serving: Arc<Serving>,
+    mut controllers: Vec<Controller>,
+    before: u64,
+    start: Start,
+) -> Result<u8> {
+    let (inst, opts) = (&serving.inst, &serving.opts);
+    // What aw-run never echoes: the secrets of every agent.
+    let secrets = crate::run::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
+    // Block the stop signals in every thread; one thread waits for them.
+    let mut sigs = SigSet::empty();
+    sigs.add(Signal::SIGINT);
+    sigs.add(Signal::SIGTERM);
+    pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&sigs), None)
+        .map_err(|e| Error::io("<signals>", e.into()))?;
+    // The instance's budget: this run's, recorded, else the one recorded before; spending
+    // counts from what the instance spent before.
+    let (budget, ledger) = crate::run::ledger::apply(inst, opts.budget)?;
+    if let Some(why) = budget.exceeded(&ledger.spent) {
+        return Err(Error::No(why).hint(
+            "the instance's spending counts across runs: see aw-ctl budget; aw-ctl budget reset \
+             starts counting again",
+        ));
+    }
+    let shared = Arc::new(Shared {
+        budget,
+        rate: opts.rate.filter(|_| opts.keep),
+        pair: opts.pair.filter(|_| opts.keep),
+        keep: opts.keep,
+        ..Shared::default()
+    });
+    {
+        let mut st = shared.lock();
+        st.outside = ledger.spent.clone();
+        st.outside_agents = ledger.agents.clone();
+        st.generation = 1;
+        for c in &mut controllers {
+            st.agents.entry(c.agent.clone()).or_default();
+            c.stop = shared.stop.child();
+        }
+    }
+    let stop_signal = Arc::new(Mutex::new(StopSignal::None));
+    {
+        let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
+        std::thread::spawn(move || {
+            if let Ok(sig) = sigs.wait() {
+                *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) = match sig {
+                    Signal::SIGTERM => StopSignal::Term,
+                    _ => StopSignal::Int,
+                };
+                shared.stop_all();
+            }
+        });
+    }
+    let asking = watch_stop_request(inst, opts, &shared, &stop_signal)?;
+    let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
+    // Tasks and iterations print their result on stdout.
+    let has_tasks = start.tasks.is_some() || start.iter.is_some();
+    if let Some(why) = waiter.fallback() {
+        crate::cli::warn(
+            "aw-run",
+            format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
+        );
+    }
+    let live = crate::run::live::Live::new(opts.quiet);
+    let report = reporter(opts, has_tasks, live.clone(), shared.clone());
+    let adopter = Arc::new(Mutex::new(Adopter {
+        serving: serving.clone(),
+        shared: shared.clone(),
+        report: report.clone(),
+        seen: None,
+        workers: BTreeMap::new(),
+        handles: Vec::new(),
+        trusted: serving.trusted.clone(),
+        refused: serving.refused.clone(),
+    }));
+    let waker = waiter.waker();
+    let watching = {
+        let (shared, adopter) = (shared.clone(), adopter.clone());
+        let mut printer = Printer::new(inst, opts, before, has_tasks);
+        printer.secrets = secrets.clone();
+        printer.live = Some((live.clone(), shared.clone()));
+        if start.iter.is_some() {
+            printer.channel = None;
+        }
+        printer.print();
+        std::thread::spawn(move || {
+            loop {
+                waiter.wait(None);
+                if shared.lock().stopping {
+                    // What came since the last wake-up (the work may be done before the
+                    // watch told of its last entry) is printed too. The waiter is dropped
+                    // here: its watch is removed before the exit.
+                    printer.print();
+                    return;
+                }
+                // New workers are taken before anyone is told of the change.
+                adopter
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .look(false);
+                shared.bump();
+                printer.print();
+            }
+        })
+    };
+    let mut handles = Vec::new();
+    for c in controllers {
+        // A worker served from the start is closed like one taken later.
+        adopter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .workers
+            .insert(c.agent.clone(), c.stop.clone());
+        let (shared, report) = (shared.clone(), report.clone());
+        handles.push(std::thread::spawn(move || c.run(&shared, &*report)));
+    }
+    // Workers registered before this server started.
+    adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
+    let tethered = tether(&serving, &shared, &adopter);
+    let ticking = crate::run::live::ticker(&live, &shared);
+    let t0 = Instant::now();
+    let mut outcome = None;
+    let (code, reason) = match start.begin(inst, &shared) {
+        Ok(()) => {
+            if let Some(ready) = &opts.ready {
+                let _ = (&**ready).write_all(b"1");
+            }
+            let done = match (&start.tasks, &start.iter) {
+                (Some((tasks, vars)), _) => {
+                    let mut vars = vars.clone();
+                    // Woken as soon as a controller changes state, not at the next look;
+                    // a change since the last nap ends the next one at once.
+                    let seen = std::sync::atomic::AtomicU64::new(0);
+                    let nap = |d: Duration| {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        let st = shared.lock();
+                        let before = seen.load(Relaxed);
+                        let st = if st.changes == before && !st.stopping {
+                            shared
+                                .cv
+                                .wait_timeout_while(st, d, |s| s.changes == before && !s.stopping)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0
+                        } else {
+                            st
+                        };
+                        seen.store(st.changes, Relaxed);
+                    };
+                    crate::run::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(
+                        |o| {
+                            if opts.keep {
+                                // Staying up: the result is printed now, not at the stop.
+                                o.redacted(&secrets).print(opts.json, t0.elapsed());
+                            } else {
+                                outcome = Some(o);
+                            }
+                        },
+                    )
+                }
+                (None, Some((plan, task))) => crate::run::iter::run(inst, plan, task, &shared),
+                (None, None) => Ok(()),
+            };
+            match done {
+                Ok(()) => wait_done(inst, &shared, opts, &adopter),
+                Err(Error::Interrupted) => (exit::INTERRUPTED, None),
+                Err(e) => (e.exit_code(), Some(e.to_string())),
+            }
+        }
+        Err(e) => (e.exit_code(), Some(e.to_string())),
+    };
+    if shared.lock().over_budget.is_some() {
+        // The answers of model calls under way still come and are counted.
+        shared.stop_all_after_calls();
+    } else {
+        shared.stop_all();
+    }
+    waker.wake();
+    let adopted = std::mem::take(&mut adopter.lock().unwrap_or_else(|e| e.into_inner()).handles);
+    for h in handles.into_iter().chain(adopted) {
+        let _ = h.join();
+    }
+    let _ = watching.join();
+    asking.0.wake();
+    let _ = asking.1.join();
+    if let Some(t) = tethered {
+        let _ = t.join();
+    }
+    live.finish();
+    if let Some(t) = ticking {
+        let _ = t.join();
+    }
+    summary(&shared, opts, has_tasks, live.on());
+    if let Some(why) = shared.lock().over_budget.clone() {
+        return Err(Error::No(why));
+    }
+    // What other servers of the instance (a worker's) spent counts too.
+    if let Some(why) = crate::run::ledger::load(inst)
+        .ok()
+        .and_then(|l| shared.budget.exceeded(&l.spent))
+    {
+        return Err(Error::No(why));
+    }
+    match *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) {
+        StopSignal::Term => return Ok(exit::OK),
+        StopSignal::Int => return Err(Error::Interrupted),
+        StopSignal::None => {}
+    }
+    if let Some(r) = reason {
+        return Err(Error::No(r));
+    }
+    if let (Some(o), exit::OK) = (outcome, code) {
+        o.redacted(&secrets).print(opts.json, t0.elapsed());
+    }
+    Ok(code)
+}

@@ -1,0 +1,143 @@
+//! What the agents of a workflow need from this machine, checked before anything is
+//! written: CLI programs in `PATH`, API keys, exec programs, the file tools' folder.
+
+use std::path::Path;
+
+use super::backends::{exec_argv, unavailable};
+use crate::error::{Error, Result};
+use crate::run::backend::files::FileTool;
+use crate::run::backend::{anthropic, openai};
+use crate::run::interpolate::Vars;
+use crate::run::workflow::{Backend, Workflow};
+use crate::spawn::{find_in, find_program, is_executable, missing_program, program_of};
+
+/// Refuse what cannot run, before anything is written: the first of [`environment`]'s
+/// problems.
+pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
+    match environment(wf, vars).into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Every problem of what the agents of `wf` need from this machine, in file order, each at
+/// the text that asks for it: a CLI backend whose program is not in `PATH` and an API
+/// backend without its key (exit 69), an exec agent's program that is not there or cannot
+/// be run (69; not when the workflow has setup or shell tasks, which may make it), file
+/// tools in a `cwd` that does not exist (66). What depends on a setup output is checked
+/// once it is known.
+pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos, Error)> {
+    let mut found = Vec::new();
+    for def in &wf.agents {
+        let name = &def.name.value;
+        let at = def.backend.pos;
+        match def.backend.value {
+            Backend::Mock => {}
+            // A setup or shell task may make the program: then it is checked when it runs.
+            Backend::Exec if makes_files(wf) => {}
+            Backend::Exec => {
+                if let Some(e) = exec_program(wf, def, vars) {
+                    let pos = def
+                        .command
+                        .as_ref()
+                        .and_then(|c| c.first())
+                        .map_or(at, |c| c.pos);
+                    found.push((pos, e));
+                }
+            }
+            Backend::Claude | Backend::Codex => {
+                let program = program_of(def.backend.value);
+                if find_program(program).is_none() {
+                    found.push((at, missing_program(name, def.backend.value)));
+                }
+            }
+            Backend::Anthropic | Backend::Openai => {
+                let mut env = Vec::new();
+                let mut later = false;
+                for (k, v) in &def.env {
+                    match v.value.render(vars) {
+                        Ok(v) => env.push((k.value.clone(), v)),
+                        // A value that needs a setup output is not known yet: the key may
+                        // be in it, and is checked once it is.
+                        Err(_) => later = true,
+                    }
+                }
+                let key = if def.backend.value == Backend::Anthropic {
+                    anthropic::credentials(&env).map(drop)
+                } else {
+                    openai::credentials(&env).map(drop)
+                };
+                if let (Err(why), false) = (key, later) {
+                    let pos = def.model.as_ref().map_or(at, |m| m.pos);
+                    found.push((pos, Error::Unavailable(format!("{name}: {why}"))));
+                }
+                if def
+                    .tools
+                    .iter()
+                    .any(|t| FileTool::from_name(&t.value).is_some())
+                {
+                    let cwd = def
+                        .cwd
+                        .as_ref()
+                        .map_or(Path::new("."), |c| c.value.as_path());
+                    if !cwd.is_dir() {
+                        let pos = def.cwd.as_ref().map_or(at, |c| c.pos);
+                        found.push((
+                            pos,
+                            Error::NotFound(format!(
+                                "{name}: cwd {}: no such folder (the file tools work in it)",
+                                cwd.display()
+                            )),
+                        ));
+                    }
+                }
+            }
+            other => found.push((at, unavailable(name, other))),
+        }
+    }
+    found
+}
+
+/// Does the workflow run commands of its own (setup, shell tasks) before or beside its
+/// agents, which may make or remove an exec agent's program?
+fn makes_files(wf: &Workflow) -> bool {
+    fn shell(t: &crate::run::workflow::Task) -> bool {
+        match &t.kind {
+            crate::run::workflow::TaskKind::Shell(_) => true,
+            crate::run::workflow::TaskKind::Parallel(ts) => ts.iter().any(shell),
+            crate::run::workflow::TaskKind::Send { .. } => false,
+        }
+    }
+    !wf.setup.is_empty() || wf.tasks.iter().any(shell)
+}
+
+/// Why an exec agent's program cannot be started, if it cannot: a path (relative to the
+/// workflow's directory) that is not an executable file, or a bare name not found in `PATH`
+/// (the agent's own `PATH` when its `env` sets one). `None` too when it depends on a setup
+/// output.
+fn exec_program(wf: &Workflow, def: &crate::run::workflow::AgentDef, vars: &Vars) -> Option<Error> {
+    let argv = exec_argv(wf, def, vars).ok()?;
+    let program = &argv[0];
+    let name = &def.name.value;
+    if program.contains('/') {
+        return match std::fs::metadata(program) {
+            Err(_) => Some(Error::Unavailable(format!(
+                "{name}: command '{program}': no such program"
+            ))),
+            Ok(m) if !is_executable(&m) => Some(Error::Unavailable(format!(
+                "{name}: command '{program}': not an executable file"
+            ))),
+            Ok(_) => None,
+        };
+    }
+    let path = match def.env.iter().find(|(k, _)| k.value == "PATH") {
+        Some((_, v)) => v.value.render(vars).ok()?.into(),
+        None => std::env::var_os("PATH").unwrap_or_default(),
+    };
+    match find_in(program, &path) {
+        Some(_) => None,
+        None => Some(Error::Unavailable(format!(
+            "{name}: command '{program}': no such program in PATH"
+        ))),
+    }
+}

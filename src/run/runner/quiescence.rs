@@ -1,0 +1,181 @@
+//! The decision that the work is done: every controller idle at the current generation,
+//! then under their lock no unread message and no active proposal; in keep mode, the quiet
+//! moment that starts the loop guard's counts afresh.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::Options;
+use super::workers::Adopter;
+use crate::error::exit;
+use crate::instance::Instance;
+use crate::run::controller::Shared;
+
+/// Wait until the work is done (exit 0), or a reason to stop with 1.
+///
+/// Done is known, not guessed from a quiet time: every controller is idle at the current
+/// generation (it read its inbox after the last change it was told of, and its run, with
+/// the process group of its backend, has ended), and, under the controllers' lock so that
+/// none of them starts meanwhile, no agent has unread messages on disk and no proposal is
+/// active. A message posted since (by a writer outside the attempts) either wakes everyone
+/// through the channel watch before that, or stays unread for the next run.
+pub(super) fn wait_done(
+    inst: &Instance,
+    shared: &Shared,
+    opts: &Options,
+    adopter: &Mutex<Adopter>,
+) -> (u8, Option<String>) {
+    let deadline = opts.timeout.map(crate::time::deadline);
+    let mut st = shared.lock();
+    loop {
+        if st.stopping {
+            return (exit::INTERRUPTED, None);
+        }
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left.is_some_and(|l| l.is_zero()) {
+            let t = opts.timeout.unwrap_or_default();
+            return (
+                exit::NO,
+                Some(format!(
+                    "timeout: the workflow was not done after {} s",
+                    t.as_secs_f64()
+                )),
+            );
+        }
+        let generation = st.generation;
+        if !st.agents.is_empty() && st.agents.values().all(|a| a.closed) {
+            // A server of workers only, all of them closed: nothing is left to serve.
+            return (exit::OK, None);
+        }
+        let quiet = st
+            .agents
+            .values()
+            .all(|a| a.closed || a.idle_at == Some(generation));
+        if !quiet {
+            st = wait(shared, st, left);
+            continue;
+        }
+        match verdict(inst, &st, opts.keep) {
+            Verdict::Done if opts.keep => {
+                // Quiet: the loop guard counts afresh, and nothing happens until the next
+                // change.
+                for a in st.agents.values_mut() {
+                    a.runs = 0;
+                }
+                // Until the next change, a controller closed (a worker let go, one whose
+                // spawner ended), or the end of --timeout.
+                let closed = |s: &crate::run::controller::State| {
+                    s.agents.values().filter(|a| a.closed).count()
+                };
+                let was_closed = closed(&st);
+                let idle = |s: &mut crate::run::controller::State| {
+                    s.generation == generation && !s.stopping && closed(s) == was_closed
+                };
+                st = match left {
+                    Some(l) => {
+                        shared
+                            .cv
+                            .wait_timeout_while(st, l, idle)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    }
+                    None => shared
+                        .cv
+                        .wait_while(st, idle)
+                        .unwrap_or_else(|e| e.into_inner()),
+                };
+            }
+            Verdict::Done => {
+                // A worker registered just now may not have been taken yet.
+                drop(st);
+                let taken = adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
+                st = shared.lock();
+                if !taken {
+                    return (exit::OK, None);
+                }
+            }
+            Verdict::Stop(why) => return (exit::NO, Some(why)),
+            Verdict::Missed => {
+                // Something arrived that no wake-up announced: look again.
+                st.generation += 1;
+                shared.cv.notify_all();
+            }
+            Verdict::Wait => {
+                // An active proposal: wait for votes (or its expiry).
+                let t = left.map_or(Duration::from_secs(1), |l| l.min(Duration::from_secs(1)));
+                let (s, _) = shared
+                    .cv
+                    .wait_timeout_while(st, t, |s| s.generation == generation && !s.stopping)
+                    .unwrap_or_else(|e| e.into_inner());
+                st = s;
+            }
+        }
+    }
+}
+
+fn wait<'a>(
+    shared: &'a Shared,
+    st: std::sync::MutexGuard<'a, crate::run::controller::State>,
+    left: Option<Duration>,
+) -> std::sync::MutexGuard<'a, crate::run::controller::State> {
+    match left {
+        Some(l) => {
+            shared
+                .cv
+                .wait_timeout(st, l)
+                .unwrap_or_else(|e| e.into_inner())
+                .0
+        }
+        None => shared.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+    }
+}
+
+enum Verdict {
+    Done,
+    Stop(String),
+    Missed,
+    Wait,
+}
+
+/// With every controller quiet: is the work done? In keep mode an agent that failed for
+/// good does not end the run (it cools down).
+fn verdict(inst: &Instance, st: &crate::run::controller::State, keep: bool) -> Verdict {
+    let mut failed = Vec::new();
+    let mut capped = Vec::new();
+    for (name, a) in st.agents.iter().filter(|(_, a)| !a.closed) {
+        let unread = crate::inbox::unread(inst, name).map_or(1, |(m, _)| m.len());
+        if unread == 0 {
+            continue;
+        }
+        if a.capped {
+            capped.push(name.as_str());
+        } else if a.failed || a.paused {
+            failed.push(name.as_str());
+        } else {
+            return Verdict::Missed;
+        }
+    }
+    if !capped.is_empty() {
+        // Every agent that used up its runs took part in the loop.
+        let all: Vec<&str> = st
+            .agents
+            .iter()
+            .filter(|(_, a)| a.capped || a.runs >= a.cap)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        return Verdict::Stop(format!(
+            "loop guard: {} reached the run limit with messages still unread",
+            all.join(", ")
+        ));
+    }
+    if !failed.is_empty() && !keep {
+        return Verdict::Stop(format!(
+            "{} failed; their messages were left unread",
+            failed.join(", ")
+        ));
+    }
+    match crate::proposal::list(inst, true) {
+        Ok(p) if !p.is_empty() => Verdict::Wait,
+        _ => Verdict::Done,
+    }
+}

@@ -1,0 +1,130 @@
+//! What the controllers of one server have in common, and how a controller is built for an
+//! agent it serves: its MCP configuration, its record under `_state/serve/`, its defaults.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::Options;
+use super::backends::registered_backend;
+use super::workers::Trusted;
+use crate::error::{Error, Result};
+use crate::fs::atomic_write_private;
+use crate::instance::Instance;
+use crate::registry::Agent;
+use crate::run::backend::{Backend as RunBackend, sibling};
+use crate::run::controller::Controller;
+use crate::run::models::Pricing;
+use crate::run::serve::{self, ControllerState, Served};
+use crate::transcript::next_transcript;
+
+/// What the controllers of one server have in common.
+pub(super) struct Serving {
+    pub(super) inst: Instance,
+    pub(super) root: PathBuf,
+    pub(super) document: Option<String>,
+    pub(super) workflow: Option<String>,
+    pub(super) started: String,
+    pub(super) opts: Options,
+    /// Prices of models: the workflow's `pricing:` over the built-in table.
+    pub(super) pricing: Pricing,
+    /// The agents served from the start, as a trusted source defines them.
+    pub(super) trusted: BTreeMap<String, Trusted>,
+    /// Workers refused at the start (and said so).
+    pub(super) refused: std::collections::BTreeSet<String>,
+    /// Workers served here whose spawner another aw-run served when this one started,
+    /// with that spawner: each is served only as long as its spawner is.
+    pub(super) tethers: Vec<(String, String)>,
+    /// The caps a detached server started for a worker is given.
+    pub(super) caps: serve::Caps,
+}
+
+impl Serving {
+    /// Write the agent's MCP configuration (`aw-mcp --agent NAME@INSTANCE` and `tool_args`)
+    /// and build its controller, with the server's defaults.
+    pub(super) fn controller(
+        &self,
+        name: &str,
+        backend: Box<dyn RunBackend>,
+        tool_args: &[String],
+    ) -> Result<Controller> {
+        let inst = &self.inst;
+        // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
+        let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
+            .map_err(|e| Error::io(inst.state_dir(), e))?;
+        // Private, whatever the umask: a configuration may hold what an agent's tools need.
+        crate::fs::private_dir(&mcp_dir)?;
+        let mcp_path = mcp_dir.join(format!("{name}.json"));
+        let mcp_text = crate::mcp::config::claude_json(
+            &sibling("aw-mcp"),
+            &self.root,
+            &format!("{name}@{}", inst.name()),
+            tool_args,
+        );
+        atomic_write_private(&mcp_path, mcp_text.as_bytes())?;
+        let served = Served {
+            instance: inst.name().to_string(),
+            agent: name.to_string(),
+            pid: std::process::id(),
+            host: Some(crate::host::this().name.clone()),
+            host_id: Some(crate::host::this().id.clone()),
+            state: ControllerState::Idle,
+            runs: 0,
+            workflow: self.workflow.clone(),
+            started: self.started.clone(),
+            caps: Some(self.caps.clone()),
+        };
+        serve::write(inst, &served)?;
+        Ok(Controller {
+            inst: inst.clone(),
+            agent: name.to_string(),
+            backend,
+            system: None,
+            document: self.document.clone(),
+            root: self.root.clone(),
+            mcp_config: mcp_path,
+            mcp_text,
+            timeout: None,
+            max_runs: self.opts.max_runs,
+            reply_fallback: true,
+            retry: self.opts.retry,
+            next_transcript: next_transcript(inst, name),
+            cooldown: self.opts.cooldown,
+            served,
+            published: Some((ControllerState::Idle, 0)),
+            secrets: crate::run::controller::secrets(&[]),
+            budget: Default::default(),
+            price: None,
+            task_context: None,
+            stop: Default::default(),
+            serving_lock: None,
+        })
+    }
+
+    /// The controller of an agent of the registry (`aw-ctl new`, or a worker).
+    pub(super) fn registered(&self, a: &Agent) -> Result<Controller> {
+        let backend = registered_backend(a, &self.root, self.inst.name())?;
+        let tool_args = crate::mcp::config::tool_args(a.collab, a.delegate);
+        let mut c = self.controller(&a.name, backend, &tool_args)?;
+        c.system = a.system_prompt.clone();
+        // The registry may have been edited by hand: a bad value is refused, not a panic.
+        c.timeout = match a.limits.get("timeout_secs") {
+            None => None,
+            Some(v) => Some(
+                v.as_f64()
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                    .ok_or_else(|| {
+                        Error::invalid(format!(
+                            "{}: limits.timeout_secs is not a number of seconds: {v}",
+                            a.name
+                        ))
+                    })?,
+            ),
+        };
+        if let Some(m) = a.limits.get("max_runs").and_then(|v| v.as_u64()) {
+            c.max_runs = m;
+        }
+        c.price = a.model.as_deref().and_then(|m| self.pricing.price(m));
+        Ok(c)
+    }
+}

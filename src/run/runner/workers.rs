@@ -1,0 +1,265 @@
+//! Serving workers (`spawn_agent`): which a server trusts and how each is checked against
+//! its spawner, taking them as they are registered (and stopping those closed), and letting
+//! go of a worker whose spawner another server served once that one ends.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::serving::Serving;
+use crate::error::{Error, Result};
+use crate::registry::{self, Agent};
+use crate::run::controller::{Report, Shared};
+use crate::run::serve;
+use crate::run::workflow::Backend;
+
+/// What a server knows of an agent it serves from a trusted source, never from the registry
+/// as it may be later: the workflow file, the registry as the user's `aw-run --serve` read
+/// it at its start (`aw-ctl new`), or a worker checked against its spawner. Exec workers
+/// are checked against it ([`check_worker`]).
+#[derive(Debug, Clone)]
+pub(super) struct Trusted {
+    pub(super) backend: String,
+    /// An exec agent's argument vector.
+    pub(super) command: Vec<String>,
+    /// What it may spawn, when it has the collab tools.
+    pub(super) collab: Option<registry::Collab>,
+    pub(super) depth: u32,
+}
+
+impl Trusted {
+    /// A registry entry as it stands (`aw-run --serve` of agents the user registered).
+    pub(super) fn of(a: &Agent) -> Trusted {
+        Trusted {
+            backend: a.backend.clone(),
+            command: a.command.clone(),
+            collab: a.collab,
+            depth: a.depth,
+        }
+    }
+}
+
+/// May aw-run serve the worker `w` (an agent with `spawned_by`) whose spawner is, as a
+/// trusted source defines it, `spawner` (`None`: not one this server knows)? The worker's
+/// own trusted definition when so. `collab_known`: whether `spawner` says truly which
+/// collab tools it has (not so of a registry entry: an interactive session's aw-mcp may be
+/// given them on its command line).
+///
+/// `spawn_agent` gives a worker no tools of its own, and an exec worker nothing but its
+/// spawner's command: a registry entry that says otherwise was not written by it, and is
+/// refused. A spawner that is known must have the collab tools and a spawn depth that
+/// allows the worker's. An exec worker is served only when its spawner is known (served
+/// here), is an exec agent, and the worker's command is exactly the spawner's.
+pub(super) fn check_worker(
+    w: &Agent,
+    spawner: Option<&Trusted>,
+    collab_known: bool,
+) -> Result<Trusted> {
+    let by = w.spawned_by.as_deref().unwrap_or("?");
+    let refuse = |why: String| Err(Error::Denied(format!("spawned by {by}: {why}")));
+    if !w.tools.is_empty() {
+        return refuse("a worker has no tools of its own, and this entry lists some".into());
+    }
+    let exec = w.backend == Backend::Exec.name();
+    if exec && spawner.is_none() {
+        return refuse(format!(
+            "an exec worker is served only by the aw-run that serves {by}"
+        ));
+    }
+    // A spawner of unknown definition (served by nobody: an interactive session) is
+    // taken at its word for any other backend.
+    if let Some(sp) = spawner {
+        if exec && sp.backend != Backend::Exec.name() {
+            return refuse(format!(
+                "{by} is not an exec agent: only an exec agent spawns exec workers"
+            ));
+        }
+        match sp.collab {
+            _ if !collab_known => {}
+            Some(c) if sp.depth.checked_add(1) == Some(w.depth) && w.depth <= c.max_depth => {}
+            _ => {
+                return refuse(format!(
+                    "{by} may not spawn workers at depth {} (no collab tools, or too deep)",
+                    w.depth
+                ));
+            }
+        }
+        if exec && w.command != sp.command {
+            return refuse(format!(
+                "its command is not {by}'s as the workflow file or aw-ctl new gave it"
+            ));
+        }
+    }
+    // The collab tools it gets: as spawn_agent gives them, from a spawner whose own are
+    // known; else as registered.
+    let collab = match spawner {
+        Some(sp) if collab_known => sp.collab.filter(|c| w.depth < c.max_depth),
+        _ => w.collab,
+    };
+    Ok(Trusted {
+        backend: w.backend.clone(),
+        command: w.command.clone(),
+        collab,
+        depth: w.depth,
+    })
+}
+
+/// Takes the workers (`spawn_agent`) this server should serve as they are registered, and
+/// stops the controllers of those closed. A worker is taken when its spawner is served here,
+/// or by no process at all; its serving lock settles a race with another server.
+pub(super) struct Adopter {
+    pub(super) serving: Arc<Serving>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) report: Arc<Report>,
+    /// The registry file as last read: length, modification time, inode.
+    pub(super) seen: Option<(u64, i64, i64, u64)>,
+    /// The agents served, with their controllers' own stop flags.
+    pub(super) workers: BTreeMap<String, crate::run::backend::Stop>,
+    pub(super) handles: Vec<std::thread::JoinHandle<()>>,
+    /// The agents served, as a trusted source defines them: those served from the start,
+    /// and the workers taken since.
+    pub(super) trusted: BTreeMap<String, Trusted>,
+    /// Workers refused (and said so once).
+    pub(super) refused: std::collections::BTreeSet<String>,
+}
+
+impl Adopter {
+    /// Look at the registry (with `force`, even when it seems unchanged); whether a worker
+    /// was taken.
+    pub(super) fn look(&mut self, force: bool) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let serving = self.serving.clone();
+        let inst = &serving.inst;
+        let key = std::fs::metadata(inst.state_file("agents.json"))
+            .ok()
+            .map(|m| (m.len(), m.mtime(), m.mtime_nsec(), m.ino()));
+        if key.is_none() || (!force && key == self.seen) {
+            return false;
+        }
+        self.seen = key;
+        let Ok(reg) = registry::Registry::load(inst) else {
+            return false;
+        };
+        let ours: Vec<String> = {
+            let st = self.shared.lock();
+            if st.stopping {
+                return false;
+            }
+            st.agents
+                .iter()
+                .filter(|(_, a)| !a.closed)
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let mut taken = false;
+        for a in &reg.agents {
+            let Some(spawner) = &a.spawned_by else {
+                continue;
+            };
+            if a.closed {
+                if let Some(stop) = self.workers.get(&a.name) {
+                    stop.set();
+                    self.shared.cv.notify_all();
+                }
+                continue;
+            }
+            let mine = ours.contains(spawner) || !serve::is_served(inst, spawner);
+            if !mine
+                || ours.contains(&a.name)
+                || self.refused.contains(&a.name)
+                || serve::is_served(inst, &a.name)
+            {
+                continue;
+            }
+            let checked = match check_worker(a, self.trusted.get(spawner), true) {
+                Ok(t) => t,
+                Err(e) => {
+                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    self.refused.insert(a.name.clone());
+                    continue;
+                }
+            };
+            match self.take(a, checked) {
+                Ok(()) => taken = true,
+                // Another server took it first.
+                Err(Error::Busy(_)) => {}
+                Err(e) => crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name)),
+            }
+        }
+        taken
+    }
+
+    /// Serve the worker `a` from now on.
+    fn take(&mut self, a: &Agent, trusted: Trusted) -> Result<()> {
+        let inst = &self.serving.inst;
+        let lock = serve::take(inst, &[a.name.as_str()])?.pop();
+        let a = &Agent {
+            collab: trusted.collab,
+            ..a.clone()
+        };
+        let mut c = self.serving.registered(a)?;
+        self.trusted.insert(a.name.clone(), trusted);
+        c.serving_lock = lock;
+        c.stop = self.shared.stop.child();
+        self.shared.lock().agents.entry(a.name.clone()).or_default();
+        if !self.serving.opts.quiet {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "aw-run: serving {} ({}), spawned by {}",
+                a.name,
+                a.backend,
+                a.spawned_by.as_deref().unwrap_or("?")
+            );
+        }
+        self.workers.insert(a.name.clone(), c.stop.clone());
+        let (shared, report) = (self.shared.clone(), self.report.clone());
+        self.handles
+            .push(std::thread::spawn(move || c.run(&shared, &*report)));
+        Ok(())
+    }
+}
+
+/// How often a server of tethered workers looks whether their spawners are still served.
+const TETHER_LOOK: Duration = Duration::from_millis(200);
+
+/// Stop serving each tethered worker (see [`Serving::tethers`]) once its spawner is no
+/// longer served: the thread that watches, when there are any.
+pub(super) fn tether(
+    serving: &Arc<Serving>,
+    shared: &Arc<Shared>,
+    adopter: &Arc<Mutex<Adopter>>,
+) -> Option<std::thread::JoinHandle<()>> {
+    if serving.tethers.is_empty() {
+        return None;
+    }
+    let (serving, shared, adopter) = (serving.clone(), shared.clone(), adopter.clone());
+    Some(std::thread::spawn(move || {
+        let mut left = serving.tethers.clone();
+        while !left.is_empty() {
+            {
+                let st = shared.lock();
+                if st.stopping {
+                    return;
+                }
+                let _ = shared.cv.wait_timeout(st, TETHER_LOOK);
+            }
+            left.retain(|(worker, spawner)| {
+                if serve::is_served(&serving.inst, spawner) {
+                    return true;
+                }
+                let _ = writeln!(
+                    std::io::stderr().lock(),
+                    "aw-run: {worker}: {spawner}, its spawner, is no longer served; so \
+                     neither is {worker}"
+                );
+                let ad = adopter.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(stop) = ad.workers.get(worker) {
+                    stop.set();
+                }
+                shared.cv.notify_all();
+                false
+            });
+        }
+    }))
+}
