@@ -8,231 +8,39 @@
 //! every change, and each controller's state, under one mutex and condition variable. A
 //! controller that has seen the current generation and found nothing to do sleeps on the
 //! condition variable: idle costs nothing.
+//!
+//! This file holds the loop and one run with its retries; the rest is split by concept:
+//!
+//! | module        | what it holds |
+//! |---------------|---------------|
+//! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
+//! | `loop_guard`  | the run cap, the rate limit ([`Rate`]) and the pair limit, and the pauses they cause |
+//! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
+//! | `transcripts` | an attempt's log and transcript, and what an agent's transcripts say it spent |
 
-use std::collections::BTreeMap;
+mod budget;
+mod loop_guard;
+mod shared;
+mod transcripts;
+
+pub use loop_guard::{DEFAULT_PAIR, DEFAULT_RATE, Rate};
+pub use shared::{AgentState, Shared, State};
+pub use transcripts::usage_of;
+
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-use serde_json::json;
 
 use super::backend::{Backend, Budget, RunContext, RunOutcome, Status, Stop, Usage};
 use super::models::Price;
 use super::prompt::{self, PromptParts};
 use super::serve::{self, ControllerState, Served};
 use crate::channel::Channel;
-use crate::error::Result;
-use crate::fs::atomic_write_private;
 use crate::inbox;
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
-use crate::transcript::transcript_dir;
-
-/// What the runner and the controllers share.
-#[derive(Default)]
-pub struct Shared {
-    pub state: Mutex<State>,
-    pub cv: Condvar,
-    pub stop: Stop,
-    /// What the whole workflow may spend.
-    pub budget: Budget,
-    /// The loop guard's rate limit (keep mode), when on.
-    pub rate: Option<Rate>,
-    /// The loop guard's limit on the mentions between two agents (keep mode), when on.
-    pub pair: Option<Rate>,
-    /// Keep mode: a guard pauses an agent, never ends the server.
-    pub keep: bool,
-}
-
-/// The loop guard's limit on the runs of one agent that only other agents' messages
-/// started: at most `runs` within any `window`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Rate {
-    pub runs: u32,
-    pub window: Duration,
-}
-
-impl Rate {
-    /// `N/DURATION` (`20/60s`), or `off` (`None`).
-    pub fn parse(v: &str) -> std::result::Result<Option<Rate>, String> {
-        if v == "off" {
-            return Ok(None);
-        }
-        let (n, d) = v
-            .split_once('/')
-            .ok_or("expected RUNS/DURATION (such as 20/60s) or off")?;
-        let runs: u32 = n
-            .parse()
-            .ok()
-            .filter(|&n| n > 0)
-            .ok_or("the runs must be a whole number of at least 1")?;
-        let window = super::parse_duration(d)?;
-        if window.is_zero() {
-            return Err("the duration must be above 0".into());
-        }
-        Ok(Some(Rate { runs, window }))
-    }
-}
-
-/// The loop guard's rate limit by default: 20 runs per agent within any 60 s, counting
-/// only the runs that messages from other agents served by the same aw-run started.
-pub const DEFAULT_RATE: Rate = Rate {
-    runs: 20,
-    window: Duration::from_secs(60),
-};
-
-/// The loop guard's limit on the mentions between two agents by default: 10 within any
-/// 60 s, both ways together, counting the runs of one of them on the other's messages alone
-/// (in keep mode; the count holds across quiet moments).
-pub const DEFAULT_PAIR: Rate = Rate {
-    runs: 10,
-    window: Duration::from_secs(60),
-};
-
-#[derive(Default)]
-pub struct State {
-    /// Bumped on every (possible) channel change.
-    pub generation: u64,
-    /// Bumped on every channel change and every controller becoming idle: what a waiter on
-    /// [`Shared::cv`] compares to know whether it missed a wake-up.
-    pub changes: u64,
-    pub stopping: bool,
-    pub agents: BTreeMap<String, AgentState>,
-    /// The budget that stopped the run, as a reason.
-    pub over_budget: Option<String>,
-    /// When the runs of one agent on the other's messages alone started, per pair of
-    /// agents (by name, in order): the pair guard's window.
-    pub pairs: BTreeMap<(String, String), std::collections::VecDeque<Instant>>,
-    /// What the instance's ledger (see [`super::ledger`]) counts besides the runs of this
-    /// process: earlier runs, other servers. Refreshed whenever the ledger is read.
-    pub outside: Usage,
-    /// The same, per agent.
-    pub outside_agents: BTreeMap<String, Usage>,
-}
-
-/// A controller's state as the runner sees it.
-#[derive(Debug, Default, Clone)]
-pub struct AgentState {
-    /// The generation the controller has handled, while it waits for the next one.
-    pub idle_at: Option<u64>,
-    /// Runs counted against the cap: all of them in run mode; since the workflow was last
-    /// quiet in keep mode.
-    pub runs: u64,
-    /// Runs since the start.
-    pub total: u64,
-    pub failures: u64,
-    /// Time spent in runs.
-    pub busy: Duration,
-    /// Tokens and cost of its runs, as the backends reported them (a cost they did not
-    /// report priced by the agent's model, when its prices are known).
-    pub usage: Usage,
-    /// The last attempt of its last run failed; its messages are left unread.
-    pub failed: bool,
-    /// It reached its run cap with messages still unread.
-    pub capped: bool,
-    /// Its run cap.
-    pub cap: u64,
-    /// A worker closed with `close_agent`: its controller has ended.
-    pub closed: bool,
-    /// What the run under way has spent so far, as its backend last told.
-    pub running: Usage,
-    /// When its latest runs started on other agents' messages alone (the loop guard's
-    /// rate window).
-    pub recent: std::collections::VecDeque<Instant>,
-    /// The loop guard paused it until a message from outside the agents served here.
-    pub paused: bool,
-}
-
-impl Shared {
-    pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The state of `agent`, under the lock.
-    fn agent(&self, agent: &str) -> AgentGuard<'_> {
-        AgentGuard {
-            guard: self.lock(),
-            agent: agent.to_string(),
-        }
-    }
-
-    /// Note a (possible) channel change and wake everyone.
-    pub fn bump(&self) {
-        let mut st = self.lock();
-        st.generation += 1;
-        st.changes += 1;
-        drop(st);
-        self.cv.notify_all();
-    }
-
-    /// Stop every controller (and their running backends).
-    pub fn stop_all(&self) {
-        self.stop.set();
-        self.lock().stopping = true;
-        self.cv.notify_all();
-    }
-
-    /// Stop every controller, letting a model call under way end and be counted (a
-    /// budget's stop).
-    pub fn stop_all_after_calls(&self) {
-        self.stop.set_after_calls();
-        self.lock().stopping = true;
-        self.cv.notify_all();
-    }
-}
-
-/// Are `msgs` all from agents served here other than `agent` (a run on them may be a loop)?
-fn from_agents(st: &State, agent: &str, msgs: &[inbox::InboxMessage]) -> bool {
-    msgs.iter()
-        .all(|m| m.entry.from != agent && st.agents.contains_key(&m.entry.from))
-}
-
-/// The key of the pair guard's window for two agents: their names in order.
-fn pair(a: &str, b: &str) -> (String, String) {
-    let (x, y) = if a <= b { (a, b) } else { (b, a) };
-    (x.to_string(), y.to_string())
-}
-
-/// Take the ledger's figures `l` as what is spent outside this process: the ledger less
-/// what this process's runs have spent (they are in it once written).
-fn absorb(st: &mut State, l: &super::ledger::Ledger) {
-    let mut ours = Usage::default();
-    for a in st.agents.values() {
-        ours.add(&a.usage);
-    }
-    st.outside = l.spent.minus(&ours);
-    st.outside_agents = l
-        .agents
-        .iter()
-        .map(|(n, u)| {
-            let mine = st
-                .agents
-                .get(n)
-                .map(|a| a.usage.clone())
-                .unwrap_or_default();
-            (n.clone(), u.minus(&mine))
-        })
-        .collect();
-}
-
-/// One agent's state, locked.
-struct AgentGuard<'a> {
-    guard: MutexGuard<'a, State>,
-    agent: String,
-}
-
-impl std::ops::Deref for AgentGuard<'_> {
-    type Target = AgentState;
-    fn deref(&self) -> &AgentState {
-        &self.guard.agents[&self.agent]
-    }
-}
-
-impl std::ops::DerefMut for AgentGuard<'_> {
-    fn deref_mut(&mut self) -> &mut AgentState {
-        self.guard.agents.entry(self.agent.clone()).or_default()
-    }
-}
+use budget::{over_budget, priced, remaining_usd};
+use loop_guard::from_agents;
 
 /// Retry policy of failed runs.
 #[derive(Debug, Clone, Copy)]
@@ -312,8 +120,8 @@ pub struct Controller {
     pub serving_lock: Option<crate::fs::Lock>,
 }
 
+use super::redact::redact;
 pub use super::redact::secrets;
-use super::redact::{redact, redact_cut};
 
 impl Controller {
     /// The loop; returns when the runner stops.
@@ -469,186 +277,6 @@ impl Controller {
             // Whatever arrived during the run is looked at now.
             recheck = true;
         }
-    }
-
-    /// The loop guard in keep mode, before the rate check: a message from outside the
-    /// agents of the instance (`agents_only` false: a user, the kickoff) lifts a pause and
-    /// starts the run count afresh (steady outside traffic is no loop); on other agents'
-    /// messages alone (served here or elsewhere), a paused agent stays paused, and one that
-    /// reached its run cap or exchanged too many mentions with one other agent
-    /// ([`Shared::pair`]) is paused. `None` when the run may go; `Some` as
-    /// [`Controller::rate_guard`] says.
-    fn keep_guard(
-        &self,
-        st: &mut State,
-        shared: &Shared,
-        msgs: &[inbox::InboxMessage],
-        agents_only: bool,
-    ) -> Option<Option<String>> {
-        if !agents_only {
-            let a = st.agents.entry(self.agent.clone()).or_default();
-            a.paused = false;
-            a.runs = 0;
-            return None;
-        }
-        let senders: std::collections::BTreeSet<&str> =
-            msgs.iter().map(|m| m.entry.from.as_str()).collect();
-        let a = st.agents.entry(self.agent.clone()).or_default();
-        if a.paused {
-            return Some(None);
-        }
-        let pause = |a: &mut AgentState, why: String| {
-            a.paused = true;
-            a.recent.clear();
-            Some(Some(why))
-        };
-        if a.runs >= self.max_runs {
-            return pause(
-                a,
-                format!(
-                    "loop guard: {} reached the run limit ({} runs on other agents' messages \
-                     since the workflow was last quiet); paused until a message from someone \
-                     else (theirs are left unread)",
-                    self.agent, self.max_runs
-                ),
-            );
-        }
-        let limit = shared.pair?;
-        let now = Instant::now();
-        let mut over = None;
-        for from in &senders {
-            let times = st.pairs.entry(pair(&self.agent, from)).or_default();
-            while times
-                .front()
-                .is_some_and(|t| now.saturating_duration_since(*t) >= limit.window)
-            {
-                times.pop_front();
-            }
-            if times.len() >= limit.runs as usize {
-                times.clear();
-                over.get_or_insert(*from);
-            }
-        }
-        if let Some(other) = over {
-            let a = st.agents.entry(self.agent.clone()).or_default();
-            return pause(
-                a,
-                format!(
-                    "loop guard: {} and {other} mentioned each other {} times within {} s; {} \
-                     paused until a message from someone else (theirs are left unread)",
-                    self.agent,
-                    limit.runs,
-                    limit.window.as_secs_f64(),
-                    self.agent
-                ),
-            );
-        }
-        for from in senders {
-            st.pairs
-                .entry(pair(&self.agent, from))
-                .or_default()
-                .push_back(now);
-        }
-        None
-    }
-
-    /// The loop guard's rate check before a run on `msgs`: `None` when the run may go;
-    /// `Some` when the agent is paused, with the reason when it was paused just now.
-    ///
-    /// Only runs that messages from other agents served here started count: a message
-    /// from anyone else (a user, the kickoff) is no loop, and it ends a pause.
-    fn rate_guard(
-        &self,
-        st: &mut State,
-        rate: Rate,
-        msgs: &[inbox::InboxMessage],
-    ) -> Option<Option<String>> {
-        let from_agents = from_agents(st, &self.agent, msgs);
-        let a = st.agents.entry(self.agent.clone()).or_default();
-        if !from_agents {
-            a.paused = false;
-            return None;
-        }
-        if a.paused {
-            return Some(None);
-        }
-        let now = Instant::now();
-        while a
-            .recent
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) >= rate.window)
-        {
-            a.recent.pop_front();
-        }
-        if a.recent.len() < rate.runs as usize {
-            a.recent.push_back(now);
-            return None;
-        }
-        a.paused = true;
-        a.recent.clear();
-        Some(Some(format!(
-            "loop guard: {} ran {} times within {} s on other agents' messages alone; \
-             paused until a message from someone else (theirs are left unread)",
-            self.agent,
-            rate.runs,
-            rate.window.as_secs_f64()
-        )))
-    }
-
-    /// Say on stderr and on the channel that the loop guard paused this agent.
-    fn announce_pause(&self, why: &str) {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
-        if let Err(e) = post::post(&self.inst, "system", why, &PostOptions::default()) {
-            crate::cli::warn("aw-run", format!("cannot post the pause: {e}"));
-        }
-    }
-
-    /// Count what a run spent (in the instance's ledger too), then check the budgets.
-    fn spend(&self, shared: &Shared, u: &Usage) {
-        {
-            // Under the lock, so that the ledger and this process's figures agree.
-            let mut st = shared.lock();
-            let written = super::ledger::add(&self.inst, &self.agent, u);
-            let a = st.agents.entry(self.agent.clone()).or_default();
-            a.usage.add(u);
-            a.running = Usage::default();
-            match written {
-                Ok(l) => absorb(&mut st, &l),
-                Err(e) => crate::cli::warn(
-                    "aw-run",
-                    format!("{}: spending not recorded in the instance: {e}", self.agent),
-                ),
-            }
-        }
-        self.check_budgets(shared);
-    }
-
-    /// Past a budget (this agent's own or the workflow's), say so on the channel (once) and
-    /// stop every controller (a running backend is killed; its messages stay unread). `true`
-    /// when a budget stopped the run.
-    fn check_budgets(&self, shared: &Shared) -> bool {
-        // What other servers of the instance spent meanwhile.
-        let ledger = super::ledger::load(&self.inst).ok();
-        let mut st = shared.lock();
-        if st.over_budget.is_some() {
-            return true;
-        }
-        if let Some(l) = &ledger {
-            absorb(&mut st, l);
-        }
-        let Some(why) = exceeded(&st, shared, &self.agent, &self.budget, &Usage::default()) else {
-            return false;
-        };
-        st.over_budget = Some(why.clone());
-        drop(st);
-        let text = format!("{why}; aw-run stops every agent.");
-        if let Err(e) = post::post(&self.inst, "system", &text, &PostOptions::default()) {
-            crate::cli::warn("aw-run", format!("cannot post the budget stop: {e}"));
-        }
-        // The answers of the calls under way still come, and are counted.
-        shared.stop_all_after_calls();
-        true
     }
 
     /// Record the controller's state for `aw-ctl ps`, when it changed.
@@ -870,75 +498,6 @@ impl Controller {
             .filter(|e| replies.contains(&e.id))
             .any(|e| !crate::collab::to_workers(e, &workers))
     }
-
-    /// The log of the attempt about to start (`_state/runs/<agent>/<n>.log`, `n` its
-    /// transcript's number), when it can be created.
-    fn attempt_log(&self) -> Option<Arc<super::attempt_log::AttemptLog>> {
-        let dir = transcript_dir(&self.inst, &self.agent);
-        if let Err(e) = crate::fs::private_dir(&dir) {
-            crate::cli::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
-            return None;
-        }
-        let path = super::attempt_log::log_path(&dir, self.next_transcript);
-        super::attempt_log::AttemptLog::create(&path, &self.secrets).map(Arc::new)
-    }
-
-    /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.
-    #[allow(clippy::too_many_arguments)]
-    fn transcript(
-        &mut self,
-        run: u64,
-        attempt: u32,
-        out: &RunOutcome,
-        started: &str,
-        duration: Duration,
-        msgs: &[inbox::InboxMessage],
-        replies: &[u64],
-        prompt: &str,
-    ) {
-        let n = self.next_transcript;
-        self.next_transcript += 1;
-        // Redacted before what was cut is told: no head of a secret is kept at a cut.
-        let stdout = redact_cut(&out.stdout, &self.secrets);
-        let stderr = redact_cut(&out.stderr, &self.secrets);
-        let doc = json!({
-            "agent": self.agent,
-            "run": run,
-            "attempt": attempt,
-            "status": out.status.name(),
-            "reason": out.reason,
-            "exit_code": out.exit_code,
-            "started": started,
-            "duration_ms": duration.as_millis() as u64,
-            "inbox": msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
-            "reply": replies,
-            "usage": out.usage,
-            "command": out.command.iter().map(|a| redact(a, &self.secrets)).collect::<Vec<_>>(),
-            "stdout": stdout.text,
-            "stdout_cut": stdout.cut,
-            "stderr": stderr.text,
-            "stderr_cut": stderr.cut,
-            "prompt": redact(prompt, &self.secrets),
-            "server": {
-                "host": crate::host::this().name,
-                "host_id": crate::host::this().id,
-                "pid": std::process::id(),
-            },
-        });
-        let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
-        let write = || -> Result<()> {
-            // Private from its first byte: a transcript holds prompts and outputs.
-            crate::fs::private_dir(&transcript_dir(&self.inst, &self.agent))?;
-            let text = serde_json::to_string_pretty(&doc).expect("json");
-            atomic_write_private(&path, text.as_bytes())
-        };
-        if let Err(e) = write() {
-            crate::cli::warn(
-                "aw-run",
-                format!("{}: transcript not written: {e}", self.agent),
-            );
-        }
-    }
 }
 
 /// Most characters of a failed attempt's stderr line that its event shows.
@@ -957,101 +516,6 @@ fn last_line(text: &str) -> Option<String> {
         shown.push_str("...");
     }
     Some(shown)
-}
-
-/// `usage`, with its cost from `price` when the backend reported none (and `price` knows
-/// every price it needs).
-fn priced(usage: &Usage, price: Option<&Price>) -> Usage {
-    let mut u = usage.clone();
-    if u.cost_usd.is_none() {
-        u.cost_usd = price.and_then(|p| p.cost(&u));
-    }
-    u
-}
-
-/// What `agent` and what everyone has spent, with `partial` (a running run's usage so far)
-/// added to both: the runs of this process, those under way of the other agents, and what
-/// the instance's ledger counts besides.
-fn spent(st: &State, agent: &str, partial: &Usage) -> (Usage, Usage) {
-    let mut own = partial.clone();
-    if let Some(a) = st.agents.get(agent) {
-        own.add(&a.usage);
-    }
-    if let Some(u) = st.outside_agents.get(agent) {
-        own.add(u);
-    }
-    let mut all = partial.clone();
-    all.add(&st.outside);
-    for (name, a) in &st.agents {
-        all.add(&a.usage);
-        if name != agent {
-            all.add(&a.running);
-        }
-    }
-    (own, all)
-}
-
-/// Why a run of `agent` that has spent `partial` so far is over a budget: `agent`'s own
-/// (`budget`), else the workflow's.
-fn exceeded(
-    st: &State,
-    shared: &Shared,
-    agent: &str,
-    budget: &Budget,
-    partial: &Usage,
-) -> Option<String> {
-    let (own, all) = spent(st, agent, partial);
-    budget
-        .exceeded_by(agent, &own)
-        .or_else(|| shared.budget.exceeded(&all))
-}
-
-/// The reason a run of `agent` that has spent `partial` so far (priced with `price` when
-/// it has no cost) must stop: a budget stopped the run, or this spending is over one.
-fn over_budget(
-    shared: &Shared,
-    agent: &str,
-    budget: &Budget,
-    price: Option<&Price>,
-    partial: &Usage,
-) -> Option<String> {
-    let mut st = shared.lock();
-    let partial = priced(partial, price);
-    // Seen by the other agents' checks while the run goes on.
-    st.agents.entry(agent.to_string()).or_default().running = partial.clone();
-    if let Some(why) = &st.over_budget {
-        return Some(why.clone());
-    }
-    exceeded(&st, shared, agent, budget, &partial)
-}
-
-/// What the USD budgets leave for a run of `agent`: the smaller of what the workflow's and
-/// `agent`'s own (`budget`) leave, when either has one.
-fn remaining_usd(st: &State, shared: &Shared, agent: &str, budget: &Budget) -> Option<f64> {
-    let (own, all) = spent(st, agent, &Usage::default());
-    match (shared.budget.usd_left(&all), budget.usd_left(&own)) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// What `agent`'s runs spent, summed over its transcripts; `None` when no transcript
-/// reports usage.
-pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
-    let rd = std::fs::read_dir(transcript_dir(inst, agent)).ok()?;
-    let mut total: Option<Usage> = None;
-    for e in rd.flatten() {
-        let Ok(bytes) = std::fs::read(e.path()) else {
-            continue;
-        };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-            continue;
-        };
-        if let Ok(u) = serde_json::from_value::<Usage>(v["usage"].clone()) {
-            total.get_or_insert_with(Usage::default).add(&u);
-        }
-    }
-    total
 }
 
 #[cfg(test)]

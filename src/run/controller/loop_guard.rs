@@ -1,0 +1,201 @@
+//! The loop guard: a run cap per agent, a rate limit on the runs that only other agents'
+//! messages started, and in keep mode a limit on the mentions between two agents; a guard
+//! pauses an agent until a message from someone else arrives.
+
+use std::time::{Duration, Instant};
+
+use super::{AgentState, Controller, Shared, State};
+use crate::inbox;
+use crate::post::{self, PostOptions};
+
+/// The loop guard's limit on the runs of one agent that only other agents' messages
+/// started: at most `runs` within any `window`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub runs: u32,
+    pub window: Duration,
+}
+
+impl Rate {
+    /// `N/DURATION` (`20/60s`), or `off` (`None`).
+    pub fn parse(v: &str) -> std::result::Result<Option<Rate>, String> {
+        if v == "off" {
+            return Ok(None);
+        }
+        let (n, d) = v
+            .split_once('/')
+            .ok_or("expected RUNS/DURATION (such as 20/60s) or off")?;
+        let runs: u32 = n
+            .parse()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or("the runs must be a whole number of at least 1")?;
+        let window = crate::run::parse_duration(d)?;
+        if window.is_zero() {
+            return Err("the duration must be above 0".into());
+        }
+        Ok(Some(Rate { runs, window }))
+    }
+}
+
+/// The loop guard's rate limit by default: 20 runs per agent within any 60 s, counting
+/// only the runs that messages from other agents served by the same aw-run started.
+pub const DEFAULT_RATE: Rate = Rate {
+    runs: 20,
+    window: Duration::from_secs(60),
+};
+
+/// The loop guard's limit on the mentions between two agents by default: 10 within any
+/// 60 s, both ways together, counting the runs of one of them on the other's messages alone
+/// (in keep mode; the count holds across quiet moments).
+pub const DEFAULT_PAIR: Rate = Rate {
+    runs: 10,
+    window: Duration::from_secs(60),
+};
+
+/// Are `msgs` all from agents served here other than `agent` (a run on them may be a loop)?
+pub(super) fn from_agents(st: &State, agent: &str, msgs: &[inbox::InboxMessage]) -> bool {
+    msgs.iter()
+        .all(|m| m.entry.from != agent && st.agents.contains_key(&m.entry.from))
+}
+
+/// The key of the pair guard's window for two agents: their names in order.
+fn pair(a: &str, b: &str) -> (String, String) {
+    let (x, y) = if a <= b { (a, b) } else { (b, a) };
+    (x.to_string(), y.to_string())
+}
+
+impl Controller {
+    /// The loop guard in keep mode, before the rate check: a message from outside the
+    /// agents of the instance (`agents_only` false: a user, the kickoff) lifts a pause and
+    /// starts the run count afresh (steady outside traffic is no loop); on other agents'
+    /// messages alone (served here or elsewhere), a paused agent stays paused, and one that
+    /// reached its run cap or exchanged too many mentions with one other agent
+    /// ([`Shared::pair`]) is paused. `None` when the run may go; `Some` as
+    /// [`Controller::rate_guard`] says.
+    pub(super) fn keep_guard(
+        &self,
+        st: &mut State,
+        shared: &Shared,
+        msgs: &[inbox::InboxMessage],
+        agents_only: bool,
+    ) -> Option<Option<String>> {
+        if !agents_only {
+            let a = st.agents.entry(self.agent.clone()).or_default();
+            a.paused = false;
+            a.runs = 0;
+            return None;
+        }
+        let senders: std::collections::BTreeSet<&str> =
+            msgs.iter().map(|m| m.entry.from.as_str()).collect();
+        let a = st.agents.entry(self.agent.clone()).or_default();
+        if a.paused {
+            return Some(None);
+        }
+        let pause = |a: &mut AgentState, why: String| {
+            a.paused = true;
+            a.recent.clear();
+            Some(Some(why))
+        };
+        if a.runs >= self.max_runs {
+            return pause(
+                a,
+                format!(
+                    "loop guard: {} reached the run limit ({} runs on other agents' messages \
+                     since the workflow was last quiet); paused until a message from someone \
+                     else (theirs are left unread)",
+                    self.agent, self.max_runs
+                ),
+            );
+        }
+        let limit = shared.pair?;
+        let now = Instant::now();
+        let mut over = None;
+        for from in &senders {
+            let times = st.pairs.entry(pair(&self.agent, from)).or_default();
+            while times
+                .front()
+                .is_some_and(|t| now.saturating_duration_since(*t) >= limit.window)
+            {
+                times.pop_front();
+            }
+            if times.len() >= limit.runs as usize {
+                times.clear();
+                over.get_or_insert(*from);
+            }
+        }
+        if let Some(other) = over {
+            let a = st.agents.entry(self.agent.clone()).or_default();
+            return pause(
+                a,
+                format!(
+                    "loop guard: {} and {other} mentioned each other {} times within {} s; {} \
+                     paused until a message from someone else (theirs are left unread)",
+                    self.agent,
+                    limit.runs,
+                    limit.window.as_secs_f64(),
+                    self.agent
+                ),
+            );
+        }
+        for from in senders {
+            st.pairs
+                .entry(pair(&self.agent, from))
+                .or_default()
+                .push_back(now);
+        }
+        None
+    }
+
+    /// The loop guard's rate check before a run on `msgs`: `None` when the run may go;
+    /// `Some` when the agent is paused, with the reason when it was paused just now.
+    ///
+    /// Only runs that messages from other agents served here started count: a message
+    /// from anyone else (a user, the kickoff) is no loop, and it ends a pause.
+    pub(super) fn rate_guard(
+        &self,
+        st: &mut State,
+        rate: Rate,
+        msgs: &[inbox::InboxMessage],
+    ) -> Option<Option<String>> {
+        let from_agents = from_agents(st, &self.agent, msgs);
+        let a = st.agents.entry(self.agent.clone()).or_default();
+        if !from_agents {
+            a.paused = false;
+            return None;
+        }
+        if a.paused {
+            return Some(None);
+        }
+        let now = Instant::now();
+        while a
+            .recent
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= rate.window)
+        {
+            a.recent.pop_front();
+        }
+        if a.recent.len() < rate.runs as usize {
+            a.recent.push_back(now);
+            return None;
+        }
+        a.paused = true;
+        a.recent.clear();
+        Some(Some(format!(
+            "loop guard: {} ran {} times within {} s on other agents' messages alone; \
+             paused until a message from someone else (theirs are left unread)",
+            self.agent,
+            rate.runs,
+            rate.window.as_secs_f64()
+        )))
+    }
+
+    /// Say on stderr and on the channel that the loop guard paused this agent.
+    pub(super) fn announce_pause(&self, why: &str) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
+        if let Err(e) = post::post(&self.inst, "system", why, &PostOptions::default()) {
+            crate::cli::warn("aw-run", format!("cannot post the pause: {e}"));
+        }
+    }
+}

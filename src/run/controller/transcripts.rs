@@ -1,0 +1,107 @@
+//! What an attempt leaves behind: its output as it comes (`_state/runs/<agent>/<n>.log`)
+//! and its transcript (`<n>.json`), secrets redacted; and what an agent's transcripts say
+//! it spent.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::Controller;
+use crate::error::Result;
+use crate::fs::atomic_write_private;
+use crate::inbox;
+use crate::instance::Instance;
+use crate::run::backend::{RunOutcome, Usage};
+use crate::run::redact::{redact, redact_cut};
+use crate::transcript::transcript_dir;
+
+/// What `agent`'s runs spent, summed over its transcripts; `None` when no transcript
+/// reports usage.
+pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
+    let rd = std::fs::read_dir(transcript_dir(inst, agent)).ok()?;
+    let mut total: Option<Usage> = None;
+    for e in rd.flatten() {
+        let Ok(bytes) = std::fs::read(e.path()) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+            continue;
+        };
+        if let Ok(u) = serde_json::from_value::<Usage>(v["usage"].clone()) {
+            total.get_or_insert_with(Usage::default).add(&u);
+        }
+    }
+    total
+}
+
+impl Controller {
+    /// The log of the attempt about to start (`_state/runs/<agent>/<n>.log`, `n` its
+    /// transcript's number), when it can be created.
+    pub(super) fn attempt_log(&self) -> Option<Arc<crate::run::attempt_log::AttemptLog>> {
+        let dir = transcript_dir(&self.inst, &self.agent);
+        if let Err(e) = crate::fs::private_dir(&dir) {
+            crate::cli::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
+            return None;
+        }
+        let path = crate::run::attempt_log::log_path(&dir, self.next_transcript);
+        crate::run::attempt_log::AttemptLog::create(&path, &self.secrets).map(Arc::new)
+    }
+
+    /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn transcript(
+        &mut self,
+        run: u64,
+        attempt: u32,
+        out: &RunOutcome,
+        started: &str,
+        duration: Duration,
+        msgs: &[inbox::InboxMessage],
+        replies: &[u64],
+        prompt: &str,
+    ) {
+        let n = self.next_transcript;
+        self.next_transcript += 1;
+        // Redacted before what was cut is told: no head of a secret is kept at a cut.
+        let stdout = redact_cut(&out.stdout, &self.secrets);
+        let stderr = redact_cut(&out.stderr, &self.secrets);
+        let doc = json!({
+            "agent": self.agent,
+            "run": run,
+            "attempt": attempt,
+            "status": out.status.name(),
+            "reason": out.reason,
+            "exit_code": out.exit_code,
+            "started": started,
+            "duration_ms": duration.as_millis() as u64,
+            "inbox": msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
+            "reply": replies,
+            "usage": out.usage,
+            "command": out.command.iter().map(|a| redact(a, &self.secrets)).collect::<Vec<_>>(),
+            "stdout": stdout.text,
+            "stdout_cut": stdout.cut,
+            "stderr": stderr.text,
+            "stderr_cut": stderr.cut,
+            "prompt": redact(prompt, &self.secrets),
+            "server": {
+                "host": crate::host::this().name,
+                "host_id": crate::host::this().id,
+                "pid": std::process::id(),
+            },
+        });
+        let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
+        let write = || -> Result<()> {
+            // Private from its first byte: a transcript holds prompts and outputs.
+            crate::fs::private_dir(&transcript_dir(&self.inst, &self.agent))?;
+            let text = serde_json::to_string_pretty(&doc).expect("json");
+            atomic_write_private(&path, text.as_bytes())
+        };
+        if let Err(e) = write() {
+            crate::cli::warn(
+                "aw-run",
+                format!("{}: transcript not written: {e}", self.agent),
+            );
+        }
+    }
+}
