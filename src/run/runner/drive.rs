@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 
-use super::Options;
+use super::options::Options;
 use super::output::{Printer, reporter, summary};
 use super::quiescence::wait_done;
 use super::serving::Serving;

@@ -2,30 +2,35 @@
 //! per agent fed by one channel watcher, and in run mode the decision that the work is done.
 //! This file holds the two ways in, [`run`] (a workflow file) and [`serve`] (agents
 //! registered with `aw-ctl new`), and the setup tasks; the rest is split by concept, each
-//! part using only those above it in this map:
+//! part using only those below it in this map:
 //!
 //! | module       | what it holds |
 //! |--------------|---------------|
 //! | `drive`      | the run loop: threads for signals, stop requests, the channel watcher and the controllers; the kickoff, tasks or iterations; how the run ended |
 //! | `quiescence` | the decision that the work is done (or, in keep mode, quiet) |
-//! | `start`      | what happens before the work is waited for: the document-owner election, the kickoff |
-//! | `workers`    | serving `spawn_agent` workers: trust, adoption, tethers to a spawner served elsewhere |
+//! | `workers`    | serving `spawn_agent` workers: adoption as they are registered, tethers to a spawner served elsewhere |
 //! | `serving`    | what a server's controllers share, and building one controller |
+//! | `trust`      | what a server trusts of the agents it serves, and the check of a worker against its spawner |
+//! | `start`      | what happens before the work is waited for: the document-owner election, the kickoff |
 //! | `output`     | events, the channel's new entries and the summary, as lines or JSON Lines |
 //! | `preflight`  | what the agents need from this machine, checked before anything is written |
 //! | `backends`   | building an agent's backend, from a workflow definition or a registry entry |
+//! | `options`    | the options of a run |
 //!
 //! Who serves which agent is recorded under `_state/serve/` (see [`super::serve`]).
 
 mod backends;
 mod drive;
+mod options;
 mod output;
 mod preflight;
 mod quiescence;
 mod serving;
 mod start;
+mod trust;
 mod workers;
 
+pub use options::Options;
 pub use preflight::{environment, preflight};
 pub use start::ELECTION_TIMEOUT;
 
@@ -38,7 +43,6 @@ use serde_json::json;
 
 use super::backend::{anthropic, openai};
 use super::command::shell;
-use super::controller::Retry;
 use super::interpolate::Vars;
 use super::models::Pricing;
 use super::serve;
@@ -52,36 +56,7 @@ use backends::{backend, exec_argv};
 use drive::drive;
 use serving::Serving;
 use start::{Start, start_election};
-use workers::{Trusted, check_worker};
-
-/// Options of a run.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Poll the channel at this interval instead of watching it.
-    pub poll: Option<Duration>,
-    /// Default cap on runs per agent (in keep mode: since the workflow was last quiet).
-    pub max_runs: u64,
-    /// Bound on the whole workflow.
-    pub timeout: Option<Duration>,
-    pub retry: Retry,
-    /// After a run failed for good, how long before its messages are tried again.
-    pub cooldown: Duration,
-    /// Stay until stopped instead of ending when the work is done.
-    pub keep: bool,
-    pub quiet: bool,
-    pub json: bool,
-    /// What the whole workflow may spend (else the instance's recorded budget, see
-    /// [`super::ledger`]).
-    pub budget: super::backend::Budget,
-    /// The loop guard's rate limit in keep mode (`None`: off).
-    pub rate: Option<super::controller::Rate>,
-    /// The loop guard's limit on the mentions between two agents in keep mode (`None`: off).
-    pub pair: Option<super::controller::Rate>,
-    /// Told (one byte) once the agents are served and the kickoff posted.
-    pub ready: Option<Arc<std::fs::File>>,
-    /// Run the workflow's one agent on its kickoff over many iterations (`--iter`).
-    pub iter: Option<super::iter::Plan>,
-}
+use trust::{Trusted, check_worker};
 
 /// Run `sh -c` for each setup task, storing outputs in `vars`. Past `timeout` (the
 /// workflow's `--timeout`, which counts from here) the running task is killed and setup

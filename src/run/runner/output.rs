@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::Options;
+use super::options::Options;
 use crate::channel::Channel;
 use crate::instance::Instance;
 use crate::run::controller::{Event, Report, Shared};

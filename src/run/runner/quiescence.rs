@@ -5,7 +5,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::Options;
+use super::options::Options;
 use super::workers::Adopter;
 use crate::error::exit;
 use crate::instance::Instance;

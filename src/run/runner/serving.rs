@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::Options;
 use super::backends::registered_backend;
-use super::workers::Trusted;
+use super::options::Options;
+use super::trust::Trusted;
 use crate::error::{Error, Result};
 use crate::fs::atomic_write_private;
 use crate::instance::Instance;
