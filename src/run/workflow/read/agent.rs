@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use super::budget::{read_budget, read_usage};
-use super::{AGENT_KEYS, MOCK_KEYS};
 use crate::error::Error;
 use crate::names::{self, sanitize};
 use crate::run::backend::claude::PERMISSION_MODES;
@@ -16,6 +15,30 @@ use crate::run::workflow::{
     AgentDef, Backend, MockDef, SystemPrompt, names_prompt_file, read_capped,
 };
 use crate::run::yaml::{Kind, Node};
+
+const AGENT_KEYS: [&str; 20] = [
+    "backend",
+    "model",
+    "system_prompt",
+    "tools",
+    "max_tokens",
+    "max_steps",
+    "timeout",
+    "idle_timeout",
+    "permission_mode",
+    "max_runs",
+    "cwd",
+    "env",
+    "command",
+    "mock",
+    "reply_fallback",
+    "budget",
+    "collab",
+    "delegate",
+    "max_workers",
+    "spawn_depth",
+];
+const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
 pub(super) fn read_agents(r: &mut Reader, top: &Fields, dir: &Path) -> Vec<AgentDef> {
     let Some((key, node)) = top.entry("agents") else {

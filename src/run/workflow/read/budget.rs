@@ -1,12 +1,21 @@
 //! Reading money and tokens: usage figures (a mock's), budgets (the workflow's and an
 //! agent's) and the `pricing:` table of models.
 
-use super::{BUDGET_KEYS, PRICE_KEYS, USAGE_KEYS};
 use crate::names::sanitize;
 use crate::run::diagnostic::Spanned;
 use crate::run::reader::{Reader, join};
 use crate::run::workflow::{Budget, Price, Pricing, Usage, models};
 use crate::run::yaml::{Kind, Node};
+
+const USAGE_KEYS: [&str; 5] = [
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+];
+const BUDGET_KEYS: [&str; 2] = ["usd", "tokens"];
+const PRICE_KEYS: [&str; 4] = ["input", "output", "cache_read", "cache_write"];
 
 /// What each run of a mock reports: token counts (whole numbers, default 0) and a cost.
 pub(super) fn read_usage(r: &mut Reader, node: &Node, path: &str) -> Option<Usage> {

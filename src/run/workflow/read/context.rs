@@ -1,12 +1,14 @@
 //! Reading `context:`: the shared context's provider, its document owner and where its
 //! channel and document live.
 
-use super::{CONFIG_KEYS, CONTEXT_KEYS};
 use crate::names::sanitize;
 use crate::run::diagnostic::{Spanned, suggestion};
 use crate::run::reader::{Reader, Use};
 use crate::run::workflow::{Context, DEFAULT_CHANNEL, DocumentOwner, ELECTION, FileConfig};
 use crate::run::yaml::{Kind, Node};
+
+const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
+const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];
 
 pub(super) fn read_context(r: &mut Reader, node: Option<&Node>, agents: &[&str]) -> Context {
     let Some(node) = node.filter(|n| !n.is_null()) else {

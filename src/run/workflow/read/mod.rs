@@ -1,6 +1,6 @@
 //! Reading a workflow from its YAML tree: each part of the file in turn, then the check of
 //! every `${{ name }}` against what will be defined where it is used. This file holds the
-//! top level and the keys each part takes; the parts are files of their own: `agent`
+//! top level; the parts are files of their own, each with the keys it takes: `agent`
 //! (`agents:`), `budget` (usage, budgets, `pricing:`), `context` (`context:`), `tasks`
 //! (`setup:`, `tasks:`) and `references` (the `${{ name }}` check).
 
@@ -27,42 +27,6 @@ use tasks::{read_setup, read_tasks};
 const TOP_KEYS: [&str; 8] = [
     "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks",
 ];
-const AGENT_KEYS: [&str; 20] = [
-    "backend",
-    "model",
-    "system_prompt",
-    "tools",
-    "max_tokens",
-    "max_steps",
-    "timeout",
-    "idle_timeout",
-    "permission_mode",
-    "max_runs",
-    "cwd",
-    "env",
-    "command",
-    "mock",
-    "reply_fallback",
-    "budget",
-    "collab",
-    "delegate",
-    "max_workers",
-    "spawn_depth",
-];
-const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
-const USAGE_KEYS: [&str; 5] = [
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "cost_usd",
-];
-const BUDGET_KEYS: [&str; 2] = ["usd", "tokens"];
-const PRICE_KEYS: [&str; 4] = ["input", "output", "cache_read", "cache_write"];
-const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
-const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];
-const SETUP_KEYS: [&str; 2] = ["shell", "as"];
-const TASK_KEYS: [&str; 7] = ["shell", "send", "parallel", "to", "as", "timeout", "if"];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     let dir = match path.parent() {

@@ -1,7 +1,6 @@
 //! Reading `setup:` and `tasks:`: shell and send tasks, parallel groups, their `to:`,
 //! `as:` and `if:`.
 
-use super::{SETUP_KEYS, TASK_KEYS};
 use crate::names::sanitize;
 use crate::run::diagnostic::{Spanned, suggestion};
 use crate::run::expr::Expr;
@@ -10,6 +9,9 @@ use crate::run::reader::Reference;
 use crate::run::reader::{Reader, Use, join};
 use crate::run::workflow::{SetupTask, Task, TaskKind};
 use crate::run::yaml::{Kind, Node};
+
+const SETUP_KEYS: [&str; 2] = ["shell", "as"];
+const TASK_KEYS: [&str; 7] = ["shell", "send", "parallel", "to", "as", "timeout", "if"];
 
 pub(super) fn read_setup(r: &mut Reader, node: &Node) -> Vec<SetupTask> {
     let Some(items) = node.seq().map_err(|m| r.error(node.pos, "setup", &m)).ok() else {
