@@ -2,7 +2,8 @@
 //! process and the instance's ledger, priced by the model when the backend reports no cost,
 //! and checked against the agent's own budget and the workflow's.
 
-use super::{Controller, Shared, State};
+use super::config::Controller;
+use super::shared::{Shared, State};
 use crate::post::{self, PostOptions};
 use crate::run::backend::{Budget, Usage};
 use crate::run::models::Price;

@@ -9,47 +9,40 @@
 //! controller that has seen the current generation and found nothing to do sleeps on the
 //! condition variable: idle costs nothing.
 //!
-//! This file holds the loop and one run with its retries; the rest is split by concept:
+//! This file holds the loop and one run with its retries; the rest is split by concept, each
+//! part using only those below it in this map:
 //!
 //! | module        | what it holds |
 //! |---------------|---------------|
-//! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
-//! | `loop_guard`  | the run cap, the rate limit ([`Rate`]) and the pair limit, and the pauses they cause |
-//! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
 //! | `transcripts` | an attempt's log and transcript, and what an agent's transcripts say it spent |
+//! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
+//! | `loop_guard`  | the run cap, the rate limit and the pair limit, and the pauses they cause |
+//! | `config`      | [`Controller`]: everything one controller needs, and what it keeps between runs |
+//! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
+//! | `rate`        | [`Rate`]: the loop guard's limits and their defaults |
 
 mod budget;
+mod config;
 mod loop_guard;
+mod rate;
 mod shared;
 mod transcripts;
 
-pub use loop_guard::{DEFAULT_PAIR, DEFAULT_RATE, Rate};
+pub use config::{Controller, Retry};
+pub use rate::{DEFAULT_PAIR, DEFAULT_RATE, Rate};
 pub use shared::{AgentState, Shared, State};
 pub use transcripts::usage_of;
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::backend::{Backend, Budget, RunContext, RunOutcome, Status, Stop, Usage};
-use super::models::Price;
+use super::backend::{RunContext, RunOutcome, Status, Usage};
 use super::prompt::{self, PromptParts};
-use super::serve::{self, ControllerState, Served};
+use super::serve::{self, ControllerState};
 use crate::channel::Channel;
 use crate::inbox;
-use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use budget::{over_budget, priced, remaining_usd};
 use loop_guard::from_agents;
-
-/// Retry policy of failed runs.
-#[derive(Debug, Clone, Copy)]
-pub struct Retry {
-    /// Attempts per run, at least 1.
-    pub attempts: u32,
-    /// Wait before the second attempt; doubled for each further one.
-    pub backoff: Duration,
-}
 
 /// One controller event, as reported by the runner: an attempt starts, or an attempt
 /// ended.
@@ -76,49 +69,6 @@ pub struct Event {
 
 /// How events are shown.
 pub type Report = dyn Fn(&Event) + Send + Sync;
-
-/// Everything one controller needs.
-pub struct Controller {
-    pub inst: Instance,
-    pub agent: String,
-    pub backend: Box<dyn Backend>,
-    pub system: Option<String>,
-    /// The entry document; `None` when the workflow has no shared context (`context:
-    /// false`): the prompt then shows neither the recent channel nor a document.
-    pub document: Option<String>,
-    pub root: PathBuf,
-    pub mcp_config: PathBuf,
-    /// What [`Controller::mcp_config`] holds, written afresh before every attempt: the
-    /// agent's own tools may reach the file, and a rewritten one must never take effect.
-    pub mcp_text: String,
-    pub timeout: Option<Duration>,
-    pub max_runs: u64,
-    pub reply_fallback: bool,
-    pub retry: Retry,
-    /// First transcript number to use.
-    pub next_transcript: u64,
-    /// After a run failed for good, how long before its messages are tried again (unless
-    /// something new arrives first).
-    pub cooldown: Duration,
-    /// What `aw-ctl ps` shows of this controller.
-    pub served: Served,
-    /// The state and run count last recorded.
-    pub published: Option<(ControllerState, u64)>,
-    /// Values that transcripts and replies never show (see [`secrets`]).
-    pub secrets: Vec<String>,
-    /// What this agent's own runs may spend.
-    pub budget: Budget,
-    /// The prices of the agent's model: they price a run whose backend reports no cost.
-    pub price: Option<Price>,
-    /// Text added at the end of every prompt, read as each prompt is built: an iterative
-    /// run's task and progress (see [`super::iter`]).
-    pub task_context: Option<Arc<Mutex<String>>>,
-    /// Stops this controller alone (a closed worker); a child of [`Shared::stop`], so
-    /// stopping them all stops it too.
-    pub stop: Stop,
-    /// The agent's serving lock (see [`serve::take`]), let go when the controller ends.
-    pub serving_lock: Option<crate::fs::Lock>,
-}
 
 use super::redact::redact;
 pub use super::redact::secrets;
@@ -521,6 +471,8 @@ fn last_line(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run::backend::Budget;
+    use crate::run::models::Price;
 
     fn usage(input: u64, output: u64, cost: Option<f64>) -> Usage {
         Usage {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::Rate;
+use super::rate::Rate;
 use crate::run::backend::{Budget, Stop, Usage};
 
 /// What the runner and the controllers share.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::Controller;
+use super::config::Controller;
 use crate::error::Result;
 use crate::fs::atomic_write_private;
 use crate::inbox;
