@@ -12,7 +12,7 @@
 //! itself is removed from the environment of every command aw-run starts (setup and shell
 //! tasks, backends, a worker's aw-run), so nothing else reports readiness on its behalf.
 //!
-//! [`runnable`] is the check both sides make before a worker is registered or served: a
+//! `runnable` is the check both sides make before a worker is registered or served: a
 //! backend aw-run knows, its CLI program in `PATH`, a model or a command where one is
 //! needed.
 

@@ -1,6 +1,6 @@
 //! A workflow run: serving locks, agent registration, setup, kickoff, one controller thread
 //! per agent fed by one channel watcher, and in run mode the decision that the work is done.
-//! This file holds the two ways in, [`run`] (a workflow file) and [`serve`] (agents
+//! This file holds the two ways in, [`run`] (a workflow file) and [`serve()`] (agents
 //! registered with `aw-ctl new`), and the setup tasks; the rest is split by concept, each
 //! part using only those below it in this map:
 //!
