@@ -16,7 +16,6 @@ use serde_json::json;
 use super::backend::claude::Claude;
 use super::backend::codex::Codex;
 use super::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
-use super::backend::files::FileTool;
 use super::backend::mock::Mock;
 use super::backend::{Backend as RunBackend, sibling};
 use super::backend::{anthropic, openai};
@@ -32,6 +31,7 @@ use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::registry::{self, Agent};
+use crate::tools::files::FileTool;
 
 /// The environment variable that hands a detached server the pipe it reports readiness on
 /// (`aw-run --detach`); never passed on to setup commands or backends.
@@ -217,11 +217,11 @@ fn backend(
         Backend::Codex => Ok(Box::new(Codex {
             program: CODEX.to_string(),
             model: def.model_name().map(str::to_string),
-            mcp_keys: crate::mcp::config::codex_keys(
+            mcp_keys: crate::tools::client_config::codex_keys(
                 &sibling("aw-mcp"),
                 root,
                 &format!("{name}@{instance}"),
-                &crate::mcp::config::tool_args(def.collab, def.delegate),
+                &crate::tools::client_config::tool_args(def.collab, def.delegate),
             ),
             idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
@@ -251,7 +251,7 @@ fn backend(
                 },
                 aw_root: root.to_path_buf(),
                 instance_dir: root.join(instance),
-                toolset: crate::mcp::tools::Toolset {
+                toolset: crate::tools::Toolset {
                     collab: def.collab,
                     delegate: def.delegate,
                 },
@@ -590,7 +590,7 @@ impl Serving {
         // Private, whatever the umask: a configuration may hold what an agent's tools need.
         crate::fs::private_dir(&mcp_dir)?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
-        let mcp_text = crate::mcp::config::claude_json(
+        let mcp_text = crate::tools::client_config::claude_json(
             &sibling("aw-mcp"),
             &self.root,
             &format!("{name}@{}", inst.name()),
@@ -639,7 +639,7 @@ impl Serving {
     /// The controller of an agent of the registry (`aw-ctl new`, or a worker).
     fn registered(&self, a: &Agent) -> Result<Controller> {
         let backend = registered_backend(a, &self.root, self.inst.name())?;
-        let tool_args = crate::mcp::config::tool_args(a.collab, a.delegate);
+        let tool_args = crate::tools::client_config::tool_args(a.collab, a.delegate);
         let mut c = self.controller(&a.name, backend, &tool_args)?;
         c.system = a.system_prompt.clone();
         // The registry may have been edited by hand: a bad value is refused, not a panic.
@@ -668,7 +668,7 @@ impl Serving {
 /// a workflow file for the rest (credentials from the environment).
 fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn RunBackend>> {
     runnable(a)?;
-    let toolset = crate::mcp::tools::Toolset {
+    let toolset = crate::tools::Toolset {
         collab: a.collab,
         delegate: a.delegate,
     };
@@ -696,11 +696,11 @@ fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn 
                 .model
                 .as_ref()
                 .map(|m| m.strip_prefix("openai/").unwrap_or(m).to_string()),
-            mcp_keys: crate::mcp::config::codex_keys(
+            mcp_keys: crate::tools::client_config::codex_keys(
                 &sibling("aw-mcp"),
                 root,
                 &format!("{}@{instance}", a.name),
-                &crate::mcp::config::tool_args(a.collab, a.delegate),
+                &crate::tools::client_config::tool_args(a.collab, a.delegate),
             ),
             idle_timeout: CLI_IDLE_TIMEOUT,
             env: Vec::new(),
@@ -973,7 +973,7 @@ pub fn run(
     registry::register_all(inst, agents, true)?;
     let mut controllers = Vec::new();
     for (def, system, secrets, backend) in built {
-        let tool_args = crate::mcp::config::tool_args(def.collab, def.delegate);
+        let tool_args = crate::tools::client_config::tool_args(def.collab, def.delegate);
         let mut c = serving.controller(&def.name.value, backend, &tool_args)?;
         c.system = system;
         c.timeout = def.timeout.as_ref().map(|t| t.value);
