@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::args::{Args, req_str, str_arg};
-use super::{Caller, Reply};
+use super::caller::{Caller, Reply};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::Result;
 use crate::post::{self, PostOptions};

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::args::{Args, req_str, str_arg, uint_arg};
+use super::caller::{Caller, Reply};
 use super::catalogue::{DEFAULT_REPLY_WAIT, MAX_REPLY_WAIT, MAX_WAIT_SECONDS};
-use super::{Caller, Reply};
 use crate::channel::{Channel, Entry};
 use crate::error::{Error, Result};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};

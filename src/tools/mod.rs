@@ -14,6 +14,7 @@
 //! every failure is an [`Error`] that the front end gives the model as a tool error.
 
 pub mod args;
+mod caller;
 pub mod catalogue;
 pub mod client_config;
 mod documents;
@@ -23,58 +24,12 @@ mod proposals;
 mod team;
 mod workers;
 
+pub use caller::{Caller, Reply};
 pub use catalogue::{INSTRUCTIONS, Tool, Toolset};
 
 use crate::error::{Error, Result};
-use crate::instance::Instance;
 use crate::proposal;
-use crate::run::backend::Stop;
 use args::Args;
-
-/// Who calls a tool: one agent of one instance, with the tools it is given.
-#[derive(Clone)]
-pub struct Caller {
-    pub inst: Instance,
-    pub agent: String,
-    /// Set to end a tool call that waits (a reply to `channel_send`, `wait`) early: an
-    /// in-process run being stopped.
-    pub stop: Stop,
-    /// The tools this agent gets.
-    pub tools: Toolset,
-}
-
-impl Caller {
-    pub fn new(inst: Instance, agent: impl Into<String>) -> Caller {
-        Caller {
-            inst,
-            agent: agent.into(),
-            stop: Stop::default(),
-            tools: Toolset::default(),
-        }
-    }
-}
-
-/// A tool's successful outcome: text for the model, and the same data structured.
-pub struct Reply {
-    pub text: String,
-    pub structured: Option<serde_json::Value>,
-}
-
-impl Reply {
-    pub fn text(text: impl Into<String>) -> Reply {
-        Reply {
-            text: text.into(),
-            structured: None,
-        }
-    }
-
-    pub fn with(text: impl Into<String>, structured: serde_json::Value) -> Reply {
-        Reply {
-            text: text.into(),
-            structured: Some(structured),
-        }
-    }
-}
 
 /// Run one tool call as `s`: the tool named `name`, with the arguments `a`.
 pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {

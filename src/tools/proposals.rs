@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use super::args::{Args, bool_arg, req_str, str_arg, uint_arg};
-use super::{Caller, Reply};
+use super::caller::{Caller, Reply};
 use crate::error::{Error, Result};
 use crate::proposal::{self, Choice, NewProposal};
 

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::args::{Args, bool_arg, str_arg};
-use super::{Caller, Reply};
+use super::caller::{Caller, Reply};
 use crate::error::Result;
 use crate::registry::{Config, Registry};
 use crate::status;

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::args::{Args, req_str, str_arg, uint_arg};
+use super::caller::{Caller, Reply};
 use super::catalogue::{DEFAULT_COLLAB_WAIT, MAX_COLLAB_WAIT};
 use super::messages::entry_line;
-use super::{Caller, Reply};
 use crate::error::{Error, Result};
 
 pub(super) fn spawn_agent(s: &Caller, a: &Args) -> Result<Reply> {

@@ -46,26 +46,14 @@ mod sandbox;
 
 use serde_json::{Value, json};
 
+pub use ops::{
+    BINARY_PROBE, MAX_LIST, MAX_MATCH_LINE, MAX_MATCHES, MAX_READ, MAX_SEARCH_FILE, MAX_WRITE,
+};
 pub use sandbox::Sandbox;
 
 use crate::error::{Error, Result};
 use crate::names::sanitize;
 use crate::tools::args::{Args, bool_arg, req_str, str_arg, whole};
-
-/// Most bytes of text `read_file` and `search` give (256 KiB).
-pub const MAX_READ: usize = 256 * 1024;
-/// Most entries `list_files` gives.
-pub const MAX_LIST: usize = 2000;
-/// Most matching lines `search` gives.
-pub const MAX_MATCHES: usize = 500;
-/// Largest file `search` reads (4 MiB); larger ones are skipped.
-pub const MAX_SEARCH_FILE: usize = 4 << 20;
-/// How many first bytes of a file `search` looks at for a NUL, the sign of a binary file.
-pub const BINARY_PROBE: usize = 8 * 1024;
-/// Longest part of a matching line `search` shows, in characters.
-pub const MAX_MATCH_LINE: usize = 400;
-/// Largest content `write_file` takes (1 MiB).
-pub const MAX_WRITE: usize = 1 << 20;
 
 crate::keyword_enum! {
     /// The built-in file tools an API agent may be given by name.

@@ -10,12 +10,24 @@ use nix::sys::stat::{FchmodatFlags, fchmodat};
 use super::sandbox::{
     Entry, Sandbox, changed, io_error, is_a_folder, join, not_regular, parts, stat_at,
 };
-use super::{
-    BINARY_PROBE, MAX_LIST, MAX_MATCH_LINE, MAX_MATCHES, MAX_READ, MAX_SEARCH_FILE, MAX_WRITE,
-};
 use crate::error::{Error, Result};
 use crate::fs::beneath::{Kind, read_capped};
 use crate::names::sanitize;
+
+/// Most bytes of text `read_file` and `search` give (256 KiB).
+pub const MAX_READ: usize = 256 * 1024;
+/// Most entries `list_files` gives.
+pub const MAX_LIST: usize = 2000;
+/// Most matching lines `search` gives.
+pub const MAX_MATCHES: usize = 500;
+/// Largest file `search` reads (4 MiB); larger ones are skipped.
+pub const MAX_SEARCH_FILE: usize = 4 << 20;
+/// How many first bytes of a file `search` looks at for a NUL, the sign of a binary file.
+pub const BINARY_PROBE: usize = 8 * 1024;
+/// Longest part of a matching line `search` shows, in characters.
+pub const MAX_MATCH_LINE: usize = 400;
+/// Largest content `write_file` takes (1 MiB).
+pub const MAX_WRITE: usize = 1 << 20;
 
 impl Sandbox {
     pub(super) fn read_file(&self, given: &str, offset: u64, limit: Option<u64>) -> Result<String> {
