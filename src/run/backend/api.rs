@@ -187,7 +187,7 @@ pub fn aw_tools(toolset: &Toolset) -> Vec<ToolDef> {
 /// The system prompt of an API agent: its own, then how to work with the aw tools.
 pub fn system_prompt(own: Option<&str>) -> String {
     match own.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(s) => format!("{s}\n\n{}", INSTRUCTIONS),
+        Some(s) => format!("{s}\n\n{INSTRUCTIONS}"),
         None => INSTRUCTIONS.to_string(),
     }
 }
