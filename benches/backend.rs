@@ -295,7 +295,12 @@ fn cli(inst: &Instance, root: &Path, opts: &Opts, table: &mut Table) {
             "codex" => Some(Box::new(Codex {
                 program,
                 model: Some("gpt-5".into()),
-                mcp_keys: aw::mcp::config::codex_keys(Path::new("aw-mcp"), root, "alice@b", &[]),
+                mcp_keys: aw::tools::client_config::codex_keys(
+                    Path::new("aw-mcp"),
+                    root,
+                    "alice@b",
+                    &[],
+                ),
                 idle_timeout: Duration::from_secs(60),
                 env,
                 cwd: None,

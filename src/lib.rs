@@ -23,6 +23,7 @@ pub mod spawn;
 pub mod state;
 pub mod status;
 pub mod time;
+pub mod tools;
 pub mod transcript;
 
 pub use error::{Error, Result};

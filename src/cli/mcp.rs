@@ -111,7 +111,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         )?;
     }
     let mut server = Server::new(inst, name);
-    server.tools = crate::mcp::tools::Toolset {
+    server.caller.tools = crate::tools::Toolset {
         collab: (collab || delegate).then_some(limits),
         delegate,
     };

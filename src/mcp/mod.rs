@@ -1,10 +1,8 @@
-//! The MCP server behind `aw-mcp`: one agent identity, every tool working on the instance
-//! directory directly.
+//! The MCP server behind `aw-mcp`: the stdio transport ([`framing`]) and the rmcp server of
+//! one agent identity. The tools themselves are [`crate::tools`]; this module only carries
+//! their list and their calls.
 
-pub mod config;
 pub mod framing;
-pub mod handlers;
-pub mod tools;
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -14,18 +12,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 
 use crate::instance::Instance;
-use crate::run::backend::Stop;
-
-/// What the server tells the model about working with these tools.
-pub const INSTRUCTIONS: &str = "\
-You are one agent of a team that shares a channel, an inbox per agent, documents and votes.
-Work loop: call my_inbox (use wait_seconds to wait for work instead of polling), handle each
-message, reply with channel_send (mention agents as @name so they are woken), then call
-my_inbox_ack with the id of the newest message you handled. Keep durable state (plans,
-decisions, findings) in documents (team_doc_*), not only in the channel; if a document owner
-is set and it is not you, use document_suggest. Put long content in resource_create and
-reference its id. When you see [PROPOSAL:id], vote with team_vote (votes are final); create
-proposals for decisions the team must share. Mention only agents who must act.";
+use crate::tools::{self, Caller, INSTRUCTIONS};
 
 /// The longest content a tool takes: a document or a resource.
 const MAX_CONTENT: usize = if crate::document::MAX_DOCUMENT > crate::resource::MAX_RESOURCE {
@@ -39,47 +26,17 @@ const MAX_CONTENT: usize = if crate::document::MAX_DOCUMENT > crate::resource::M
 /// for the rest of the request. A longer line is skipped and answered with an error.
 pub const MAX_REQUEST_LINE: usize = 6 * MAX_CONTENT + (1 << 20);
 
-/// The server for one agent of one instance.
+/// The server for one agent of one instance: the agent's identity and tools, served over
+/// stdio.
 #[derive(Clone)]
 pub struct Server {
-    pub inst: Instance,
-    pub agent: String,
-    /// Set to end a tool call that waits (a reply to `channel_send`) early: an in-process
-    /// run being stopped.
-    pub stop: Stop,
-    /// The tools this agent gets.
-    pub tools: tools::Toolset,
+    pub caller: Caller,
 }
 
 impl Server {
     pub fn new(inst: Instance, agent: impl Into<String>) -> Server {
         Server {
-            inst,
-            agent: agent.into(),
-            stop: Stop::default(),
-            tools: tools::Toolset::default(),
-        }
-    }
-}
-
-/// A tool's successful outcome: text for the model, and the same data structured.
-pub struct Reply {
-    pub text: String,
-    pub structured: Option<serde_json::Value>,
-}
-
-impl Reply {
-    pub fn text(text: impl Into<String>) -> Reply {
-        Reply {
-            text: text.into(),
-            structured: None,
-        }
-    }
-
-    pub fn with(text: impl Into<String>, structured: serde_json::Value) -> Reply {
-        Reply {
-            text: text.into(),
-            structured: Some(structured),
+            caller: Caller::new(inst, agent),
         }
     }
 }
@@ -96,7 +53,7 @@ impl rmcp::ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.listed()))
+        Ok(ListToolsResult::with_all_items(self.caller.tools.listed()))
     }
 
     async fn call_tool(
@@ -104,12 +61,11 @@ impl rmcp::ServerHandler for Server {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let this = self.clone();
+        let caller = self.caller.clone();
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let shown = name.clone();
-        let outcome =
-            tokio::task::spawn_blocking(move || handlers::call(&this, &name, &args)).await;
+        let outcome = tokio::task::spawn_blocking(move || tools::call(&caller, &name, &args)).await;
         let result = match outcome {
             Ok(Ok(reply)) => {
                 let mut r = CallToolResult::success(vec![ContentBlock::text(reply.text)]);

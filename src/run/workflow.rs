@@ -33,7 +33,7 @@
 //!   in either.
 //! - `tools`: a list of strings, for three backends only. `claude`: Claude Code's tool names,
 //!   as written (`Read`, `Bash(git diff:*)`). `anthropic` and `openai`: the built-in file tools
-//!   the agent is given, each named once by a [`FileTool`](super::backend::files::FileTool)
+//!   the agent is given, each named once by a [`FileTool`](crate::tools::files::FileTool)
 //!   name (an unknown name is an error that lists the valid ones). Other backends refuse it.
 //! - `max_tokens`, `max_steps`, `max_runs` (whole numbers ≥ 1), `timeout` (a duration, see
 //!   [`parse_duration`]), `reply_fallback` (true/false, default true).

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use super::{Args, agent_instance};
 use crate::cli::Out;
 use crate::error::{Error, Result};
-use crate::mcp::config;
 use crate::names;
+use crate::tools::client_config;
 
 /// Where `aw-mcp` is: next to this executable, else on PATH.
 fn aw_mcp_path() -> Result<PathBuf> {
@@ -61,12 +61,12 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
             "--collab and --delegate do not go together (--delegate gives the collab tools)".into(),
         ));
     }
-    let tools = config::tool_args(
+    let tools = client_config::tool_args(
         (a.collab || a.delegate).then(crate::registry::Collab::default),
         a.delegate,
     );
     if a.codex || a.codex_toml {
-        let keys = config::codex_keys(&exe, &root, &agent, &tools);
+        let keys = client_config::codex_keys(&exe, &root, &agent, &tools);
         if a.codex_toml {
             out.line("[mcp_servers.aw]")?;
             for (k, v) in keys {
@@ -82,6 +82,6 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         }
         return Ok(0);
     }
-    out.line(&config::claude_json(&exe, &root, &agent, &tools))?;
+    out.line(&client_config::claude_json(&exe, &root, &agent, &tools))?;
     Ok(0)
 }

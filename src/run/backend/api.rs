@@ -1,6 +1,6 @@
 //! The tool loop of the API backends (`anthropic`, `openai`), in process: send the prompt
 //! and the tools, run the tools the model calls, send their results, until the model ends
-//! its turn. The aw tools are the `aw-mcp` handlers called directly, as the agent.
+//! its turn. The aw tools are [`crate::tools`] called directly, as the agent.
 //!
 //! A [`Dialect`] knows one API's shapes (request, answer, tool results); [`Api`] runs the
 //! loop the same way for each:
@@ -23,11 +23,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::files::{FileTool, Sandbox};
 use super::http::{CallError, Client};
 use super::{Backend, Capture, RunContext, RunOutcome, Status, Usage};
-use crate::mcp::Server;
-use crate::mcp::tools::Tool;
+use crate::tools::files::{FileTool, Sandbox};
+use crate::tools::{Caller, INSTRUCTIONS, Tool, Toolset};
 
 /// Model calls per run when the agent sets no `max_steps`.
 pub const DEFAULT_MAX_STEPS: u64 = 20;
@@ -60,7 +59,7 @@ pub struct Settings<'a> {
     pub aw_root: PathBuf,
     pub instance_dir: PathBuf,
     /// The aw tools the agent gets.
-    pub toolset: crate::mcp::tools::Toolset,
+    pub toolset: Toolset,
 }
 
 impl Settings<'_> {
@@ -169,11 +168,11 @@ pub struct Api<D: Dialect> {
     /// The built-in file tools given, and their folder.
     pub files: Option<(Sandbox, Vec<FileTool>)>,
     /// The aw tools given.
-    pub toolset: crate::mcp::tools::Toolset,
+    pub toolset: Toolset,
 }
 
 /// The aw tools of `toolset`, for the model.
-pub fn aw_tools(toolset: &crate::mcp::tools::Toolset) -> Vec<ToolDef> {
+pub fn aw_tools(toolset: &Toolset) -> Vec<ToolDef> {
     toolset
         .listed()
         .iter()
@@ -188,8 +187,8 @@ pub fn aw_tools(toolset: &crate::mcp::tools::Toolset) -> Vec<ToolDef> {
 /// The system prompt of an API agent: its own, then how to work with the aw tools.
 pub fn system_prompt(own: Option<&str>) -> String {
     match own.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(s) => format!("{s}\n\n{}", crate::mcp::INSTRUCTIONS),
-        None => crate::mcp::INSTRUCTIONS.to_string(),
+        Some(s) => format!("{s}\n\n{INSTRUCTIONS}"),
+        None => INSTRUCTIONS.to_string(),
     }
 }
 
@@ -216,7 +215,7 @@ impl<D: Dialect> Api<D> {
 
     /// Run one tool call as the agent. `my_inbox` does not wait here: the run would hold
     /// its controller, and aw-run wakes the agent anyway when a message comes.
-    fn call(&self, server: &Server, call: &Call) -> ToolResult {
+    fn call(&self, caller: &Caller, call: &Call) -> ToolResult {
         let input = call.input.clone().map(|mut args| {
             if call.name == Tool::MyInbox.name() {
                 args.remove("wait_seconds");
@@ -227,7 +226,7 @@ impl<D: Dialect> Api<D> {
             Err(why) => Err(why.clone()),
             Ok(args) => match self.file_tool(&call.name) {
                 Some((sandbox, t)) => sandbox.call(t, args).map_err(|e| e.to_string()),
-                None => crate::mcp::handlers::call(server, &call.name, args)
+                None => crate::tools::call(caller, &call.name, args)
                     .map(|r| r.text)
                     .map_err(|e| e.to_string()),
             },
@@ -293,10 +292,10 @@ impl<D: Dialect> Api<D> {
         deadline: Option<Instant>,
         tool_stop: &super::Stop,
     ) -> RunOutcome {
-        let server = Server {
+        let caller = Caller {
             stop: tool_stop.clone(),
             tools: self.toolset,
-            ..Server::new(ctx.inst.clone(), ctx.agent)
+            ..Caller::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();
         let mut messages = self.dialect.start(ctx.prompt);
@@ -377,7 +376,7 @@ impl<D: Dialect> Api<D> {
                 Finish::ToolUse | Finish::Other(_) if !turn.calls.is_empty() => {
                     let (run, refused) = turn.calls.split_at(turn.calls.len().min(MAX_TOOL_CALLS));
                     let mut results: Vec<ToolResult> =
-                        run.iter().map(|c| self.call(&server, c)).collect();
+                        run.iter().map(|c| self.call(&caller, c)).collect();
                     record["tools"] = json!(
                         run.iter()
                             .zip(&results)

@@ -22,7 +22,6 @@ pub mod api;
 pub mod claude;
 pub mod codex;
 pub mod exec;
-pub mod files;
 pub mod http;
 pub mod mock;
 pub mod openai;

@@ -8,13 +8,13 @@ use crate::registry::Agent;
 use crate::run::backend::claude::Claude;
 use crate::run::backend::codex::Codex;
 use crate::run::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
-use crate::run::backend::files::FileTool;
 use crate::run::backend::mock::Mock;
 use crate::run::backend::{Backend as RunBackend, sibling};
 use crate::run::backend::{anthropic, openai};
 use crate::run::interpolate::Vars;
 use crate::run::workflow::{Backend, Workflow};
 use crate::spawn::{CLAUDE, CODEX, runnable};
+use crate::tools::files::FileTool;
 
 /// Build the backend of one agent.
 pub(super) fn backend(
@@ -57,11 +57,11 @@ pub(super) fn backend(
         Backend::Codex => Ok(Box::new(Codex {
             program: CODEX.to_string(),
             model: def.model_name().map(str::to_string),
-            mcp_keys: crate::mcp::config::codex_keys(
+            mcp_keys: crate::tools::client_config::codex_keys(
                 &sibling("aw-mcp"),
                 root,
                 &format!("{name}@{instance}"),
-                &crate::mcp::config::tool_args(def.collab, def.delegate),
+                &crate::tools::client_config::tool_args(def.collab, def.delegate),
             ),
             idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
@@ -91,7 +91,7 @@ pub(super) fn backend(
                 },
                 aw_root: root.to_path_buf(),
                 instance_dir: root.join(instance),
-                toolset: crate::mcp::tools::Toolset {
+                toolset: crate::tools::Toolset {
                     collab: def.collab,
                     delegate: def.delegate,
                 },
@@ -149,7 +149,7 @@ pub(super) fn registered_backend(
     instance: &str,
 ) -> Result<Box<dyn RunBackend>> {
     runnable(a)?;
-    let toolset = crate::mcp::tools::Toolset {
+    let toolset = crate::tools::Toolset {
         collab: a.collab,
         delegate: a.delegate,
     };
@@ -177,11 +177,11 @@ pub(super) fn registered_backend(
                 .model
                 .as_ref()
                 .map(|m| m.strip_prefix("openai/").unwrap_or(m).to_string()),
-            mcp_keys: crate::mcp::config::codex_keys(
+            mcp_keys: crate::tools::client_config::codex_keys(
                 &sibling("aw-mcp"),
                 root,
                 &format!("{}@{instance}", a.name),
-                &crate::mcp::config::tool_args(a.collab, a.delegate),
+                &crate::tools::client_config::tool_args(a.collab, a.delegate),
             ),
             idle_timeout: CLI_IDLE_TIMEOUT,
             env: Vec::new(),

@@ -228,7 +228,7 @@ pub fn run(
     registry::register_all(inst, agents, true)?;
     let mut controllers = Vec::new();
     for (def, system, secrets, backend) in built {
-        let tool_args = crate::mcp::config::tool_args(def.collab, def.delegate);
+        let tool_args = crate::tools::client_config::tool_args(def.collab, def.delegate);
         let mut c = serving.controller(&def.name.value, backend, &tool_args)?;
         c.system = system;
         c.timeout = def.timeout.as_ref().map(|t| t.value);

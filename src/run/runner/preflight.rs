@@ -5,11 +5,11 @@ use std::path::Path;
 
 use super::backends::{exec_argv, unavailable};
 use crate::error::{Error, Result};
-use crate::run::backend::files::FileTool;
 use crate::run::backend::{anthropic, openai};
 use crate::run::interpolate::Vars;
 use crate::run::workflow::{Backend, Workflow};
 use crate::spawn::{find_in, find_program, is_executable, missing_program, program_of};
+use crate::tools::files::FileTool;
 
 /// Refuse what cannot run, before anything is written: the first of [`environment`]'s
 /// problems.

@@ -55,7 +55,7 @@ impl Serving {
         // Private, whatever the umask: a configuration may hold what an agent's tools need.
         crate::fs::private_dir(&mcp_dir)?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
-        let mcp_text = crate::mcp::config::claude_json(
+        let mcp_text = crate::tools::client_config::claude_json(
             &sibling("aw-mcp"),
             &self.root,
             &format!("{name}@{}", inst.name()),
@@ -104,7 +104,7 @@ impl Serving {
     /// The controller of an agent of the registry (`aw-ctl new`, or a worker).
     pub(super) fn registered(&self, a: &Agent) -> Result<Controller> {
         let backend = registered_backend(a, &self.root, self.inst.name())?;
-        let tool_args = crate::mcp::config::tool_args(a.collab, a.delegate);
+        let tool_args = crate::tools::client_config::tool_args(a.collab, a.delegate);
         let mut c = self.controller(&a.name, backend, &tool_args)?;
         c.system = a.system_prompt.clone();
         // The registry may have been edited by hand: a bad value is refused, not a panic.

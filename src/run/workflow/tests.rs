@@ -4,7 +4,7 @@
 use std::fs;
 
 use super::*;
-use crate::run::backend::files::FileTool;
+use crate::tools::files::FileTool;
 
 /// The variables a check sees: `HOME` in the environment, and `--var ticket=...`.
 fn vars() -> Vars {

@@ -50,7 +50,7 @@ pub fn codex_keys(
         // Codex gives a tool call 60 s by default; `channel_send` may wait for a reply.
         (
             "tool_timeout_sec",
-            (crate::mcp::tools::MAX_REPLY_WAIT + 30).to_string(),
+            (super::catalogue::MAX_REPLY_WAIT + 30).to_string(),
         ),
     ]
 }

@@ -1,4 +1,5 @@
-//! The tool list of `aw-mcp`: names, descriptions and input schemas.
+//! The tool list: names, descriptions and input schemas, the subsets an agent may be given,
+//! and what the model is told about working with them.
 
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
@@ -12,6 +13,17 @@ use crate::proposal::{
 };
 use crate::status::State;
 
+/// What the model is told about working with these tools.
+pub const INSTRUCTIONS: &str = "\
+You are one agent of a team that shares a channel, an inbox per agent, documents and votes.
+Work loop: call my_inbox (use wait_seconds to wait for work instead of polling), handle each
+message, reply with channel_send (mention agents as @name so they are woken), then call
+my_inbox_ack with the id of the newest message you handled. Keep durable state (plans,
+decisions, findings) in documents (team_doc_*), not only in the channel; if a document owner
+is set and it is not you, use document_suggest. Put long content in resource_create and
+reference its id. When you see [PROPOSAL:id], vote with team_vote (votes are final); create
+proposals for decisions the team must share. Mention only agents who must act.";
+
 /// Longest `my_inbox` wait, in seconds.
 pub const MAX_WAIT_SECONDS: u64 = 120;
 
@@ -24,7 +36,7 @@ pub const MAX_REPLY_WAIT: u64 = 300;
 
 crate::keyword_enum! {
     /// Every tool, in listing order. A new tool is a line here, its definition in
-    /// [`definition`] and its handler in `handlers::call`; the compiler asks for both.
+    /// [`definition`] and its handler in [`crate::tools::call`]; the compiler asks for both.
     pub enum Tool {
         ChannelSend = "channel_send",
         ChannelRead = "channel_read",

@@ -1,0 +1,230 @@
+//! The message tools: `channel_send` (with its wait for a reply), `channel_read`, `my_inbox`
+//! and `my_inbox_ack`.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::args::{Args, req_str, str_arg, uint_arg};
+use super::caller::{Caller, Reply};
+use super::catalogue::{DEFAULT_REPLY_WAIT, MAX_REPLY_WAIT, MAX_WAIT_SECONDS};
+use crate::channel::{Channel, Entry};
+use crate::error::{Error, Result};
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
+use crate::inbox::{self, InboxMessage};
+use crate::mention::Priority;
+use crate::post::{self, PostOptions};
+
+pub(super) fn entry_line(e: &Entry) -> String {
+    crate::channel::human_entry(e, None)
+}
+
+pub(super) fn channel_send(s: &Caller, a: &Args) -> Result<Reply> {
+    let message = req_str(a, "message")?;
+    let wait_for = str_arg(a, "wait_for")?;
+    let wait = uint_arg(a, "wait_seconds")?;
+    let message = match wait_for {
+        None if wait.is_some() => {
+            return Err(Error::invalid("'wait_seconds' goes with 'wait_for'"));
+        }
+        None => message.to_string(),
+        Some(agent) if agent == s.agent => {
+            return Err(Error::invalid(
+                "'wait_for' names yourself: you cannot wait for your own reply",
+            ));
+        }
+        Some(agent) => {
+            // Checked before anything is sent: waiting for nobody is a trap.
+            crate::names::check_agent(agent)?;
+            crate::run::reply::check_served(&s.inst, agent)?;
+            post::addressed(message.to_string(), agent)
+        }
+    };
+    let posted = post::post(&s.inst, &s.agent, &message, &PostOptions::default())?;
+    let mut text = format!("Sent as #{}", posted.entry.id);
+    if !posted.entry.mentions.is_empty() {
+        text.push_str(&format!(
+            " (mentions: {})",
+            post::at_names(&posted.entry.mentions)
+        ));
+    }
+    text.push('.');
+    let mut structured = serde_json::to_value(&posted.entry).expect("entry");
+    if let Some(warning) = posted.unknown_summary(&s.inst)? {
+        text.push_str(&format!(" Warning: {warning}"));
+        // Claude Code and Codex show the model the structured content instead of the text:
+        // the warning must be there too.
+        structured["warning"] = json!(warning);
+    }
+    if let Some(agent) = wait_for {
+        let secs = wait.unwrap_or(DEFAULT_REPLY_WAIT).clamp(1, MAX_REPLY_WAIT);
+        let id = posted.entry.id;
+        let timeout = Some(Duration::from_secs(secs));
+        let reply =
+            crate::run::reply::wait_reply(&s.inst, agent, id, timeout, &s.stop).map_err(|e| {
+                Error::No(format!(
+                    "sent as #{id}, but {}; a later reply still reaches the channel",
+                    e.to_string().trim_end_matches('.')
+                ))
+            })?;
+        text.push_str(&format!("\nReply from @{agent}:"));
+        if reply.is_empty() {
+            text.push_str(" (none: it handled the message without writing to the channel)");
+        }
+        for e in &reply {
+            text.push_str(&format!("\n{}", entry_line(e)));
+        }
+        structured["reply"] = serde_json::to_value(&reply).expect("entries");
+    }
+    Ok(Reply::with(text, structured))
+}
+
+pub(super) fn channel_read(s: &Caller, a: &Args) -> Result<Reply> {
+    let limit = uint_arg(a, "limit")?.unwrap_or(50).clamp(1, 500) as usize;
+    let ch = Channel::new(&s.inst);
+    let since = match a.get("since") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) if t.contains('T') || t.contains(':') => {
+            // A timestamp: entries strictly after it.
+            let t = t.trim().to_string();
+            if chrono::DateTime::parse_from_rfc3339(&t).is_err() {
+                return Err(Error::invalid(format!(
+                    "'since' is neither an entry id nor an ISO 8601 timestamp: {}",
+                    crate::names::sanitize(&t)
+                )));
+            }
+            let all = ch.read_all()?;
+            let after = all
+                .entries
+                .iter()
+                .take_while(|e| timestamp_le(&e.timestamp, &t))
+                .last()
+                .map_or(0, |e| e.id);
+            Some(after)
+        }
+        Some(_) => uint_arg(a, "since")?,
+    };
+    let mut entries = match since {
+        Some(id) => {
+            let mut v = ch.read_since(id)?.entries;
+            v.truncate(limit);
+            v
+        }
+        None => ch.tail(limit)?.entries,
+    };
+    entries.shrink_to_fit();
+    let text = if entries.is_empty() {
+        "No entries.".to_string()
+    } else {
+        entries
+            .iter()
+            .map(entry_line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Ok(Reply::with(text, json!({ "entries": entries })))
+}
+
+/// Compare two RFC 3339 timestamps: is `a` at or before `b`?
+fn timestamp_le(a: &str, b: &str) -> bool {
+    match (
+        chrono::DateTime::parse_from_rfc3339(a),
+        chrono::DateTime::parse_from_rfc3339(b),
+    ) {
+        (Ok(x), Ok(y)) => x <= y,
+        _ => a <= b,
+    }
+}
+
+fn inbox_text(msgs: &[InboxMessage]) -> String {
+    if msgs.is_empty() {
+        return "Inbox empty.".to_string();
+    }
+    let mut t = format!(
+        "## Inbox ({} message{} for you)\n",
+        msgs.len(),
+        if msgs.len() == 1 { "" } else { "s" }
+    );
+    for m in msgs {
+        let tag = (m.priority == Priority::High).then_some("HIGH");
+        t.push_str("- ");
+        t.push_str(&crate::channel::human_entry(&m.entry, tag));
+        t.push('\n');
+    }
+    t.push_str(&format!(
+        "When handled, call my_inbox_ack {{\"until\": {}}}.",
+        msgs.last().map_or(0, |m| m.entry.id)
+    ));
+    t
+}
+
+pub(super) fn my_inbox(s: &Caller, a: &Args) -> Result<Reply> {
+    let wait = uint_arg(a, "wait_seconds")?
+        .unwrap_or(0)
+        .min(MAX_WAIT_SECONDS);
+    let (mut msgs, _) = inbox::unread(&s.inst, &s.agent)?;
+    if msgs.is_empty() && wait > 0 {
+        let deadline = crate::time::deadline(Duration::from_secs(wait));
+        let mut waiter = FileWaiter::new(&s.inst.channel_path(), None)?;
+        if let Some(why) = waiter.fallback() {
+            eprintln!("aw-mcp: warning: {why}");
+            eprintln!("hint: {FALLBACK_HINT}");
+        }
+        loop {
+            // Re-read after arming the watch, so a mention in between is not missed.
+            (msgs, _) = inbox::unread(&s.inst, &s.agent)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !msgs.is_empty() || left.is_zero() {
+                break;
+            }
+            waiter.wait(Some(left));
+        }
+    }
+    let text = inbox_text(&msgs);
+    let count = msgs.len();
+    Ok(Reply::with(
+        text,
+        json!({ "messages": msgs, "count": count }),
+    ))
+}
+
+pub(super) fn my_inbox_ack(s: &Caller, a: &Args) -> Result<Reply> {
+    let until = uint_arg(a, "until")?
+        .ok_or_else(|| Error::invalid("missing required parameter 'until' (an entry id)"))?;
+    let cursor = inbox::ack(&s.inst, &s.agent, Some(until))?;
+    let (left, _) = inbox::unread(&s.inst, &s.agent)?;
+    Ok(Reply::with(
+        format!("Acknowledged up to #{cursor}; {} unread left.", left.len()),
+        json!({ "cursor": cursor, "unread": left.len() }),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::instance::Root;
+    use crate::tools::call;
+
+    #[test]
+    fn channel_send_warning_is_in_the_structured_content() {
+        let d = tempfile::tempdir().unwrap();
+        let inst = Root::new(d.path()).instance("t").unwrap();
+        let s = Caller::new(inst, "alice");
+        let mut a = Args::new();
+        a.insert("message".into(), json!("@nobody hello"));
+        let r = call(&s, "channel_send", &a).unwrap();
+        assert!(
+            r.text.contains("Warning: @nobody not an agent here"),
+            "{}",
+            r.text
+        );
+        let st = r.structured.unwrap();
+        assert_eq!(st["from"], "alice");
+        let w = st["warning"].as_str().unwrap();
+        assert!(w.starts_with("@nobody not an agent here"), "{w}");
+
+        a.insert("message".into(), json!("no mention"));
+        let st = call(&s, "channel_send", &a).unwrap().structured.unwrap();
+        assert!(st.get("warning").is_none(), "{st}");
+    }
+}
