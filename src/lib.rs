@@ -22,6 +22,7 @@ pub mod run;
 pub mod state;
 pub mod status;
 pub mod time;
+pub mod warn;
 
 pub use error::{Error, Result};
 

@@ -302,7 +302,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     if let Some((_, first)) = missing.first() {
         let code = first.exit_code();
         for (_, e) in &missing {
-            cli::report("aw-run", e);
+            crate::warn::report("aw-run", e);
         }
         return Ok(code);
     }
@@ -418,7 +418,7 @@ fn environment_problem(file: &Path, pos: workflow::Pos, e: &Error) -> workflow::
 /// SIGKILL. Without it, only the backend programs themselves die with aw-run.
 fn start_guard() {
     if let Err(e) = crate::run::guard::start() {
-        cli::warn(
+        crate::warn::warn(
             "aw-run",
             format!(
                 "cannot start the guard process ({e}): what backends start may outlive a killed aw-run"
@@ -441,7 +441,7 @@ fn plan(a: &Args, wf: &Workflow, agent: Option<String>, root: &Path) -> Result<O
     let repo = iter::git::Repo::find(&dir, root);
     match &repo {
         Some(r) => r.check_index()?,
-        None => cli::warn(
+        None => crate::warn::warn(
             "aw-run",
             format!(
                 "{}: not in a git work tree: the iterations make no commits",

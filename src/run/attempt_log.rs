@@ -71,7 +71,7 @@ impl AttemptLog {
                 }),
             }),
             Err(e) => {
-                crate::cli::warn(
+                crate::warn::warn(
                     "aw-run",
                     format!("{}: output not logged while it runs: {e}", path.display()),
                 );

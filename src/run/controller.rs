@@ -599,7 +599,7 @@ impl Controller {
         use std::io::Write;
         let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
         if let Err(e) = post::post(&self.inst, "system", why, &PostOptions::default()) {
-            crate::cli::warn("aw-run", format!("cannot post the pause: {e}"));
+            crate::warn::warn("aw-run", format!("cannot post the pause: {e}"));
         }
     }
 
@@ -614,7 +614,7 @@ impl Controller {
             a.running = Usage::default();
             match written {
                 Ok(l) => absorb(&mut st, &l),
-                Err(e) => crate::cli::warn(
+                Err(e) => crate::warn::warn(
                     "aw-run",
                     format!("{}: spending not recorded in the instance: {e}", self.agent),
                 ),
@@ -643,7 +643,7 @@ impl Controller {
         drop(st);
         let text = format!("{why}; aw-run stops every agent.");
         if let Err(e) = post::post(&self.inst, "system", &text, &PostOptions::default()) {
-            crate::cli::warn("aw-run", format!("cannot post the budget stop: {e}"));
+            crate::warn::warn("aw-run", format!("cannot post the budget stop: {e}"));
         }
         // The answers of the calls under way still come, and are counted.
         shared.stop_all_after_calls();
@@ -658,7 +658,7 @@ impl Controller {
         self.served.state = state;
         self.published = Some((state, self.served.runs));
         if let Err(e) = serve::write(&self.inst, &self.served) {
-            crate::cli::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
+            crate::warn::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
         }
     }
 
@@ -875,7 +875,7 @@ impl Controller {
     fn attempt_log(&self) -> Option<Arc<super::attempt_log::AttemptLog>> {
         let dir = transcript_dir(&self.inst, &self.agent);
         if let Err(e) = crate::fs::private_dir(&dir) {
-            crate::cli::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
+            crate::warn::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
             return None;
         }
         let path = super::attempt_log::log_path(&dir, self.next_transcript);
@@ -932,7 +932,7 @@ impl Controller {
             atomic_write_private(&path, text.as_bytes())
         };
         if let Err(e) = write() {
-            crate::cli::warn(
+            crate::warn::warn(
                 "aw-run",
                 format!("{}: transcript not written: {e}", self.agent),
             );

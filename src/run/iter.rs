@@ -203,7 +203,7 @@ pub fn records(inst: &Instance, agent: &str, tool: &str) -> Result<Vec<Record>> 
         }
         match serde_json::from_slice::<Record>(line) {
             Ok(r) => out.push(r),
-            Err(e) => crate::cli::warn(
+            Err(e) => crate::warn::warn(
                 tool,
                 format!("{}:{}: damaged record skipped: {e}", path.display(), i + 1),
             ),

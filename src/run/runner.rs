@@ -1126,7 +1126,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                 Err(e) => {
                     let why = e.to_string();
                     let why = why.strip_prefix(&format!("{}: ", a.name)).unwrap_or(&why);
-                    crate::cli::warn("aw-run", format!("{}: not served: {why}", a.name));
+                    crate::warn::warn("aw-run", format!("{}: not served: {why}", a.name));
                 }
             }
         }
@@ -1163,7 +1163,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         }
         if let Some(first) = problems.first() {
             for e in &problems {
-                crate::cli::report("aw-run", e);
+                crate::warn::report("aw-run", e);
             }
             return Ok(first.exit_code());
         }
@@ -1182,7 +1182,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                     trusted.insert(a.name.clone(), t);
                 }
                 Err(e) if agents.is_empty() => {
-                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    crate::warn::warn("aw-run", format!("{}: not served: {e}", a.name));
                     refused.insert(a.name.clone());
                     continue;
                 }
@@ -1372,7 +1372,7 @@ impl Adopter {
             let checked = match check_worker(a, self.trusted.get(spawner), true) {
                 Ok(t) => t,
                 Err(e) => {
-                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    crate::warn::warn("aw-run", format!("{}: not served: {e}", a.name));
                     self.refused.insert(a.name.clone());
                     continue;
                 }
@@ -1381,7 +1381,7 @@ impl Adopter {
                 Ok(()) => taken = true,
                 // Another server took it first.
                 Err(Error::Busy(_)) => {}
-                Err(e) => crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name)),
+                Err(e) => crate::warn::warn("aw-run", format!("{}: not served: {e}", a.name)),
             }
         }
         taken
@@ -1521,7 +1521,7 @@ fn drive(
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();
     if let Some(why) = waiter.fallback() {
-        crate::cli::warn(
+        crate::warn::warn(
             "aw-run",
             format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
         );

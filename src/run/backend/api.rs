@@ -386,7 +386,7 @@ impl<D: Dialect> Api<D> {
                     );
                     if !refused.is_empty() {
                         record["refused"] = json!(refused.len());
-                        crate::cli::warn(
+                        crate::warn::warn(
                             "aw-run",
                             format!(
                                 "{}: an answer called {} tools; {} refused (at most {MAX_TOOL_CALLS} run per answer)",
