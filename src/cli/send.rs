@@ -140,7 +140,7 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
         }
         (Some(Target::Agent { name, .. }), true) => {
             // Waiting forever for nobody is a trap.
-            crate::run::reply::check_served(&inst, name)?;
+            crate::reply::check_served(&inst, name)?;
             Some(name.clone())
         }
         (_, true) => {
@@ -183,8 +183,8 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     for w in posted.unknown_warnings(&inst)? {
         crate::warn::warn("aw-send", w);
     }
-    let stop = crate::run::backend::Stop::default();
-    let reply = crate::run::reply::wait_reply(&inst, &agent, posted.entry.id, a.timeout, &stop)?;
+    let stop = crate::process::Stop::default();
+    let reply = crate::reply::wait_reply(&inst, &agent, posted.entry.id, a.timeout, &stop)?;
     if a.json {
         for e in &reply {
             out.line(&e.to_json())?;

@@ -14,7 +14,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 
 use crate::instance::Instance;
-use crate::run::backend::Stop;
+use crate::process::Stop;
 
 /// What the server tells the model about working with these tools.
 pub const INSTRUCTIONS: &str = "\

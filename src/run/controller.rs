@@ -16,16 +16,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::backend::{Backend, Budget, RunContext, RunOutcome, Status, Stop, Usage};
-use super::models::Price;
+use super::backend::{Backend, RunContext, RunOutcome, Status};
 use super::prompt::{self, PromptParts};
-use super::serve::{self, ControllerState, Served};
 use crate::channel::Channel;
 use crate::error::Result;
 use crate::fs::atomic_write_private;
 use crate::inbox;
 use crate::instance::Instance;
+use crate::models::Price;
 use crate::post::{self, PostOptions};
+use crate::process::Stop;
+use crate::serve::{self, ControllerState, Served};
+use crate::usage::{Budget, Usage};
 
 /// What the runner and the controllers share.
 #[derive(Default)]

@@ -17,14 +17,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::backend::Usage;
 use super::controller::{Shared, transcript_dir};
 use super::redact::redact;
-use super::reply::{reply_text, wait_reply};
 use super::workflow::Workflow;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
+use crate::reply::{reply_text, wait_reply};
+use crate::usage::Usage;
 
 pub mod git;
 

@@ -13,25 +13,26 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use serde_json::json;
 
+use super::backend::Backend as RunBackend;
 use super::backend::claude::Claude;
 use super::backend::codex::Codex;
 use super::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
 use super::backend::files::FileTool;
 use super::backend::mock::Mock;
-use super::backend::{Backend as RunBackend, sibling};
 use super::backend::{anthropic, openai};
 use super::controller::{Controller, Event, Report, Retry, Shared, next_transcript};
 use super::interpolate::Vars;
-use super::models::Pricing;
-use super::serve::{self, ControllerState, Served};
 use super::workflow::{Backend, Context, DocumentOwner, Workflow};
 use crate::channel::Channel;
 use crate::error::{Error, Result, exit};
 use crate::fs::atomic_write_private;
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
+use crate::models::Pricing;
 use crate::post::{self, PostOptions};
+use crate::process::sibling;
 use crate::registry::{self, Agent};
+use crate::serve::{self, ControllerState, Served};
 
 /// The environment variable that hands a detached server the pipe it reports readiness on
 /// (`aw-run --detach`); never passed on to setup commands or backends.
@@ -55,7 +56,7 @@ pub struct Options {
     pub json: bool,
     /// What the whole workflow may spend (else the instance's recorded budget, see
     /// [`super::ledger`]).
-    pub budget: super::backend::Budget,
+    pub budget: crate::usage::Budget,
     /// The loop guard's rate limit in keep mode (`None`: off).
     pub rate: Option<super::controller::Rate>,
     /// The loop guard's limit on the mentions between two agents in keep mode (`None`: off).
@@ -70,8 +71,8 @@ pub struct Options {
 /// workflow's `--timeout`, which counts from here) the running task is killed and setup
 /// fails.
 pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Result<()> {
-    let expired = super::backend::Stop::default();
-    let done = super::backend::Stop::default();
+    let expired = crate::process::Stop::default();
+    let done = crate::process::Stop::default();
     std::thread::scope(|s| {
         if let Some(t) = timeout {
             let (expired, done) = (&expired, &done);
@@ -124,7 +125,7 @@ pub(super) fn shell(
     name: &str,
     template: &super::Template,
     vars: &Vars,
-    stop: Option<&super::backend::Stop>,
+    stop: Option<&crate::process::Stop>,
 ) -> Result<String> {
     let cmd = template
         .render_shell(vars)
@@ -711,7 +712,7 @@ fn registered_backend(a: &Agent, root: &Path, instance: &str) -> Result<Box<dyn 
             let model = a.model.clone().unwrap_or_default();
             let prefix = format!("{kind}/");
             let model = model.strip_prefix(&prefix).unwrap_or(&model);
-            let model = super::models::find(model).map_or(model.to_string(), |m| m.id.to_string());
+            let model = crate::models::find(model).map_or(model.to_string(), |m| m.id.to_string());
             let settings = super::backend::api::Settings {
                 model,
                 system: a.system_prompt.clone(),
@@ -1312,7 +1313,7 @@ struct Adopter {
     /// The registry file as last read: length, modification time, inode.
     seen: Option<(u64, i64, i64, u64)>,
     /// The agents served, with their controllers' own stop flags.
-    workers: BTreeMap<String, super::backend::Stop>,
+    workers: BTreeMap<String, crate::process::Stop>,
     handles: Vec<std::thread::JoinHandle<()>>,
     /// The agents served, as a trusted source defines them: those served from the start,
     /// and the workers taken since.
@@ -1967,7 +1968,7 @@ fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: bool) {
     if opts.quiet && !json {
         return;
     }
-    let mut total = super::backend::Usage::default();
+    let mut total = crate::usage::Usage::default();
     for a in st.agents.values() {
         total.add(&a.usage);
     }

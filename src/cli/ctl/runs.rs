@@ -18,7 +18,7 @@ use crate::instance::Instance;
 use crate::names::{self, Target};
 use crate::registry::Registry;
 use crate::run::controller::transcript_dir;
-use crate::run::serve::{self, Served};
+use crate::serve::{self, Served};
 
 /// How long `stop` waits for the servers to finish, unless `--timeout` says.
 pub const STOP_WAIT: Duration = Duration::from_secs(10);

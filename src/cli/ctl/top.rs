@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::registry::Registry;
 use crate::run::controller::transcript_dir;
-use crate::run::serve;
+use crate::serve;
 
 /// How often the view is drawn again when nothing changes: its clocks.
 pub const CLOCK: Duration = Duration::from_secs(1);

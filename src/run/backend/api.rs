@@ -25,9 +25,11 @@ use serde_json::{Map, Value, json};
 
 use super::files::{FileTool, Sandbox};
 use super::http::{CallError, Client};
-use super::{Backend, Capture, RunContext, RunOutcome, Status, Usage};
+use super::{Backend, RunContext, RunOutcome, Status};
 use crate::mcp::Server;
 use crate::mcp::tools::Tool;
+use crate::run::capture::Capture;
+use crate::usage::Usage;
 
 /// Model calls per run when the agent sets no `max_steps`.
 pub const DEFAULT_MAX_STEPS: u64 = 20;
@@ -264,7 +266,7 @@ impl<D: Dialect> Backend for Api<D> {
         // A tool that waits (`channel_send` with `wait_for`) is stopped by the run's timeout
         // as by a stop.
         let tool_stop = ctx.stop.child();
-        let done = super::Stop::default();
+        let done = crate::process::Stop::default();
         std::thread::scope(|s| {
             if let Some(d) = deadline {
                 let (tool_stop, done) = (&tool_stop, &done);
@@ -291,7 +293,7 @@ impl<D: Dialect> Api<D> {
         &mut self,
         ctx: &RunContext,
         deadline: Option<Instant>,
-        tool_stop: &super::Stop,
+        tool_stop: &crate::process::Stop,
     ) -> RunOutcome {
         let server = Server {
             stop: tool_stop.clone(),

@@ -13,12 +13,13 @@ use crate::mention;
 use crate::names::{self, sanitize};
 use crate::run::backend::claude::PERMISSION_MODES;
 use crate::run::backend::files::FileTool;
-use crate::run::diagnostic::{Pos, Spanned, suggestion};
+use crate::run::diagnostic::{Pos, Spanned};
 use crate::run::expr::Expr;
 use crate::run::interpolate::{BUILTINS, Template, Vars, check_var_name};
 use crate::run::reader::Reference;
 use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::yaml::{Kind, Node};
+use crate::suggest::suggestion;
 
 const TOP_KEYS: [&str; 8] = [
     "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks",

@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::backend::Stop;
-use super::controller::transcript_dir;
-use super::serve::{self, ControllerState};
 use crate::channel::{Channel, Entry};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
+use crate::process::Stop;
+use crate::run::controller::transcript_dir;
+use crate::serve::{self, ControllerState};
 
 /// The first pause between two looks at the state on disk; it doubles while nothing
 /// changes.
