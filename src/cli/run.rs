@@ -248,6 +248,15 @@ fn parse() -> Result<Parsed> {
     Ok(Parsed::Run(Box::new(a)))
 }
 
+/// aw-run's main: the guard that a run starts (it takes no arguments), else a run.
+pub fn main() -> std::process::ExitCode {
+    // Before the arguments: the guard takes none.
+    if crate::run::guard::is_guard() {
+        return crate::run::guard::serve();
+    }
+    cli::main("aw-run", run)
+}
+
 pub fn run(out: &mut Out) -> Result<u8> {
     let mut a = match parse()? {
         Parsed::Help => return cli::print_help(out, HELP),
