@@ -22,12 +22,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aw::instance::{Instance, Root};
+use aw::process::Stop;
 use aw::run::backend::anthropic;
 use aw::run::backend::api::Settings;
 use aw::run::backend::claude::Claude;
 use aw::run::backend::codex::Codex;
 use aw::run::backend::openai;
-use aw::run::backend::{Backend, RunContext, Status, Stop, Usage};
+use aw::run::backend::{Backend, RunContext, Status};
+use aw::usage::Usage;
 use common::{Opts, Stats, Table, mono_ns};
 use serde_json::{Value, json};
 

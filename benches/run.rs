@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use aw::instance::{Instance, Root};
 use aw::post::{self, PostOptions};
-use aw::run::serve::{self, ControllerState, Served};
+use aw::serve::{self, ControllerState, Served};
 use common::{Opts, Rng, Stats, Table, mono_ns};
 
 /// The first argument that makes this program the stamping backend.

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, IoContext, Result};
 use crate::fs::Lock;
 use crate::fs::netfs::Fresh;
+use crate::hash::fnv1a;
 use crate::instance::Instance;
 
 /// Largest message accepted, in bytes (4 MiB).
@@ -94,16 +95,6 @@ impl std::fmt::Display for Damage {
 pub struct Batch {
     pub entries: Vec<Entry>,
     pub damage: Vec<Damage>,
-}
-
-/// FNV-1a, 64 bits: cheap, and enough to tell a torn or zero-filled body from a whole one.
-pub(crate) fn fnv1a(data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for &b in data {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
 }
 
 /// Escape a message body: lines starting with `###` or `\` get a leading `\`.

@@ -17,9 +17,9 @@ use crate::channel::{Channel, Entry};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
+use crate::process::Stop;
 use crate::registry::{Agent, Backend, Collab, Registry};
-use crate::run::backend::Stop;
-use crate::run::serve::{self, ControllerState};
+use crate::serve::{self, ControllerState};
 use crate::{inbox, names, state};
 
 /// Prefix of the names given to workers spawned without one: `worker-1`, `worker-2`, ...
@@ -272,7 +272,7 @@ fn start_server(inst: &Instance, caller: &str, worker: &str) -> Result<Option<u3
         .map(std::path::Path::to_path_buf)
         .unwrap_or_default();
     let root = std::path::absolute(&root).map_err(|e| Error::io(&root, e))?;
-    let exe = crate::run::backend::sibling("aw-run");
+    let exe = crate::process::sibling("aw-run");
     let out = Command::new(&exe)
         .arg("--root")
         .arg(&root)

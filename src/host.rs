@@ -39,7 +39,7 @@ pub fn this() -> &'static Host {
         Host {
             id: format!(
                 "{:016x}",
-                crate::channel::fnv1a(format!("{boot}\n{ns}").as_bytes())
+                crate::hash::fnv1a(format!("{boot}\n{ns}").as_bytes())
             ),
             name,
         }

@@ -189,10 +189,7 @@ impl Instance {
             "no such instance '{}' under {}{}",
             self.name,
             self.root.path.display(),
-            crate::run::diagnostic::suggestion(
-                &self.name,
-                self.siblings().iter().map(String::as_str)
-            )
+            crate::suggest::suggestion(&self.name, self.siblings().iter().map(String::as_str))
         )))
     }
 
@@ -217,9 +214,8 @@ impl Instance {
             .into_iter()
             .filter(|o| letters(o) != mine)
             .collect();
-        let near =
-            crate::run::diagnostic::did_you_mean(&self.name, others.iter().map(String::as_str))
-                .map(str::to_string);
+        let near = crate::suggest::did_you_mean(&self.name, others.iter().map(String::as_str))
+            .map(str::to_string);
         near.or_else(|| {
             others
                 .into_iter()

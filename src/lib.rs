@@ -1,5 +1,21 @@
 //! aw: small Unix tools that let several LLM agents work together through a shared
 //! directory, `.workflow/<instance>/`. See `aw(7)` and `aw-workflow(5)`.
+//!
+//! # Module map
+//!
+//! Imports run one way, from the top of this table down (`tests/layers.rs` checks it: no
+//! cycle between files, no arrow back up, `run` and `mcp` never import each other, and
+//! nothing but `cli` imports `run`).
+//!
+//! | layer | modules | what they hold |
+//! |-------|---------|----------------|
+//! | bin | `src/bin/aw-*.rs` | thin mains: each calls its `cli` module |
+//! | cli | `cli` | the command lines: options, output, `--json`, errors to exit codes |
+//! | front ends | `run`, `mcp` | `aw-run`'s runner (workflows, controllers, backends); `aw-mcp`'s server |
+//! | tools | `tools` | the tools an agent has: names, schemas, arguments, dispatch |
+//! | domain | every other module | the instance and what is in it: `channel`, `inbox`, `document`, `proposal`, `registry`, `collab`, `serve` (who serves which agent), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `process` (the stop token, sibling binaries), `suggest` (did-you-mean) ... |
+//! | fs | `fs` | the only code that calls rename, flock and inotify: atomic writes, locks, watches |
+//! | base | `error`, `hash`, `host`, `keyword`, `names`, `time`, `warn` | errors, a checksum, this host, keyword enums, names, clocks, messages on stderr |
 
 pub mod channel;
 pub mod cli;
@@ -7,24 +23,32 @@ pub mod collab;
 pub mod document;
 pub mod error;
 pub mod fs;
+pub mod hash;
 pub mod host;
 pub mod inbox;
 pub mod instance;
 pub mod keyword;
 pub mod mcp;
 pub mod mention;
+pub mod models;
 pub mod names;
 pub mod post;
+pub mod process;
 pub mod proposal;
 pub mod registry;
+pub mod reply;
 pub mod resource;
 pub mod run;
+pub mod serve;
 pub mod spawn;
 pub mod state;
 pub mod status;
+pub mod suggest;
 pub mod time;
 pub mod tools;
 pub mod transcript;
+pub mod usage;
+pub mod warn;
 
 pub use error::{Error, Result};
 

@@ -836,7 +836,7 @@ fn decide(p: &Proposal) -> (Option<String>, Option<String>) {
                 TieBreaker::Random => {
                     // Seeded by the proposal and its votes: any process deciding the same
                     // tie picks the same option.
-                    let h = crate::channel::fnv1a(format!("{}{}", p.id, p.created).as_bytes());
+                    let h = crate::hash::fnv1a(format!("{}{}", p.id, p.created).as_bytes());
                     tied[(h % tied.len() as u64) as usize]
                 }
                 TieBreaker::CreatorDecides => p

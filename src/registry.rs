@@ -77,14 +77,14 @@ const MODEL_BACKENDS: [(&str, Backend); 6] = [
 ];
 
 /// The backend a model implies: for a name or alias of the table of known models
-/// ([`crate::run::models`]) without a prefix, `claude` for an Anthropic model (as in a
+/// ([`crate::models`]) without a prefix, `claude` for an Anthropic model (as in a
 /// workflow file: Claude Code knows `sonnet`, `opus`, `haiku`) and `openai` for an OpenAI
 /// one; else see [`MODEL_BACKENDS`].
 pub fn backend_for_model(model: Option<&str>) -> Backend {
     let Some(m) = model else {
         return Backend::External;
     };
-    if let Some(known) = crate::run::models::find(m) {
+    if let Some(known) = crate::models::find(m) {
         return match known.provider {
             "anthropic" => Backend::Claude,
             _ => Backend::Openai,
@@ -194,14 +194,14 @@ impl Registry {
 /// being registered).
 pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
     let reg = Registry::load(inst)?;
-    if reg.contains(name) || crate::run::serve::is_served(inst, name) {
+    if reg.contains(name) || crate::serve::is_served(inst, name) {
         return Ok(());
     }
     let known = reg.names();
     Err(Error::invalid(format!(
         "no agent '{name}' in instance '{}'{} (registered: {})",
         inst.name(),
-        crate::run::diagnostic::suggestion(name, known.iter().map(String::as_str)),
+        crate::suggest::suggestion(name, known.iter().map(String::as_str)),
         if known.is_empty() {
             "none".to_string()
         } else {

@@ -545,7 +545,7 @@ async fn channel_send_waits_for_the_reply_of_a_served_agent() {
     let end = std::time::Instant::now() + mcp_common::GUARD;
     while !["bob", "slow"]
         .iter()
-        .all(|a| aw::run::serve::is_served(&inst, a))
+        .all(|a| aw::serve::is_served(&inst, a))
     {
         assert!(std::time::Instant::now() < end, "aw-run serves in time");
         sleep_ms(10).await;

@@ -28,7 +28,7 @@ fn served(s: &Setup, agent: &str) -> bool {
     let inst = aw::instance::Root::new(s.root.path())
         .instance(INST)
         .expect("instance");
-    aw::run::serve::is_served(&inst, agent)
+    aw::serve::is_served(&inst, agent)
 }
 
 fn serve_state(s: &Setup, agent: &str) -> serde_json::Value {

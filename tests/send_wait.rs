@@ -18,7 +18,7 @@ fn keep(s: &Setup, wf: &str, agents: &[&str]) -> Server {
     wait_for("the agents to be served", || {
         agents
             .iter()
-            .all(|a| aw::run::serve::is_served(&inst, a) && state(a).exists())
+            .all(|a| aw::serve::is_served(&inst, a) && state(a).exists())
     });
     child
 }
@@ -127,7 +127,7 @@ agents:
         .instance(INST)
         .expect("instance");
     wait_for("the lock to be taken", || {
-        aw::run::serve::is_served(&inst, "bob")
+        aw::serve::is_served(&inst, "bob")
     });
     let out = send(&s, &["--wait", "--timeout", "20s", "-t", "bob", "ping"]);
     assert_code(&out, 0);

@@ -13,7 +13,7 @@ pub fn check(dialect: &dyn Dialect, body: &[u8]) {
         return;
     };
     assert_eq!(turn.message["role"], "assistant", "{}", turn.message);
-    let mut usage = aw::run::backend::Usage::default();
+    let mut usage = aw::usage::Usage::default();
     usage.add(&turn.usage);
     usage.add(&turn.usage);
     let _ = usage.tokens();

@@ -27,38 +27,10 @@ pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            report(tool, &e);
+            crate::warn::report(tool, &e);
             ExitCode::from(e.exit_code())
         }
     }
-}
-
-/// Print an error as `tool: message`, then a `hint:` line for each hint it carries.
-pub fn report(tool: &str, e: &Error) {
-    let (what, hints) = e.split_hints();
-    let _ = writeln!(
-        io::stderr().lock(),
-        "{tool}: {}",
-        what.to_string().replace('\n', " ")
-    );
-    for h in hints {
-        hint(h);
-    }
-}
-
-/// Print a warning on stderr.
-pub fn warn(tool: &str, msg: impl std::fmt::Display) {
-    let _ = writeln!(io::stderr().lock(), "{tool}: warning: {msg}");
-}
-
-/// Print a note on stderr (something a person should know, not a problem).
-pub fn warn_note(tool: &str, msg: &str) {
-    let _ = writeln!(io::stderr().lock(), "{tool}: {msg}");
-}
-
-/// Print a `hint:` line on stderr.
-pub fn hint(h: &str) {
-    let _ = writeln!(io::stderr().lock(), "hint: {h}");
 }
 
 /// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised).

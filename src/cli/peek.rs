@@ -200,7 +200,7 @@ fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
 
 fn print_damage(damage: &[Damage]) {
     for d in damage {
-        cli::warn("aw-peek", d);
+        crate::warn::warn("aw-peek", d);
     }
 }
 
@@ -307,8 +307,8 @@ fn show_inbox(
 fn watch(inst: &Instance, poll: Option<Duration>) -> Result<FileWaiter> {
     let waiter = FileWaiter::new(&inst.channel_path(), poll)?;
     if let Some(why) = waiter.fallback() {
-        cli::warn("aw-peek", why);
-        cli::hint(&format!("{FALLBACK_HINT}, or pass --poll SECS"));
+        crate::warn::warn("aw-peek", why);
+        crate::warn::hint(&format!("{FALLBACK_HINT}, or pass --poll SECS"));
     }
     Ok(waiter)
 }

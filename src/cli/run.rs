@@ -249,6 +249,15 @@ fn parse() -> Result<Parsed> {
     Ok(Parsed::Run(Box::new(a)))
 }
 
+/// aw-run's main: the guard that a run starts (it takes no arguments), else a run.
+pub fn main() -> std::process::ExitCode {
+    // Before the arguments: the guard takes none.
+    if crate::run::guard::is_guard() {
+        return crate::run::guard::serve();
+    }
+    cli::main("aw-run", run)
+}
+
 pub fn run(out: &mut Out) -> Result<u8> {
     let mut a = match parse()? {
         Parsed::Help => return cli::print_help(out, HELP),
@@ -303,7 +312,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     if let Some((_, first)) = missing.first() {
         let code = first.exit_code();
         for (_, e) in &missing {
-            cli::report("aw-run", e);
+            crate::warn::report("aw-run", e);
         }
         return Ok(code);
     }
@@ -419,7 +428,7 @@ fn environment_problem(file: &Path, pos: workflow::Pos, e: &Error) -> workflow::
 /// SIGKILL. Without it, only the backend programs themselves die with aw-run.
 fn start_guard() {
     if let Err(e) = crate::run::guard::start() {
-        cli::warn(
+        crate::warn::warn(
             "aw-run",
             format!(
                 "cannot start the guard process ({e}): what backends start may outlive a killed aw-run"
@@ -442,7 +451,7 @@ fn plan(a: &Args, wf: &Workflow, agent: Option<String>, root: &Path) -> Result<O
     let repo = iter::git::Repo::find(&dir, root);
     match &repo {
         Some(r) => r.check_index()?,
-        None => cli::warn(
+        None => crate::warn::warn(
             "aw-run",
             format!(
                 "{}: not in a git work tree: the iterations make no commits",

@@ -140,7 +140,7 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
         }
         (Some(Target::Agent { name, .. }), true) => {
             // Waiting forever for nobody is a trap.
-            crate::run::reply::check_served(&inst, name)?;
+            crate::reply::check_served(&inst, name)?;
             Some(name.clone())
         }
         (_, true) => {
@@ -174,17 +174,17 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     let posted = post::post(&inst, &from, &text, &opts)?;
     say_created(&inst, posted.created, a.quiet);
     for d in &posted.damage {
-        cli::warn("aw-send", d);
+        crate::warn::warn("aw-send", d);
     }
     let Some(agent) = waits_for else {
         print(out, &inst, &posted, a.json, "")?;
         return Ok(0);
     };
     for w in posted.unknown_warnings(&inst)? {
-        cli::warn("aw-send", w);
+        crate::warn::warn("aw-send", w);
     }
-    let stop = crate::run::backend::Stop::default();
-    let reply = crate::run::reply::wait_reply(&inst, &agent, posted.entry.id, a.timeout, &stop)?;
+    let stop = crate::process::Stop::default();
+    let reply = crate::reply::wait_reply(&inst, &agent, posted.entry.id, a.timeout, &stop)?;
     if a.json {
         for e in &reply {
             out.line(&e.to_json())?;
@@ -219,7 +219,7 @@ fn address(text: String, target: Option<&Target>) -> String {
 /// its id or, with `json`, the entry.
 fn print(out: &mut Out, inst: &Instance, posted: &Posted, json: bool, prefix: &str) -> Result<()> {
     for w in posted.unknown_warnings(inst)? {
-        cli::warn("aw-send", format_args!("{prefix}{w}"));
+        crate::warn::warn("aw-send", format_args!("{prefix}{w}"));
     }
     if json {
         out.line(&posted.entry.to_json())
@@ -295,7 +295,7 @@ fn post_lines(
     } else {
         let many = post::post_many(inst, from, texts, opts)?;
         for d in &many.damage {
-            cli::warn("aw-send", d);
+            crate::warn::warn("aw-send", d);
         }
         many.posted
     }
@@ -308,7 +308,7 @@ fn post_lines(
             Err(e) => {
                 refused = true;
                 let (what, _) = e.split_hints();
-                cli::report("aw-send", &Error::invalid(format!("line {n}: {what}")));
+                crate::warn::report("aw-send", &Error::invalid(format!("line {n}: {what}")));
             }
         }
     }

@@ -13,7 +13,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::backend::Capture;
+use super::capture::Capture;
 use super::redact::{redact, redact_cut};
 
 /// Most bytes of an attempt's output its log keeps.
@@ -71,7 +71,7 @@ impl AttemptLog {
                 }),
             }),
             Err(e) => {
-                crate::cli::warn(
+                crate::warn::warn(
                     "aw-run",
                     format!("{}: output not logged while it runs: {e}", path.display()),
                 );

@@ -25,7 +25,7 @@ pub(super) fn shell(
     name: &str,
     template: &super::Template,
     vars: &Vars,
-    stop: Option<&super::backend::Stop>,
+    stop: Option<&crate::process::Stop>,
 ) -> Result<String> {
     let cmd = template
         .render_shell(vars)

@@ -86,7 +86,7 @@ fn send(op: char, pgid: u32) {
     let Some(w) = pipe.as_mut() else { return };
     if let Err(e) = w.write_all(format!("{op}{pgid}\n").as_bytes()) {
         *pipe = None;
-        crate::cli::warn(
+        crate::warn::warn(
             "aw-run",
             format!(
                 "the guard process is gone ({e}): what backends start may outlive a killed aw-run"

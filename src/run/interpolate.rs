@@ -41,10 +41,10 @@
 
 use std::collections::BTreeMap;
 
-use super::diagnostic::suggestion;
 use super::shell::{self, Place};
 use crate::error::{Error, Result};
 use crate::names::sanitize;
+use crate::suggest::suggestion;
 
 /// The namespaces that setup outputs and `--var` names may not take.
 pub const NAMESPACES: [&str; 3] = ["env", "workflow", "context"];

@@ -17,15 +17,15 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::backend::Usage;
 use super::controller::Shared;
 use super::redact::redact;
-use super::reply::{reply_text, wait_reply};
 use super::workflow::Workflow;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
+use crate::reply::{reply_text, wait_reply};
 use crate::transcript::transcript_dir;
+use crate::usage::Usage;
 
 pub mod git;
 
@@ -204,7 +204,7 @@ pub fn records(inst: &Instance, agent: &str, tool: &str) -> Result<Vec<Record>> 
         }
         match serde_json::from_slice::<Record>(line) {
             Ok(r) => out.push(r),
-            Err(e) => crate::cli::warn(
+            Err(e) => crate::warn::warn(
                 tool,
                 format!("{}:{}: damaged record skipped: {e}", path.display(), i + 1),
             ),

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::backend::{Budget, Usage};
 use crate::error::Result;
 use crate::instance::Instance;
+use crate::usage::{Budget, Usage};
 
 /// The file under `_state/`.
 pub const FILE: &str = "budget.json";

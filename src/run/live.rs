@@ -8,8 +8,8 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::backend::Usage;
 use super::controller::Shared;
+use crate::usage::Usage;
 
 /// How often the status line is redrawn while nothing else happens: its elapsed clock.
 pub const TICK: Duration = Duration::from_secs(1);

@@ -10,12 +10,10 @@
 //! | `command`     | (private) the shell commands of setup and `shell:` tasks: `sh -c` in its own process group, output capped |
 //! | `pipeline`    | running `tasks:`: shell, send, if, parallel; the last output and the `as:` results |
 //! | `iter`        | `--iter`: one agent on the kickoff over many iterations, each with the earlier ones' summaries in its prompt, committed to git, recorded under `_state/iterations/` |
-//! | `reply`       | waiting for an agent to handle one channel entry, and its reply |
-//! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`], did-you-mean suggestions |
+//! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`] |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
 //! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
-//! | `serve`       | the serving locks and controller states under `_state/serve/`, read by `aw-ctl ps` and `stop` |
 //! | `ledger`      | what an instance has spent across runs, and its workflow budget, in `_state/budget.json` |
 //! | `live`        | what aw-run shows on a terminal while a run happens: the status line, the summary table |
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
@@ -23,10 +21,12 @@
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
 //! | `attempt_log` | an attempt's output as it comes, in `_state/runs/<agent>/<n>.log`, for `aw-ctl runs -f` |
 //! | `redact`      | the secrets aw never stores or echoes, and their redaction (also at a cut) |
+//! | `capture`     | the first bytes of a program's stream kept for its transcript |
 //! | `guard`       | the process that kills the backends' process groups when aw-run dies, even by SIGKILL |
 
 pub mod attempt_log;
 pub mod backend;
+pub mod capture;
 mod command;
 pub mod controller;
 pub mod diagnostic;
@@ -36,14 +36,11 @@ pub mod interpolate;
 pub mod iter;
 pub mod ledger;
 pub mod live;
-pub mod models;
 pub mod pipeline;
 pub mod prompt;
 mod reader;
 pub mod redact;
-pub mod reply;
 pub mod runner;
-pub mod serve;
 mod shell;
 pub mod workflow;
 mod yaml;

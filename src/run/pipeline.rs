@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::backend::Stop;
 use super::interpolate::Vars;
-use super::reply::{Nap, reply_text, wait_reply_with};
 use super::workflow::{Task, TaskKind};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
+use crate::process::Stop;
+use crate::reply::{Nap, reply_text, wait_reply_with};
 
 /// What the tasks gave: the output of the last task that ran, and every `as:` value.
 #[derive(Debug, Default)]

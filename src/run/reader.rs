@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::diagnostic::{Diagnostics, Pos, Spanned, suggestion};
+use super::diagnostic::{Diagnostics, Pos, Spanned};
 use super::interpolate::{Template, TemplateError};
 use super::yaml::{Document, Node};
+use crate::suggest::suggestion;
 
 /// `path.key`, or `key` at the top.
 pub fn join(path: &str, key: &str) -> String {

@@ -7,7 +7,7 @@
 //! A text cut to a limit can end with the head of a secret whose rest was cut: [`redact_cut`]
 //! also drops such a head, so that no part of a secret is kept.
 
-use super::backend::Capture;
+use super::capture::Capture;
 
 /// Shortest value taken for a secret: shorter ones would blank out ordinary words.
 pub const MIN_SECRET: usize = 4;

@@ -89,16 +89,16 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::backend::{Budget, Usage};
 use super::diagnostic::Diagnostics;
 pub use super::diagnostic::{Diagnostic, Pos, Spanned};
 use super::expr::Expr;
 use super::interpolate::{Template, Vars};
-use super::models::{self, Price, Pricing};
 use super::reader::Reader;
 pub use super::reader::parse_duration;
 use super::yaml::Document;
 use crate::error::Error;
+use crate::models::{self, Price, Pricing};
+use crate::usage::{Budget, Usage};
 
 /// Largest workflow or prompt file read, in bytes (1 MiB).
 pub const MAX_FILE: u64 = 1 << 20;

@@ -2,7 +2,7 @@
 
 use super::catalogue::Toolset;
 use crate::instance::Instance;
-use crate::run::backend::Stop;
+use crate::process::Stop;
 
 /// Who calls a tool: one agent of one instance, with the tools it is given.
 #[derive(Clone)]

@@ -36,7 +36,7 @@ pub(super) fn channel_send(s: &Caller, a: &Args) -> Result<Reply> {
         Some(agent) => {
             // Checked before anything is sent: waiting for nobody is a trap.
             crate::names::check_agent(agent)?;
-            crate::run::reply::check_served(&s.inst, agent)?;
+            crate::reply::check_served(&s.inst, agent)?;
             post::addressed(message.to_string(), agent)
         }
     };
@@ -61,7 +61,7 @@ pub(super) fn channel_send(s: &Caller, a: &Args) -> Result<Reply> {
         let id = posted.entry.id;
         let timeout = Some(Duration::from_secs(secs));
         let reply =
-            crate::run::reply::wait_reply(&s.inst, agent, id, timeout, &s.stop).map_err(|e| {
+            crate::reply::wait_reply(&s.inst, agent, id, timeout, &s.stop).map_err(|e| {
                 Error::No(format!(
                     "sent as #{id}, but {}; a later reply still reaches the channel",
                     e.to_string().trim_end_matches('.')

@@ -11,9 +11,9 @@ use crate::inbox;
 use crate::names;
 use crate::proposal;
 use crate::registry::{self, Agent, Backend, Config, Registry};
-use crate::run::backend::Usage;
-use crate::run::serve::{self, Served};
+use crate::serve::{self, Served};
 use crate::status;
+use crate::usage::Usage;
 
 pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
@@ -200,7 +200,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
             return Err(Error::not_found(format!(
                 "no agent '{n}' in instance '{}'{}",
                 inst.name(),
-                crate::run::diagnostic::suggestion(n, reg.agents.iter().map(|a| a.name.as_str()))
+                crate::suggest::suggestion(n, reg.agents.iter().map(|a| a.name.as_str()))
             )));
         }
     }

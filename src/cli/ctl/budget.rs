@@ -7,8 +7,8 @@ use serde_json::json;
 use super::Args;
 use crate::cli::Out;
 use crate::error::Result;
-use crate::run::backend::{Budget, Usage};
 use crate::run::ledger::{self, Ledger};
+use crate::usage::{Budget, Usage};
 
 /// `aw-ctl budget`: spent, limit, and each agent's spending.
 pub fn show(out: &mut Out, a: &Args) -> Result<u8> {

@@ -292,7 +292,7 @@ pub(super) fn say_empty(a: &Args, what: &str) {
         Some(why) => format!("{what}: {why}"),
         None => format!("{what} under {}", root.path().display()),
     };
-    cli::warn_note("aw-ctl", &msg);
+    crate::warn::warn_note("aw-ctl", &msg);
 }
 
 /// The instance for an `agent[@instance]` argument: its own instance, or the common one.

@@ -12,12 +12,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::{Args, agent_instance};
-use crate::cli::{self, Out};
+use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::names::{self, Target};
 use crate::registry::Registry;
-use crate::run::serve::{self, Served};
+use crate::serve::{self, Served};
 use crate::transcript::transcript_dir;
 
 /// How long `stop` waits for the servers to finish, unless `--timeout` says.
@@ -456,7 +456,7 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
                         .map(|r| r.iteration);
                     rows.push(l)
                 }
-                Err(e) => cli::warn("aw-ctl", e),
+                Err(e) => crate::warn::warn("aw-ctl", e),
             }
         }
     }

@@ -30,7 +30,7 @@ use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::registry::Registry;
-use crate::run::serve;
+use crate::serve;
 use crate::transcript::transcript_dir;
 
 /// How often the view is drawn again when nothing changes: its clocks.

@@ -6,12 +6,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::Usage;
 use super::api::{
     Api, Call, DEFAULT_MAX_STEPS, Dialect, Finish, Settings, ToolDef, ToolResult, Turn, base_url,
     count, lookup, system_prompt,
 };
 use super::http::Client;
+use crate::usage::Usage;
 
 /// The API version sent in `anthropic-version`.
 pub const API_VERSION: &str = "2023-06-01";

@@ -24,9 +24,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::http::{CallError, Client};
-use super::{Backend, Capture, RunContext, RunOutcome, Status, Usage};
+use super::{Backend, RunContext, RunOutcome, Status};
+use crate::run::capture::Capture;
 use crate::tools::files::{FileTool, Sandbox};
 use crate::tools::{Caller, INSTRUCTIONS, Tool, Toolset};
+use crate::usage::Usage;
 
 /// Model calls per run when the agent sets no `max_steps`.
 pub const DEFAULT_MAX_STEPS: u64 = 20;
@@ -263,7 +265,7 @@ impl<D: Dialect> Backend for Api<D> {
         // A tool that waits (`channel_send` with `wait_for`) is stopped by the run's timeout
         // as by a stop.
         let tool_stop = ctx.stop.child();
-        let done = super::Stop::default();
+        let done = crate::process::Stop::default();
         std::thread::scope(|s| {
             if let Some(d) = deadline {
                 let (tool_stop, done) = (&tool_stop, &done);
@@ -290,7 +292,7 @@ impl<D: Dialect> Api<D> {
         &mut self,
         ctx: &RunContext,
         deadline: Option<Instant>,
-        tool_stop: &super::Stop,
+        tool_stop: &crate::process::Stop,
     ) -> RunOutcome {
         let caller = Caller {
             stop: tool_stop.clone(),
@@ -385,7 +387,7 @@ impl<D: Dialect> Api<D> {
                     );
                     if !refused.is_empty() {
                         record["refused"] = json!(refused.len());
-                        crate::cli::warn(
+                        crate::warn::warn(
                             "aw-run",
                             format!(
                                 "{}: an answer called {} tools; {} refused (at most {MAX_TOOL_CALLS} run per answer)",

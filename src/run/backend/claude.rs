@@ -15,7 +15,9 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::exec::{Exec, LineReader, fail_keeping_exit, run_and_read};
-use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status, Usage};
+use super::{Backend, RunContext, RunOutcome, Status};
+use crate::run::capture::{Capture, MAX_CAPTURE};
+use crate::usage::Usage;
 
 /// The MCP tools of the aw server, as Claude Code names them in `--allowedTools`.
 pub const AW_TOOLS: &str = "mcp__aw";

@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::exec::{Exec, LineReader, fail_keeping_exit, run_and_read};
-use super::{Backend, RunContext, RunOutcome, Status, Usage};
+use super::{Backend, RunContext, RunOutcome, Status};
+use crate::usage::Usage;
 
 pub struct Codex {
     /// The `codex` program.

@@ -9,7 +9,7 @@
 //!
 //! CLI backends ([`run_and_read`]) read stdout line by line as it streams (a
 //! [`LineReader`]), so a long stream is never held whole; the outcome keeps the first
-//! [`MAX_CAPTURE`](super::MAX_CAPTURE) bytes of each stream.
+//! [`MAX_CAPTURE`](crate::run::capture::MAX_CAPTURE) bytes of each stream.
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
@@ -23,8 +23,9 @@ use nix::poll::{PollFd, PollFlags, poll};
 use nix::sys::signal::{self, Signal};
 use nix::unistd::Pid;
 
-use super::{Backend, Capture, MAX_CAPTURE, RunContext, RunOutcome, Status};
+use super::{Backend, RunContext, RunOutcome, Status};
 use crate::run::attempt_log::{AttemptLog, Stream};
+use crate::run::capture::{Capture, MAX_CAPTURE};
 
 /// How long a process group has between SIGTERM and SIGKILL; also how long the output left
 /// in the pipes is read once the program is gone, in all (counted from its end, whatever
@@ -442,7 +443,7 @@ pub enum Ended {
 /// job itself is left running).
 pub fn collect(
     child: &mut Child,
-    stop: Option<&super::Stop>,
+    stop: Option<&crate::process::Stop>,
     max: usize,
 ) -> std::io::Result<(Ended, Vec<u8>)> {
     let mut pipes = Pipes::new(child, b"");
@@ -493,7 +494,7 @@ pub trait LineReader {
 
     /// What the lines read so far say was spent, for a run that was stopped or timed out
     /// (what it spent counts against the budgets all the same).
-    fn spent(&self) -> Option<super::Usage> {
+    fn spent(&self) -> Option<crate::usage::Usage> {
         None
     }
 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::Stop;
+use crate::process::Stop;
 
 /// First wait before a retry without `retry-after`.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);

@@ -7,12 +7,12 @@
 
 use serde_json::{Value, json};
 
-use super::Usage;
 use super::api::{
     Api, Call, DEFAULT_MAX_STEPS, Dialect, Finish, Settings, ToolDef, ToolResult, Turn, base_url,
     count, lookup, system_prompt,
 };
 use super::http::Client;
+use crate::usage::Usage;
 
 /// The base URL when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

@@ -4,9 +4,9 @@
 
 use super::config::Controller;
 use super::shared::{Shared, State};
+use crate::models::Price;
 use crate::post::{self, PostOptions};
-use crate::run::backend::{Budget, Usage};
-use crate::run::models::Price;
+use crate::usage::{Budget, Usage};
 
 /// Take the ledger's figures `l` as what is spent outside this process: the ledger less
 /// what this process's runs have spent (they are in it once written).
@@ -123,7 +123,7 @@ impl Controller {
             a.running = Usage::default();
             match written {
                 Ok(l) => absorb(&mut st, &l),
-                Err(e) => crate::cli::warn(
+                Err(e) => crate::warn::warn(
                     "aw-run",
                     format!("{}: spending not recorded in the instance: {e}", self.agent),
                 ),
@@ -152,7 +152,7 @@ impl Controller {
         drop(st);
         let text = format!("{why}; aw-run stops every agent.");
         if let Err(e) = post::post(&self.inst, "system", &text, &PostOptions::default()) {
-            crate::cli::warn("aw-run", format!("cannot post the budget stop: {e}"));
+            crate::warn::warn("aw-run", format!("cannot post the budget stop: {e}"));
         }
         // The answers of the calls under way still come, and are counted.
         shared.stop_all_after_calls();

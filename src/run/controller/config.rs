@@ -7,9 +7,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::instance::Instance;
-use crate::run::backend::{Backend, Budget, Stop};
-use crate::run::models::Price;
-use crate::run::serve::{ControllerState, Served};
+use crate::models::Price;
+use crate::process::Stop;
+use crate::run::backend::Backend;
+use crate::serve::{ControllerState, Served};
+use crate::usage::Budget;
 
 /// Retry policy of failed runs.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +63,6 @@ pub struct Controller {
     /// stopping them all stops it too.
     pub stop: Stop,
     /// The agent's serving lock (see
-    /// [`serve::take`](crate::run::serve::take)), let go when the controller ends.
+    /// [`serve::take`](crate::serve::take)), let go when the controller ends.
     pub serving_lock: Option<crate::fs::Lock>,
 }

@@ -152,7 +152,7 @@ impl Controller {
         use std::io::Write;
         let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
         if let Err(e) = post::post(&self.inst, "system", why, &PostOptions::default()) {
-            crate::cli::warn("aw-run", format!("cannot post the pause: {e}"));
+            crate::warn::warn("aw-run", format!("cannot post the pause: {e}"));
         }
     }
 }

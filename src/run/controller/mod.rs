@@ -35,12 +35,13 @@ pub use transcripts::usage_of;
 
 use std::time::{Duration, Instant};
 
-use super::backend::{RunContext, RunOutcome, Status, Usage};
+use super::backend::{RunContext, RunOutcome, Status};
 use super::prompt::{self, PromptParts};
-use super::serve::{self, ControllerState};
 use crate::channel::Channel;
 use crate::inbox;
 use crate::post::{self, PostOptions};
+use crate::serve::{self, ControllerState};
+use crate::usage::Usage;
 use budget::{over_budget, priced, remaining_usd};
 use loop_guard::from_agents;
 
@@ -237,7 +238,7 @@ impl Controller {
         self.served.state = state;
         self.published = Some((state, self.served.runs));
         if let Err(e) = serve::write(&self.inst, &self.served) {
-            crate::cli::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
+            crate::warn::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
         }
     }
 
@@ -471,8 +472,8 @@ fn last_line(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::backend::Budget;
-    use crate::run::models::Price;
+    use crate::models::Price;
+    use crate::usage::Budget;
 
     fn usage(input: u64, output: u64, cost: Option<f64>) -> Usage {
         Usage {

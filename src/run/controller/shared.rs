@@ -7,7 +7,8 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::rate::Rate;
-use crate::run::backend::{Budget, Stop, Usage};
+use crate::process::Stop;
+use crate::usage::{Budget, Usage};
 
 /// What the runner and the controllers share.
 #[derive(Default)]

@@ -12,9 +12,10 @@ use crate::error::Result;
 use crate::fs::atomic_write_private;
 use crate::inbox;
 use crate::instance::Instance;
-use crate::run::backend::{RunOutcome, Usage};
+use crate::run::backend::RunOutcome;
 use crate::run::redact::{redact, redact_cut};
 use crate::transcript::transcript_dir;
+use crate::usage::Usage;
 
 /// What `agent`'s runs spent, summed over its transcripts; `None` when no transcript
 /// reports usage.
@@ -41,7 +42,7 @@ impl Controller {
     pub(super) fn attempt_log(&self) -> Option<Arc<crate::run::attempt_log::AttemptLog>> {
         let dir = transcript_dir(&self.inst, &self.agent);
         if let Err(e) = crate::fs::private_dir(&dir) {
-            crate::cli::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
+            crate::warn::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
             return None;
         }
         let path = crate::run::attempt_log::log_path(&dir, self.next_transcript);
@@ -98,7 +99,7 @@ impl Controller {
             atomic_write_private(&path, text.as_bytes())
         };
         if let Err(e) = write() {
-            crate::cli::warn(
+            crate::warn::warn(
                 "aw-run",
                 format!("{}: transcript not written: {e}", self.agent),
             );

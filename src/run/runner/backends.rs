@@ -4,12 +4,13 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::process::sibling;
 use crate::registry::Agent;
+use crate::run::backend::Backend as RunBackend;
 use crate::run::backend::claude::Claude;
 use crate::run::backend::codex::Codex;
 use crate::run::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
 use crate::run::backend::mock::Mock;
-use crate::run::backend::{Backend as RunBackend, sibling};
 use crate::run::backend::{anthropic, openai};
 use crate::run::interpolate::Vars;
 use crate::run::workflow::{Backend, Workflow};
@@ -192,8 +193,7 @@ pub(super) fn registered_backend(
             let model = a.model.clone().unwrap_or_default();
             let prefix = format!("{kind}/");
             let model = model.strip_prefix(&prefix).unwrap_or(&model);
-            let model =
-                crate::run::models::find(model).map_or(model.to_string(), |m| m.id.to_string());
+            let model = crate::models::find(model).map_or(model.to_string(), |m| m.id.to_string());
             let settings = crate::run::backend::api::Settings {
                 model,
                 system: a.system_prompt.clone(),

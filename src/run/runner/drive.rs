@@ -19,7 +19,7 @@ use crate::error::{Error, Result, exit};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::run::controller::{Controller, Shared};
-use crate::run::serve;
+use crate::serve;
 
 /// How the serving process was asked to stop.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -125,7 +125,7 @@ pub(super) fn drive(
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();
     if let Some(why) = waiter.fallback() {
-        crate::cli::warn(
+        crate::warn::warn(
             "aw-run",
             format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
         );

@@ -17,7 +17,7 @@
 //! | `backends`   | building an agent's backend, from a workflow definition or a registry entry |
 //! | `options`    | the options of a run |
 //!
-//! Who serves which agent is recorded under `_state/serve/` (see [`super::serve`]).
+//! Who serves which agent is recorded under `_state/serve/` (see [`crate::serve`]).
 
 mod backends;
 mod drive;
@@ -44,13 +44,13 @@ use serde_json::json;
 use super::backend::{anthropic, openai};
 use super::command::shell;
 use super::interpolate::Vars;
-use super::models::Pricing;
-use super::serve;
 use super::workflow::{Backend, Context, DocumentOwner, Workflow};
 use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
+use crate::models::Pricing;
 use crate::registry::{self, Agent};
+use crate::serve;
 use crate::spawn::runnable;
 use backends::{backend, exec_argv};
 use drive::drive;
@@ -62,8 +62,8 @@ use trust::{Trusted, check_worker};
 /// workflow's `--timeout`, which counts from here) the running task is killed and setup
 /// fails.
 pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Result<()> {
-    let expired = super::backend::Stop::default();
-    let done = super::backend::Stop::default();
+    let expired = crate::process::Stop::default();
+    let done = crate::process::Stop::default();
     std::thread::scope(|s| {
         if let Some(t) = timeout {
             let (expired, done) = (&expired, &done);
@@ -302,7 +302,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                 Err(e) => {
                     let why = e.to_string();
                     let why = why.strip_prefix(&format!("{}: ", a.name)).unwrap_or(&why);
-                    crate::cli::warn("aw-run", format!("{}: not served: {why}", a.name));
+                    crate::warn::warn("aw-run", format!("{}: not served: {why}", a.name));
                 }
             }
         }
@@ -339,7 +339,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         }
         if let Some(first) = problems.first() {
             for e in &problems {
-                crate::cli::report("aw-run", e);
+                crate::warn::report("aw-run", e);
             }
             return Ok(first.exit_code());
         }
@@ -358,7 +358,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
                     trusted.insert(a.name.clone(), t);
                 }
                 Err(e) if agents.is_empty() => {
-                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    crate::warn::warn("aw-run", format!("{}: not served: {e}", a.name));
                     refused.insert(a.name.clone());
                     continue;
                 }

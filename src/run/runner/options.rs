@@ -23,7 +23,7 @@ pub struct Options {
     pub json: bool,
     /// What the whole workflow may spend (else the instance's recorded budget, see
     /// [`crate::run::ledger`]).
-    pub budget: crate::run::backend::Budget,
+    pub budget: crate::usage::Budget,
     /// The loop guard's rate limit in keep mode (`None`: off).
     pub rate: Option<crate::run::controller::Rate>,
     /// The loop guard's limit on the mentions between two agents in keep mode (`None`: off).

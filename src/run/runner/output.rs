@@ -196,7 +196,7 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
     if opts.quiet && !json {
         return;
     }
-    let mut total = crate::run::backend::Usage::default();
+    let mut total = crate::usage::Usage::default();
     for a in st.agents.values() {
         total.add(&a.usage);
     }

@@ -11,11 +11,12 @@ use super::trust::Trusted;
 use crate::error::{Error, Result};
 use crate::fs::atomic_write_private;
 use crate::instance::Instance;
+use crate::models::Pricing;
+use crate::process::sibling;
 use crate::registry::Agent;
-use crate::run::backend::{Backend as RunBackend, sibling};
+use crate::run::backend::Backend as RunBackend;
 use crate::run::controller::Controller;
-use crate::run::models::Pricing;
-use crate::run::serve::{self, ControllerState, Served};
+use crate::serve::{self, ControllerState, Served};
 use crate::transcript::next_transcript;
 
 /// What the controllers of one server have in common.

@@ -12,7 +12,7 @@ use super::trust::{Trusted, check_worker};
 use crate::error::{Error, Result};
 use crate::registry::{self, Agent};
 use crate::run::controller::{Report, Shared};
-use crate::run::serve;
+use crate::serve;
 
 /// Takes the workers (`spawn_agent`) this server should serve as they are registered, and
 /// stops the controllers of those closed. A worker is taken when its spawner is served here,
@@ -24,7 +24,7 @@ pub(super) struct Adopter {
     /// The registry file as last read: length, modification time, inode.
     pub(super) seen: Option<(u64, i64, i64, u64)>,
     /// The agents served, with their controllers' own stop flags.
-    pub(super) workers: BTreeMap<String, crate::run::backend::Stop>,
+    pub(super) workers: BTreeMap<String, crate::process::Stop>,
     pub(super) handles: Vec<std::thread::JoinHandle<()>>,
     /// The agents served, as a trusted source defines them: those served from the start,
     /// and the workers taken since.
@@ -84,7 +84,7 @@ impl Adopter {
             let checked = match check_worker(a, self.trusted.get(spawner), true) {
                 Ok(t) => t,
                 Err(e) => {
-                    crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name));
+                    crate::warn::warn("aw-run", format!("{}: not served: {e}", a.name));
                     self.refused.insert(a.name.clone());
                     continue;
                 }
@@ -93,7 +93,7 @@ impl Adopter {
                 Ok(()) => taken = true,
                 // Another server took it first.
                 Err(Error::Busy(_)) => {}
-                Err(e) => crate::cli::warn("aw-run", format!("{}: not served: {e}", a.name)),
+                Err(e) => crate::warn::warn("aw-run", format!("{}: not served: {e}", a.name)),
             }
         }
         taken

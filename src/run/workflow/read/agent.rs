@@ -7,13 +7,14 @@ use super::budget::{read_budget, read_usage};
 use crate::error::Error;
 use crate::names::{self, sanitize};
 use crate::run::backend::claude::PERMISSION_MODES;
-use crate::run::diagnostic::{Pos, Spanned, suggestion};
+use crate::run::diagnostic::{Pos, Spanned};
 use crate::run::interpolate::Template;
 use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::workflow::{
     AgentDef, Backend, MockDef, SystemPrompt, names_prompt_file, read_capped,
 };
 use crate::run::yaml::{Kind, Node};
+use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
 const AGENT_KEYS: [&str; 20] = [

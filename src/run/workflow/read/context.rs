@@ -2,10 +2,11 @@
 //! channel and document live.
 
 use crate::names::sanitize;
-use crate::run::diagnostic::{Spanned, suggestion};
+use crate::run::diagnostic::Spanned;
 use crate::run::reader::{Reader, Use};
 use crate::run::workflow::{Context, DEFAULT_CHANNEL, DocumentOwner, ELECTION, FileConfig};
 use crate::run::yaml::{Kind, Node};
+use crate::suggest::suggestion;
 
 const CONTEXT_KEYS: [&str; 3] = ["provider", "documentOwner", "config"];
 const CONFIG_KEYS: [&str; 3] = ["dir", "channel", "document"];

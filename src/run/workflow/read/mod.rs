@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 
 use super::{Budget, Context, Pricing, Workflow};
 use crate::mention;
-use crate::run::diagnostic::{Pos, Spanned, suggestion};
+use crate::run::diagnostic::{Pos, Spanned};
 use crate::run::reader::{Reader, Use};
 use crate::run::yaml::Node;
+use crate::suggest::suggestion;
 use agent::read_agents;
 use budget::{read_budget, read_pricing};
 use context::read_context;

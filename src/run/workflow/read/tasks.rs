@@ -2,13 +2,14 @@
 //! `as:` and `if:`.
 
 use crate::names::sanitize;
-use crate::run::diagnostic::{Spanned, suggestion};
+use crate::run::diagnostic::Spanned;
 use crate::run::expr::Expr;
 use crate::run::interpolate::{Template, check_var_name};
 use crate::run::reader::Reference;
 use crate::run::reader::{Reader, Use, join};
 use crate::run::workflow::{SetupTask, Task, TaskKind};
 use crate::run::yaml::{Kind, Node};
+use crate::suggest::suggestion;
 
 const SETUP_KEYS: [&str; 2] = ["shell", "as"];
 const TASK_KEYS: [&str; 7] = ["shell", "send", "parallel", "to", "as", "timeout", "if"];

@@ -27,7 +27,7 @@
 //! unless the prefix names another provider ([`resolve`]). Any other text is a model id as
 //! it is (`meta-llama/Llama-3-8B`).
 
-use super::backend::Usage;
+use crate::usage::Usage;
 
 /// The providers whose `PROVIDER/` prefix a model string may carry.
 pub const PROVIDERS: [&str; 2] = ["anthropic", "openai"];

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::backend::Stop;
-use super::serve::{self, ControllerState};
 use crate::channel::{Channel, Entry};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
+use crate::process::Stop;
+use crate::serve::{self, ControllerState};
 use crate::transcript::transcript_dir;
 
 /// The first pause between two looks at the state on disk; it doubles while nothing

@@ -1,0 +1,104 @@
+//! How a process of aw is stopped and finds its fellows: the [`Stop`] token that asks every
+//! running backend, controller and wait of a process to end, and the path of a
+//! [`sibling`] binary (`aw-run`, `aw-send`, `aw-mcp`) installed next to this one.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A flag that asks every running backend to stop. A [`child`](Stop::child) is set when
+/// its parent is, and can be set alone (one controller of many).
+///
+/// A stop [after the calls](Stop::set_after_calls) (a budget's) stops everything but a
+/// model call already waiting for its answer: that answer is read and counted first, for
+/// at most [`CALL_GRACE`].
+#[derive(Clone, Default)]
+pub struct Stop {
+    flag: Arc<AtomicBool>,
+    parent: Option<Arc<AtomicBool>>,
+    /// When a stop after the calls was asked; shared by a stop and its children.
+    after_calls: Arc<std::sync::OnceLock<std::time::Instant>>,
+}
+
+/// How long a stop [after the calls](Stop::set_after_calls) waits for the answer of a
+/// model call under way before abandoning it.
+pub const CALL_GRACE: Duration = Duration::from_secs(60);
+
+impl Stop {
+    pub fn set(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+    }
+
+    /// Stop, letting the model calls under way end first (set on a root stop, it applies
+    /// to its children).
+    pub fn set_after_calls(&self) {
+        let _ = self.after_calls.set(std::time::Instant::now());
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.after_calls.get().is_some() || self.interrupts_calls()
+    }
+
+    /// Is a model call under way to be abandoned: a stop that is not one
+    /// [after the calls](Stop::set_after_calls), or one asked [`CALL_GRACE`] ago?
+    pub fn interrupts_calls(&self) -> bool {
+        self.after_calls
+            .get()
+            .is_some_and(|t| t.elapsed() >= CALL_GRACE)
+            || self.flag.load(Ordering::SeqCst)
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(|p| p.load(Ordering::SeqCst))
+    }
+
+    /// A flag of its own that is also set whenever this one is.
+    pub fn child(&self) -> Stop {
+        Stop {
+            flag: Arc::default(),
+            parent: Some(self.flag.clone()),
+            after_calls: self.after_calls.clone(),
+        }
+    }
+
+    /// Sleep for `d`, waking early (and returning `false`) when the flag is set.
+    pub fn sleep(&self, d: Duration) -> bool {
+        let step = Duration::from_millis(20);
+        let end = crate::time::deadline(d);
+        loop {
+            if self.is_set() {
+                return false;
+            }
+            let left = end.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return true;
+            }
+            std::thread::sleep(left.min(step));
+        }
+    }
+}
+
+/// The path of a sibling binary of this process (`aw-send`, `aw-mcp`), or the bare name.
+pub fn sibling(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join(name)))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_after_the_calls_stops_all_but_a_call_under_way() {
+        let root = Stop::default();
+        let child = root.child();
+        root.set_after_calls();
+        assert!(child.is_set() && !child.interrupts_calls());
+        child.set();
+        assert!(child.interrupts_calls() && !root.interrupts_calls());
+    }
+}
