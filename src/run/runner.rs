@@ -34,7 +34,8 @@ use crate::post::{self, PostOptions};
 use crate::registry::{self, Agent};
 
 /// The environment variable that hands a detached server the pipe it reports readiness on
-/// (`aw-run --detach`); never passed on to setup commands or backends.
+/// (`aw-run --detach`); never passed on to setup commands or backends. On it the server
+/// writes `!` and a line for each warning its starter must print, then `1` once ready.
 pub const READY_FD: &str = "AW_RUN_READY_FD";
 
 /// Options of a run.
@@ -1434,10 +1435,15 @@ fn watch_stop_request(
     opts: &Options,
     shared: &Arc<Shared>,
     stop_signal: &Arc<Mutex<StopSignal>>,
-) -> Result<(crate::fs::watch::Waker, std::thread::JoinHandle<()>)> {
+) -> Result<(
+    crate::fs::watch::Waker,
+    std::thread::JoinHandle<()>,
+    Option<String>,
+)> {
     let path = serve::my_stop_path(inst);
     let mut asked = FileWaiter::new(&path, opts.poll)?;
     let waker = asked.waker();
+    let fallback = asked.fallback().map(str::to_string);
     let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
     let thread = std::thread::spawn(move || {
         loop {
@@ -1457,7 +1463,7 @@ fn watch_stop_request(
             asked.wait(None);
         }
     });
-    Ok((waker, thread))
+    Ok((waker, thread, fallback))
 }
 
 /// Start the watcher, the signal thread and the controllers; wait for the end. Channel
@@ -1520,11 +1526,13 @@ fn drive(
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();
-    if let Some(why) = waiter.fallback() {
-        crate::cli::warn(
-            "aw-run",
-            format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
-        );
+    if let Some(why) = waiter.fallback().or(asking.2.as_deref()) {
+        let line = format!("{why} ({FALLBACK_HINT}, or set --poll)").replace('\n', " ");
+        crate::cli::warn("aw-run", &line);
+        // Detached, stderr is the log: the starting process prints the line too.
+        if let Some(ready) = &opts.ready {
+            let _ = (&**ready).write_all(format!("!aw-run: warning: {line}\n").as_bytes());
+        }
     }
     let live = super::live::Live::new(opts.quiet);
     let report = reporter(opts, has_tasks, live.clone(), shared.clone());
