@@ -490,3 +490,27 @@ impl FileWaiter {
         got
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fallback_names_the_limit_that_was_reached() {
+        let os = |n| notify::Error::io(std::io::Error::from_raw_os_error(n));
+        let instances = inotify_failure(&os(nix::libc::EMFILE));
+        assert!(
+            instances.contains("fs.inotify.max_user_instances"),
+            "{instances}"
+        );
+        for e in [
+            os(nix::libc::ENOSPC),
+            notify::Error::new(notify::ErrorKind::MaxFilesWatch),
+        ] {
+            let watches = inotify_failure(&e);
+            assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
+        }
+        let other = inotify_failure(&os(nix::libc::EACCES));
+        assert!(!other.contains("fs.inotify"), "{other}");
+    }
+}
