@@ -71,37 +71,25 @@ pub fn unread_with_last(
     Ok((msgs, batch.damage, last))
 }
 
-/// How much of the log [`unread_head`] reads at a time, in bytes.
+/// How much of the log [`unread_each`] reads at a time, in bytes.
 const SCAN_CHUNK: u64 = 8 << 20;
 
-/// The oldest unread messages for `agent` whose texts fit in `max_bytes` together (at least
-/// one), and how many unread messages come after them. The channel is read a chunk at a
-/// time: only the messages kept are held. Reading never acknowledges.
-pub fn unread_head(
-    inst: &Instance,
-    agent: &str,
-    max_bytes: usize,
-) -> Result<(Vec<InboxMessage>, usize)> {
+/// Hand each unread message for `agent` to `f`, oldest first. The channel is read a chunk
+/// at a time: only what `f` keeps is held. Reading never acknowledges.
+pub fn unread_each(inst: &Instance, agent: &str, mut f: impl FnMut(InboxMessage)) -> Result<()> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
-    let (mut kept, mut bytes, mut left) = (Vec::new(), 0usize, 0usize);
     Channel::new(inst).scan_since(after, SCAN_CHUNK, |e| {
-        if !is_for(&e, agent) {
-            return true;
-        }
-        bytes = bytes.saturating_add(e.message.len());
-        if left == 0 && (kept.is_empty() || bytes <= max_bytes) {
-            kept.push(InboxMessage {
+        if is_for(&e, agent) {
+            f(InboxMessage {
                 priority: mention::priority(&e.message, e.mentions.len()),
                 entry: e,
                 unread: true,
             });
-        } else {
-            left += 1;
         }
         true
     })?;
-    Ok((kept, left))
+    Ok(())
 }
 
 /// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never

@@ -4,9 +4,10 @@
 //! `aw-run --detach` (and `spawn_agent`, which runs `aw-run --serve --keep --detach` for a
 //! worker) starts the same command again in a session of its own, its output appended to
 //! `_state/aw-run.log`, with the write end of a pipe as a descriptor the child inherits
-//! and whose number [`READY_FD`] names. The child writes one byte on it once its agents
-//! are served and the kickoff is posted; the parent then prints the child's pid and exits
-//! 0. End of file before that byte means the child ended without serving: the parent
+//! and whose number [`READY_FD`] names. The child writes `!` and one line for each warning
+//! its starter must print (polling instead of inotify, say), then one byte, `1`, once its
+//! agents are served and the kickoff is posted; the parent prints the warnings on its
+//! stderr, then the child's pid, and exits 0. End of file before that byte means the child ended without serving: the parent
 //! shows what it logged and exits with its status. The child takes the descriptor only
 //! when it is open and not close-on-exec, and marks it close-on-exec at once; the variable
 //! itself is removed from the environment of every command aw-run starts (setup and shell

@@ -239,10 +239,12 @@ fn the_workflow_timeout_stops_a_setup_task() {
     assert!(s.entries().is_empty());
 }
 
-/// 60 MiB of unread messages: each prompt shows the oldest that fit in 4 MiB, and the
-/// rest stay unread until a later run shows them; every message is handled once.
+/// 60 MiB of unread messages: the prompt shows the newest whole (past the 64 KiB of
+/// `MAX_INBOX_BYTES`, a message is shown whole only when it is the newest) and summarises
+/// the 59 older ones by count and id range; one run acknowledges them all, and every one of
+/// them is still in the channel.
 #[test]
-fn a_huge_inbox_is_shown_a_prompt_at_a_time() {
+fn a_huge_inbox_is_shown_newest_first_and_the_rest_summarised() {
     let s = Setup::new();
     s.script("agent.sh", "cat > /dev/null\necho ok\n");
     s.write(
@@ -265,30 +267,107 @@ fn a_huge_inbox_is_shown_a_prompt_at_a_time() {
     let out = run_measured(s.cmd(&["-q"]));
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert_eq!(s.unread("bob"), 0);
-    // Each prompt is bounded; every message is in exactly one, in order.
-    let mut shown = Vec::new();
-    let mut n = 1;
-    while s.transcript_path("bob", n).exists() {
-        let t = s.transcript("bob", n);
-        assert_eq!(t["status"], "ok");
-        let prompt = t["prompt"].as_str().unwrap();
+    let t = s.transcript("bob", 1);
+    assert_eq!(t["status"], "ok");
+    assert_eq!(t["inbox"], json!([60]));
+    let prompt = t["prompt"].as_str().unwrap();
+    assert!(
+        prompt.len() < (1 << 20) + (256 << 10),
+        "prompt of {} bytes",
+        prompt.len()
+    );
+    assert!(
+        prompt.contains("## Inbox (1 message for you)"),
+        "{}",
+        &prompt[..400]
+    );
+    assert!(
+        prompt.contains("(59 older unread messages for you, ids 1 to 59, not shown here"),
+        "{}",
+        &prompt[..400]
+    );
+    assert!(!s.transcript_path("bob", 2).exists());
+    // The 60 messages, then bob's reply.
+    let mut kept = s.entries();
+    assert_eq!(kept.pop(), Some(("bob".to_string(), "ok".to_string())));
+    assert_eq!(kept.len(), 60);
+    for (i, (_, text)) in kept.iter().enumerate() {
         assert!(
-            prompt.len() < (4 << 20) + (256 << 10),
-            "prompt of {} bytes",
-            prompt.len()
+            text.starts_with(&format!("@bob {i:03} x")),
+            "entry {}",
+            i + 1
         );
-        let inbox: Vec<u64> = t["inbox"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
-        assert!(!inbox.is_empty() && inbox.len() <= 4, "{inbox:?}");
-        shown.extend(inbox);
-        n += 1;
+        assert_eq!(text.len(), 9 + (1 << 20));
     }
-    assert_eq!(shown, (1..=60).collect::<Vec<u64>>());
     assert!(out.peak_rss < 200 * MB, "peak RSS {} MB", out.peak_rss / MB);
+}
+
+/// 100,000 unread messages (sent with `aw-send --lines`): the one prompt the agent receives
+/// shows the newest `MAX_INBOX_MESSAGES` (50) in full and names the count and id range of
+/// the others and how to read them; after the run nothing is unread and nothing is lost.
+#[test]
+fn a_prompt_over_100k_unread_messages_is_bounded_and_summarises_the_rest() {
+    const N: u64 = 100_000;
+    let s = Setup::new();
+    // The agent keeps each prompt it receives on stdin.
+    s.script("agent.sh", "cat > \"prompt.$AW_RUN.txt\"\necho ok\n");
+    s.write(
+        "wf.yaml",
+        "agents:\n  bob:\n    command: [./agent.sh]\n    max_runs: 100\n",
+    );
+    assert_code(&run_hang_guarded(s.cmd(&["-q"])), 0);
+    let lines: String = (1..=N).map(|i| format!("@bob message {i}\n")).collect();
+    let mut send = s.tool_cmd("aw-send");
+    send.args(["-i", INST, "--lines"]);
+    let sent = common::run_with(send, Some(lines.as_bytes()));
+    assert_eq!(sent.status.code(), Some(0), "{}", stderr(&sent));
+    assert_eq!(s.unread("bob"), N as usize);
+    let out = run_measured(s.cmd(&["-q"]));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let prompts: Vec<_> = std::fs::read_dir(s.dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("prompt."))
+        .collect();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    let prompt = std::fs::read_to_string(s.dir().join(&prompts[0])).unwrap();
+    // 50 short messages, the summary and the instructions: a few KiB, not 8.5 MB.
+    assert!(prompt.len() < 16 << 10, "prompt of {} bytes", prompt.len());
+    assert!(
+        prompt.contains("## Inbox (50 messages for you)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(&format!(
+            "({} older unread messages for you, ids 1 to {}, not shown here",
+            N - 50,
+            N - 50
+        )),
+        "{prompt}"
+    );
+    assert!(prompt.contains("channel_read tool (since: 0,"), "{prompt}");
+    assert!(
+        prompt.contains(&format!("`aw-peek -i {INST} --since 0`")),
+        "{prompt}"
+    );
+    let shown: Vec<u64> = prompt
+        .lines()
+        .filter(|l| l.starts_with("- From @"))
+        .filter_map(|l| l.split_once(": @bob message "))
+        .map(|(_, n)| n.trim().parse().unwrap())
+        .collect();
+    assert_eq!(shown, (N - 49..=N).collect::<Vec<_>>());
+    let t = s.transcript("bob", 1);
+    assert_eq!(t["inbox"].as_array().unwrap().len(), 50);
+    assert!(!s.transcript_path("bob", 2).exists());
+    // Acknowledged, and still in the channel, every one of them.
+    assert_eq!(s.unread("bob"), 0);
+    let mut kept = s.entries();
+    assert_eq!(kept.pop(), Some(("bob".to_string(), "ok".to_string())));
+    assert_eq!(kept.len(), N as usize);
+    for (i, (_, text)) in kept.iter().enumerate() {
+        assert_eq!(text, &format!("@bob message {}", i + 1));
+    }
 }
 
 // ---------------------------------------------------------------------------------------

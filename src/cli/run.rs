@@ -581,7 +581,7 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
     // Private, whatever the umask: the log holds what the agents said.
     crate::fs::make_private(&log, &log_path)?;
     let start = log.seek(std::io::SeekFrom::End(0)).unwrap_or(0);
-    let (mut reader, writer) = std::io::pipe().map_err(|e| Error::io("<pipe>", e))?;
+    let (reader, writer) = std::io::pipe().map_err(|e| Error::io("<pipe>", e))?;
     let exe = std::env::current_exe().map_err(|e| Error::io("<aw-run>", e))?;
     let args: Vec<OsString> = std::env::args_os()
         .skip(1)
@@ -611,10 +611,22 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
     let mut child = cmd.spawn().map_err(|e| Error::io("<aw-run>", e))?;
     drop(writer);
     drop(cmd);
-    let mut byte = [0u8; 1];
-    if matches!(reader.read(&mut byte), Ok(1)) {
-        out.line(&child.id().to_string())?;
-        return Ok(0);
+    // Warnings for the user who started it (`!` and a line), then `1` once it serves.
+    let mut reader = std::io::BufReader::new(reader);
+    loop {
+        let mut byte = [0u8; 1];
+        match reader.read(&mut byte) {
+            Ok(1) if byte[0] == b'1' => {
+                out.line(&child.id().to_string())?;
+                return Ok(0);
+            }
+            Ok(1) if byte[0] == b'!' => {
+                let mut line = String::new();
+                let _ = std::io::BufRead::read_line(&mut reader, &mut line);
+                eprintln!("{}", line.trim_end());
+            }
+            _ => break,
+        }
     }
     // It ended before serving: show what it said.
     let status = child.wait().map_err(|e| Error::io("<aw-run>", e))?;

@@ -42,7 +42,24 @@ pub const POLL_ENV: &str = "AW_POLL";
 
 /// What to do about a fallback to polling (see [`FileWaiter::fallback`]); a tool adds the
 /// option that sets the polling interval, when it has one.
-pub const FALLBACK_HINT: &str = "raise fs.inotify.max_user_watches / max_user_instances";
+pub const FALLBACK_HINT: &str =
+    "raise fs.inotify.max_user_instances or fs.inotify.max_user_watches";
+
+/// Why inotify could not be set up, naming the limit that was reached when one was.
+fn inotify_failure(e: &notify::Error) -> String {
+    match &e.kind {
+        notify::ErrorKind::MaxFilesWatch => {
+            "too many inotify watches (fs.inotify.max_user_watches)".into()
+        }
+        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(nix::libc::EMFILE) => {
+            "too many inotify instances (fs.inotify.max_user_instances) or open files".into()
+        }
+        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(nix::libc::ENOSPC) => {
+            "too many inotify watches (fs.inotify.max_user_watches)".into()
+        }
+        _ => e.to_string(),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Signature {
@@ -314,8 +331,9 @@ impl FileWaiter {
                 Ok(mode) => mode,
                 Err(e) => {
                     fallback = Some(format!(
-                        "cannot watch {}: {e}; polling every {} ms instead",
+                        "cannot watch {}: {}; polling every {} ms instead",
                         file.display(),
+                        inotify_failure(&e),
                         DEFAULT_POLL.as_millis()
                     ));
                     Self::polling(&file, DEFAULT_POLL)
@@ -470,5 +488,29 @@ impl FileWaiter {
         // Coalesce a burst of events into one wake-up.
         while self.rx.try_recv().is_ok() {}
         got
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fallback_names_the_limit_that_was_reached() {
+        let os = |n| notify::Error::io(std::io::Error::from_raw_os_error(n));
+        let instances = inotify_failure(&os(nix::libc::EMFILE));
+        assert!(
+            instances.contains("fs.inotify.max_user_instances"),
+            "{instances}"
+        );
+        for e in [
+            os(nix::libc::ENOSPC),
+            notify::Error::new(notify::ErrorKind::MaxFilesWatch),
+        ] {
+            let watches = inotify_failure(&e);
+            assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
+        }
+        let other = inotify_failure(&os(nix::libc::EACCES));
+        assert!(!other.contains("fs.inotify"), "{other}");
     }
 }

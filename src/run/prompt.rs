@@ -7,26 +7,84 @@ use crate::inbox::InboxMessage;
 /// How many recent channel entries a prompt shows.
 pub const RECENT: usize = 20;
 
-/// Most bytes of inbox messages one prompt shows (4 MiB, the largest message): the oldest
-/// unread messages that fit, at least one; the newer ones stay unread, left for the next
-/// run (see [`fit`]).
-pub const MAX_INBOX_BYTES: usize = crate::channel::MAX_MESSAGE;
+/// Most inbox messages one prompt shows in full: the newest unread ones; the older unread
+/// ones are summarised (see [`Inbox`]).
+pub const MAX_INBOX_MESSAGES: usize = 50;
+
+/// Most bytes of inbox message texts one prompt shows in full (64 KiB), except that the
+/// newest unread message is always shown whole, however long (up to the largest message,
+/// 4 MiB).
+pub const MAX_INBOX_BYTES: usize = 64 << 10;
 
 /// Longest recent channel entry a prompt shows whole, in bytes (4 KiB); a longer one is cut
 /// with a note (the inbox shows a message for the agent whole).
 pub const MAX_RECENT_ENTRY: usize = 4 << 10;
 
-/// How many of the oldest `inbox` messages one prompt shows: as many as fit in
-/// [`MAX_INBOX_BYTES`], at least one.
-pub fn fit(inbox: &[InboxMessage]) -> usize {
-    let mut total = 0usize;
-    for (i, m) in inbox.iter().enumerate() {
-        total = total.saturating_add(m.entry.message.len());
-        if total > MAX_INBOX_BYTES && i > 0 {
-            return i;
+/// The unread messages older than those a prompt shows in full: how many, and the ids of
+/// the oldest and the newest of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Older {
+    pub count: u64,
+    pub first: u64,
+    pub last: u64,
+}
+
+/// What a prompt shows of an agent's unread messages: the newest ones in full, at most
+/// [`MAX_INBOX_MESSAGES`] and [`MAX_INBOX_BYTES`] of text (at least the newest, whole), and
+/// a summary of the older ones.
+#[derive(Debug, Default)]
+pub struct Inbox {
+    /// Shown in full, oldest first.
+    pub shown: Vec<InboxMessage>,
+    pub older: Option<Older>,
+}
+
+impl Inbox {
+    /// Pick from `agent`'s unread messages, read a chunk at a time: only those shown are
+    /// held, whatever the number of unread messages. Reading never acknowledges.
+    pub fn unread(inst: &crate::instance::Instance, agent: &str) -> crate::error::Result<Inbox> {
+        let mut pick = Picker::default();
+        crate::inbox::unread_each(inst, agent, |m| pick.push(m))?;
+        Ok(pick.done())
+    }
+}
+
+/// Keeps the newest messages pushed (oldest first) within the bounds, counts the others.
+#[derive(Default)]
+struct Picker {
+    shown: std::collections::VecDeque<InboxMessage>,
+    bytes: usize,
+    older: Option<Older>,
+}
+
+impl Picker {
+    fn push(&mut self, m: InboxMessage) {
+        self.bytes += m.entry.message.len();
+        self.shown.push_back(m);
+        while self.shown.len() > 1
+            && (self.shown.len() > MAX_INBOX_MESSAGES || self.bytes > MAX_INBOX_BYTES)
+        {
+            let Some(out) = self.shown.pop_front() else {
+                break;
+            };
+            self.bytes -= out.entry.message.len();
+            let id = out.entry.id;
+            let o = self.older.get_or_insert(Older {
+                count: 0,
+                first: id,
+                last: id,
+            });
+            o.count += 1;
+            o.last = id;
         }
     }
-    inbox.len()
+
+    fn done(self) -> Inbox {
+        Inbox {
+            shown: self.shown.into(),
+            older: self.older,
+        }
+    }
 }
 
 /// `text`, at most [`MAX_RECENT_ENTRY`] bytes of it, with a note of what was cut.
@@ -41,14 +99,37 @@ fn cut_recent(text: &str) -> std::borrow::Cow<'_, str> {
     format!("{} [cut: {} more bytes]", &text[..end], text.len() - end).into()
 }
 
+/// The line that summarises the unread messages older than those shown, and tells how to
+/// read them.
+fn older_note(agent: &str, instance: &str, o: Older) -> String {
+    let (what, ids) = if o.count == 1 {
+        (
+            "1 older unread message".to_string(),
+            format!("id {}", o.first),
+        )
+    } else {
+        (
+            format!("{} older unread messages", o.count),
+            format!("ids {} to {}", o.first, o.last),
+        )
+    };
+    let since = o.first - 1;
+    format!(
+        "({what} for you, {ids}, not shown here: acknowledged with those below when this run \
+         succeeds, they stay in the channel. Read them with the channel_read tool (since: \
+         {since}, at most 500 entries a call; yours mention @{agent}) or with \
+         `aw-peek -i {instance} --since {since}`.)\n\n"
+    )
+}
+
 /// What goes into a prompt.
 pub struct PromptParts<'a> {
     pub agent: &'a str,
     pub instance: &'a str,
     pub system: Option<&'a str>,
     pub inbox: &'a [InboxMessage],
-    /// Unread messages newer than the inbox shown, left for the next run.
-    pub left: usize,
+    /// The unread messages older than those shown, summarised.
+    pub older: Option<Older>,
     /// Recent channel entries; `None` without shared context.
     pub recent: Option<&'a [Entry]>,
     /// The entry document's name and text (`None` when it does not exist); `None` without
@@ -73,6 +154,9 @@ pub fn build(p: &PromptParts) -> String {
         p.inbox.len(),
         if p.inbox.len() == 1 { "" } else { "s" }
     ));
+    if let Some(o) = p.older {
+        s.push_str(&older_note(p.agent, p.instance, o));
+    }
     for m in p.inbox {
         let tag = if m.priority == crate::mention::Priority::High {
             " [HIGH]"
@@ -82,13 +166,6 @@ pub fn build(p: &PromptParts) -> String {
         s.push_str(&format!(
             "- From @{}{tag}: {}\n",
             m.entry.from, m.entry.message
-        ));
-    }
-    if p.left > 0 {
-        s.push_str(&format!(
-            "\n({} newer unread message{} for you did not fit in this prompt: they come in your next run.)\n",
-            p.left,
-            if p.left == 1 { "" } else { "s" }
         ));
     }
     if let Some(recent) = p.recent {
@@ -150,27 +227,87 @@ mod tests {
         }
     }
 
+    fn pick(msgs: impl IntoIterator<Item = InboxMessage>) -> Inbox {
+        let mut p = Picker::default();
+        msgs.into_iter().for_each(|m| p.push(m));
+        p.done()
+    }
+
+    fn ids(inbox: &Inbox) -> Vec<u64> {
+        inbox.shown.iter().map(|m| m.entry.id).collect()
+    }
+
     #[test]
-    fn the_oldest_messages_that_fit_are_shown() {
-        let mb = 1 << 20;
-        assert_eq!(fit(&[]), 0);
-        assert_eq!(fit(&[msg(1, 4 * mb)]), 1);
-        assert_eq!(fit(&[msg(1, 4 * mb), msg(2, 1)]), 1);
-        assert_eq!(fit(&[msg(1, mb), msg(2, mb), msg(3, 2 * mb), msg(4, 1)]), 3);
-        let inbox = [msg(1, 3 * mb), msg(2, 3 * mb)];
+    fn the_newest_messages_are_shown_and_the_older_summarised() {
+        let kb = 1 << 10;
+        let empty = pick([]);
+        assert!(empty.shown.is_empty() && empty.older.is_none());
+        // The newest is shown whole, however long.
+        let big = pick([msg(1, 1), msg(2, 4 << 20)]);
+        assert_eq!(ids(&big), [2]);
+        assert_eq!(
+            big.older,
+            Some(Older {
+                count: 1,
+                first: 1,
+                last: 1
+            })
+        );
+        // By bytes: 40 + 20 KiB fit, a third message does not.
+        let by_bytes = pick([msg(3, 30 * kb), msg(5, 40 * kb), msg(8, 20 * kb)]);
+        assert_eq!(ids(&by_bytes), [5, 8]);
+        // By count: the newest MAX_INBOX_MESSAGES.
+        let n = MAX_INBOX_MESSAGES as u64;
+        let by_count = pick((1..=n + 7).map(|i| msg(i * 2, 10)));
+        assert_eq!(
+            ids(&by_count),
+            (8..=n + 7).map(|i| i * 2).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            by_count.older,
+            Some(Older {
+                count: 7,
+                first: 2,
+                last: 14
+            })
+        );
+    }
+
+    #[test]
+    fn the_summary_names_the_count_the_ids_and_how_to_read_them() {
+        let inbox = [msg(7, 3 << 20)];
         let text = build(&PromptParts {
             agent: "bob",
             instance: "w",
             system: None,
-            inbox: &inbox[..1],
-            left: 1,
-            recent: Some(&[inbox[1].entry.clone()]),
+            inbox: &inbox,
+            older: Some(Older {
+                count: 3,
+                first: 2,
+                last: 6,
+            }),
+            recent: Some(&[inbox[0].entry.clone()]),
             document: None,
             attempt: 1,
         });
         assert!(text.contains("## Inbox (1 message for you)"));
-        assert!(text.contains("(1 newer unread message for you did not fit"));
-        assert!(text.contains(&format!("[cut: {} more bytes]", 3 * mb - MAX_RECENT_ENTRY)));
-        assert!(text.len() < 3 * mb + 8192);
+        assert!(text.contains("(3 older unread messages for you, ids 2 to 6, not shown here"));
+        assert!(text.contains("channel_read tool (since: 1,"));
+        assert!(text.contains("`aw-peek -i w --since 1`"));
+        assert!(text.contains(&format!(
+            "[cut: {} more bytes]",
+            (3 << 20) - MAX_RECENT_ENTRY
+        )));
+        assert!(text.len() < (3 << 20) + 8192);
+        let one = older_note(
+            "bob",
+            "w",
+            Older {
+                count: 1,
+                first: 4,
+                last: 4,
+            },
+        );
+        assert!(one.starts_with("(1 older unread message for you, id 4, not shown"));
     }
 }

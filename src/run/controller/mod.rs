@@ -144,20 +144,19 @@ impl Controller {
                 st.agents.entry(self.agent.clone()).or_default().idle_at = None;
             }
             recheck = false;
-            // What one prompt cannot show stays unread (not acked) for the next run.
-            let (msgs, left) =
-                match inbox::unread_head(&self.inst, &self.agent, prompt::MAX_INBOX_BYTES) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        // Counted as a failure, so that run mode does not wait for it.
-                        shared.agent(&self.agent).failed = true;
-                        let mut ev =
-                            self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
-                        ev.gave_up = true;
-                        report(&ev);
-                        continue;
-                    }
-                };
+            // The newest unread in full, the older summarised (acked with them on success).
+            let (msgs, older) = match prompt::Inbox::unread(&self.inst, &self.agent) {
+                Ok(m) => (m.shown, m.older),
+                Err(e) => {
+                    // Counted as a failure, so that run mode does not wait for it.
+                    shared.agent(&self.agent).failed = true;
+                    let mut ev =
+                        self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
+                    ev.gave_up = true;
+                    report(&ev);
+                    continue;
+                }
+            };
             let Some(last) = msgs.last().map(|m| m.entry.id) else {
                 continue;
             };
@@ -212,7 +211,7 @@ impl Controller {
             self.served.runs = run;
             self.publish(ControllerState::Running);
             let t0 = Instant::now();
-            let ok = self.one_run(shared, report, run, &msgs, left);
+            let ok = self.one_run(shared, report, run, &msgs, older);
             let mut st = shared.lock();
             let a = st.agents.entry(self.agent.clone()).or_default();
             a.failed = !ok;
@@ -273,7 +272,7 @@ impl Controller {
         report: &Report,
         run: u64,
         msgs: &[inbox::InboxMessage],
-        left: usize,
+        older: Option<prompt::Older>,
     ) -> bool {
         let channel = Channel::new(&self.inst);
         let last = msgs.last().map_or(0, |m| m.entry.id);
@@ -303,7 +302,7 @@ impl Controller {
                     .as_deref()
                     .filter(|_| !self.backend.takes_system_prompt()),
                 inbox: msgs,
-                left,
+                older,
                 recent: shared_context.as_ref().map(|c| c.0.as_slice()),
                 document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
                 attempt,

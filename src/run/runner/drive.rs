@@ -38,10 +38,15 @@ fn watch_stop_request(
     opts: &Options,
     shared: &Arc<Shared>,
     stop_signal: &Arc<Mutex<StopSignal>>,
-) -> Result<(crate::fs::watch::Waker, std::thread::JoinHandle<()>)> {
+) -> Result<(
+    crate::fs::watch::Waker,
+    std::thread::JoinHandle<()>,
+    Option<String>,
+)> {
     let path = serve::my_stop_path(inst);
     let mut asked = FileWaiter::new(&path, opts.poll)?;
     let waker = asked.waker();
+    let fallback = asked.fallback().map(str::to_string);
     let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
     let thread = std::thread::spawn(move || {
         loop {
@@ -61,7 +66,7 @@ fn watch_stop_request(
             asked.wait(None);
         }
     });
-    Ok((waker, thread))
+    Ok((waker, thread, fallback))
 }
 
 /// Start the watcher, the signal thread and the controllers; wait for the end. Channel
@@ -124,11 +129,13 @@ pub(super) fn drive(
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();
-    if let Some(why) = waiter.fallback() {
-        crate::warn::warn(
-            "aw-run",
-            format!("{why}; polling instead ({FALLBACK_HINT}, or set --poll)"),
-        );
+    if let Some(why) = waiter.fallback().or(asking.2.as_deref()) {
+        let line = format!("{why} ({FALLBACK_HINT}, or set --poll)").replace('\n', " ");
+        crate::warn::warn("aw-run", &line);
+        // Detached, stderr is the log: the starting process prints the line too.
+        if let Some(ready) = &opts.ready {
+            let _ = (&**ready).write_all(format!("!aw-run: warning: {line}\n").as_bytes());
+        }
     }
     let live = crate::run::live::Live::new(opts.quiet);
     let report = reporter(opts, has_tasks, live.clone(), shared.clone());
