@@ -29,8 +29,10 @@ fn guards_of(pid: u32) -> usize {
     n
 }
 
-const MIXED: &str = "\
-name: w
+/// Two mock agents: alice asks bob, bob answers, alice thanks; `more` agents besides.
+fn hello(more: &str) -> String {
+    format!(
+        "name: w
 agents:
   alice:
     mock:
@@ -38,15 +40,18 @@ agents:
   bob:
     mock:
       replies: ['@alice the answer is 42.']
-  carol:
-    command: [sh, -c, 'cat >/dev/null; echo pong']
-kickoff: '@alice please ask bob.'
-";
+{more}kickoff: '@alice please find out the answer from bob.'
+"
+    )
+}
 
 #[test]
 fn the_guard_starts_with_the_first_program_and_not_before() {
     let s = Setup::new();
-    s.write("wf.yaml", MIXED);
+    s.write(
+        "wf.yaml",
+        &hello("  carol:\n    command: [sh, -c, 'cat >/dev/null; echo pong']\n"),
+    );
     let server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
     let channel = s.root.channel(common::runner::INST);
     let from = |who: &str| {
@@ -94,18 +99,6 @@ fn syscall_counts(out: &std::path::Path) -> std::collections::BTreeMap<String, u
     counts
 }
 
-const HELLO: &str = "\
-name: hello
-agents:
-  alice:
-    mock:
-      replies: ['@bob what is the answer?', 'Thanks, done.']
-  bob:
-    mock:
-      replies: ['@alice the answer is 42.']
-kickoff: '@alice please find out the answer from bob.'
-";
-
 /// Most directories a two-agent run works in (the instance, `_state` and its folders): the
 /// network check is made once for each.
 const STATFS_BOUND: u64 = 12;
@@ -113,7 +106,7 @@ const STATFS_BOUND: u64 = 12;
 #[test]
 fn a_two_agent_mock_run_asks_the_file_system_kind_once_per_folder_and_starts_no_guard() {
     let s = Setup::new();
-    let wf = s.write("hello.yaml", HELLO);
+    let wf = s.write("hello.yaml", &hello(""));
     let summary = s.dir().join("strace.txt");
     let mut c = std::process::Command::new("strace");
     c.current_dir(s.dir())
