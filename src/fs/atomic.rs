@@ -33,19 +33,34 @@ use crate::error::{Error, IoContext, Result};
 /// Replace `path` with `data` so that a reader sees either the old or the new content, never a
 /// mix, and a crash leaves one of the two. The folder of `path` is opened by its path.
 pub fn atomic_write(path: &Path, data: &[u8]) -> Result<()> {
-    let (dir, name) = folder_and_name(path)?;
-    atomic_write_at(&dir, name, data)
+    write_path(path, data, true, None)
 }
 
 /// [`atomic_write`] of a file readable by its owner only (mode 0600, whatever the umask),
 /// from its first byte on: for what may hold model output or secrets.
 pub fn atomic_write_private(path: &Path, data: &[u8]) -> Result<()> {
+    write_path(path, data, true, Some(PRIVATE))
+}
+
+/// [`atomic_write_private`] without the flushes to stable storage, as
+/// [`atomic_write_unsynced`]: for a private file that is written again before it is used
+/// (an agent's MCP configuration, rewritten by every server and before every attempt).
+pub fn atomic_write_private_unsynced(path: &Path, data: &[u8]) -> Result<()> {
+    write_path(path, data, false, Some(PRIVATE))
+}
+
+/// Replace the file at `path`: flushed (the file, then its folder) when `sync`, created with
+/// `mode` when given.
+fn write_path(path: &Path, data: &[u8], sync: bool, mode: Option<u32>) -> Result<()> {
     let (dir, name) = folder_and_name(path)?;
     sweep(&dir);
-    if !write_anonymous_mode(&dir, name, data, true, Some(PRIVATE))? {
-        write_named_mode(&dir, name, data, true, Some(PRIVATE))?;
+    if !write_anonymous_mode(&dir, name, data, sync, mode)? {
+        write_named_mode(&dir, name, data, sync, mode)?;
     }
-    dir.sync().at(dir.path())
+    if sync {
+        dir.sync().at(dir.path())?;
+    }
+    Ok(())
 }
 
 /// The mode of private files.
@@ -101,12 +116,7 @@ fn folder_and_name(path: &Path) -> Result<(Dir, &OsStr)> {
 /// new content, never a mix, but a crash may lose the change. For state that means nothing
 /// after a crash (what a running process is doing) and changes too often to pay for fsync.
 pub fn atomic_write_unsynced(path: &Path, data: &[u8]) -> Result<()> {
-    let (dir, name) = folder_and_name(path)?;
-    sweep(&dir);
-    if !write_anonymous(&dir, name, data, false)? {
-        write_named(&dir, name, data, false)?;
-    }
-    Ok(())
+    write_path(path, data, false, None)
 }
 
 /// [`atomic_write`] of the file `name` in the open folder `dir`: the temp file, the rename
@@ -417,6 +427,14 @@ mod tests {
         atomic_write_private(&p, b"new").unwrap();
         assert_eq!(mode(&p), 0o600);
         assert_eq!(fs::read(&p).unwrap(), b"new");
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        atomic_write_private_unsynced(&p, b"newer").unwrap();
+        assert_eq!(mode(&p), 0o600);
+        assert_eq!(fs::read(&p).unwrap(), b"newer");
+        let fresh = dir.join("u.json");
+        atomic_write_private_unsynced(&fresh, b"{}").unwrap();
+        assert_eq!(mode(&fresh), 0o600);
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 2, "no temp file left");
         let dir = Dir::open(d.path()).unwrap();
         write_named_mode(&dir, OsStr::new("n"), b"x", false, Some(0o600)).unwrap();
         assert_eq!(mode(&d.path().join("n")), 0o600);

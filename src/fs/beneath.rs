@@ -75,7 +75,7 @@ impl Dir {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
         let fd = open(path, flags, Mode::empty())?;
         Ok(Dir {
-            network: super::netfs::is_network_fd(fd.as_fd()),
+            network: super::netfs::is_network_fs(path),
             fd,
             path: path.to_path_buf(),
         })

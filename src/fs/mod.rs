@@ -7,8 +7,8 @@ pub mod netfs;
 pub mod watch;
 
 pub use atomic::{
-    atomic_write, atomic_write_at, atomic_write_private, atomic_write_unsynced, fsync_dir,
-    make_private, private_dir,
+    atomic_write, atomic_write_at, atomic_write_private, atomic_write_private_unsynced,
+    atomic_write_unsynced, fsync_dir, make_private, private_dir,
 };
 pub use beneath::Dir;
 pub use lock::Lock;

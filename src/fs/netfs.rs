@@ -16,11 +16,11 @@
 //! GlusterFS with md-cache off: a buffered read saw another host's append after 0.6–0.8 s,
 //! an `O_DIRECT` read after 1–5 ms). [`Fresh`] reads such a file with `O_DIRECT`.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::AsFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How many times a read that met a stale file handle is tried again, each after a new
 /// listing of the directory.
@@ -29,19 +29,53 @@ pub const STALE_RETRIES: usize = 8;
 /// Is `dir` on a file system where other machines' writes may happen unseen by inotify and
 /// names may be cached by the client? Told by the statfs magic number: NFS, SMB/CIFS, Ceph,
 /// FUSE (GlusterFS, sshfs, ...), 9P, Lustre, GPFS, AFS, Coda, OCFS2, GFS2, OrangeFS.
-#[allow(clippy::unnecessary_cast)] // the magic's type differs between targets
+///
+/// Told once per process for an absolute path (every open of a state file, the channel or
+/// its index asks again otherwise: about a hundred `statfs` calls in a short workflow);
+/// [`KNOWN_DIRS`] answers at most are kept. A file system mounted on that very path after
+/// the first answer is not seen by the process that asked.
 pub fn is_network_fs(dir: &Path) -> bool {
+    if let Some(known) = known(dir) {
+        return known;
+    }
     match nix::sys::statfs::statfs(dir) {
-        Ok(st) => is_network_magic(st.filesystem_type().0 as i64),
+        Ok(st) => remember(dir, is_network_magic(magic(&st))),
         Err(_) => false,
     }
 }
 
-/// [`is_network_fs`] of an open file or directory.
+/// How many directories' answers [`is_network_fs`] keeps per process; past that, it asks the
+/// kernel each time.
+pub const KNOWN_DIRS: usize = 256;
+
+/// The answers given so far, by absolute path.
+static KNOWN: std::sync::Mutex<Option<HashMap<PathBuf, bool>>> = std::sync::Mutex::new(None);
+
+fn known(dir: &Path) -> Option<bool> {
+    let known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    known.as_ref()?.get(dir).copied()
+}
+
+fn remember(dir: &Path, network: bool) -> bool {
+    if dir.is_absolute() {
+        let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+        let map = known.get_or_insert_with(HashMap::new);
+        if map.len() < KNOWN_DIRS {
+            map.insert(dir.to_path_buf(), network);
+        }
+    }
+    network
+}
+
 #[allow(clippy::unnecessary_cast)] // the magic's type differs between targets
+fn magic(st: &nix::sys::statfs::Statfs) -> i64 {
+    st.filesystem_type().0 as i64
+}
+
+/// [`is_network_fs`] of an open file or directory, asked of the kernel each time.
 pub fn is_network_fd(fd: std::os::fd::BorrowedFd<'_>) -> bool {
     match nix::sys::statfs::fstatfs(fd) {
-        Ok(st) => is_network_magic(st.filesystem_type().0 as i64),
+        Ok(st) => is_network_magic(magic(&st)),
         Err(_) => false,
     }
 }
@@ -182,7 +216,8 @@ impl Fresh {
     /// `file` was opened from `path` (just before; the `O_DIRECT` descriptor opens the name
     /// again). Where `O_DIRECT` is refused or fails, reads go through `file`.
     pub fn new(file: File, path: &Path) -> Fresh {
-        let direct = if is_network_fd(file.as_fd()) {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let direct = if is_network_fs(dir) {
             open_direct(path).ok().flatten()
         } else {
             None

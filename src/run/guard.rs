@@ -3,7 +3,8 @@
 //!
 //! A backend gets SIGKILL when its parent thread dies (the parent-death signal), but the
 //! programs it started do not: that signal is not inherited. So aw-run starts its own
-//! executable again as a guard, in its own process group, with the read end of a pipe on its
+//! executable again as a guard (when the first backend group starts: a run that starts no
+//! program starts no guard), in its own process group, with the read end of a pipe on its
 //! stdin and `/dev/null` for stdout and stderr. aw-run writes `+PGID` on the pipe when a
 //! backend's group starts and `-PGID` once the group has been killed; the guard keeps the
 //! set. When the pipe ends (aw-run is gone: every copy of the write end is close-on-exec and
@@ -17,6 +18,7 @@ use std::io::{BufRead, PipeWriter, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::Pid;
@@ -24,24 +26,56 @@ use nix::unistd::Pid;
 /// Set in the environment of the guard process; aw-run started with it is the guard.
 pub const GUARD: &str = "AW_RUN_GUARD";
 
+/// The guard's `argv[0]` (what `ps` shows).
+pub const ARG0: &str = "aw-run-guard";
+
 /// The write end of the pipe to the guard, once started; `None` again after a failed write.
 static PIPE: Mutex<Option<PipeWriter>> = Mutex::new(None);
+
+/// Set by [`start`]: the guard is wanted, and starts with the first group to watch.
+static WANTED: AtomicBool = AtomicBool::new(false);
 
 /// Is this process the guard?
 pub fn is_guard() -> bool {
     std::env::var_os(GUARD).is_some()
 }
 
-/// Start the guard. Call it once, before any backend starts; without it, backends run
-/// unguarded.
+/// Ask for the guard. Call it once, before any backend starts; without it, backends run
+/// unguarded. The process itself starts just before the first program that gets a group of
+/// its own ([`ensure`], or the first [`watch`]), so that a run that starts no program (mock
+/// agents, API backends) costs no process: a failure to start it is then reported on
+/// stderr, once.
 pub fn start() -> std::io::Result<()> {
-    let mut pipe = PIPE.lock().unwrap_or_else(|e| e.into_inner());
-    if pipe.is_some() {
-        return Ok(());
+    WANTED.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Start the guard now if it is wanted and not running yet. Called before a program that
+/// will have its own group starts, so that the guard is there when [`watch`] names it.
+pub fn ensure() {
+    spawn(&mut PIPE.lock().unwrap_or_else(|e| e.into_inner()));
+}
+
+/// Start the guard process into `pipe` (its lock held) if it is wanted and not running.
+fn spawn(pipe: &mut Option<PipeWriter>) {
+    if pipe.is_some() || !WANTED.swap(false, Ordering::SeqCst) {
+        return;
     }
+    match spawn_guard() {
+        Ok(w) => *pipe = Some(w),
+        Err(e) => crate::cli::warn(
+            "aw-run",
+            format!(
+                "cannot start the guard process ({e}): what backends start may outlive a killed aw-run"
+            ),
+        ),
+    }
+}
+
+fn spawn_guard() -> std::io::Result<PipeWriter> {
     let (reader, writer) = std::io::pipe()?;
     let mut cmd = Command::new(std::env::current_exe()?);
-    cmd.arg0("aw-run-guard")
+    cmd.arg0(ARG0)
         .env(GUARD, "1")
         .current_dir("/")
         .stdin(reader)
@@ -66,8 +100,7 @@ pub fn start() -> std::io::Result<()> {
     }
     // Never waited for: it exits after aw-run.
     cmd.spawn()?;
-    *pipe = Some(writer);
-    Ok(())
+    Ok(writer)
 }
 
 /// Have the guard kill the process group `pgid` if aw-run dies.
@@ -83,6 +116,9 @@ pub fn release(pgid: u32) {
 
 fn send(op: char, pgid: u32) {
     let mut pipe = PIPE.lock().unwrap_or_else(|e| e.into_inner());
+    if op == '+' {
+        spawn(&mut pipe);
+    }
     let Some(w) = pipe.as_mut() else { return };
     if let Err(e) = w.write_all(format!("{op}{pgid}\n").as_bytes()) {
         *pipe = None;

@@ -64,6 +64,8 @@ pub struct Exec {
 pub fn prepare(cmd: &mut Command, own_group: bool) {
     if own_group {
         cmd.process_group(0);
+        // The guard is there before the group: no instant where it runs unguarded.
+        crate::run::guard::ensure();
     }
     cmd.env_remove(crate::spawn::READY_FD);
     let parent = std::process::id() as i32;
