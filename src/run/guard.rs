@@ -63,7 +63,7 @@ fn spawn(pipe: &mut Option<PipeWriter>) {
     }
     match spawn_guard() {
         Ok(w) => *pipe = Some(w),
-        Err(e) => crate::cli::warn(
+        Err(e) => crate::warn::warn(
             "aw-run",
             format!(
                 "cannot start the guard process ({e}): what backends start may outlive a killed aw-run"

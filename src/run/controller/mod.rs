@@ -339,15 +339,17 @@ impl Controller {
                 remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
                 log: self.attempt_log(),
             };
-            let mut out =
-                match crate::fs::atomic_write_private(&self.mcp_config, self.mcp_text.as_bytes()) {
-                    Ok(()) => self.backend.run(&ctx),
-                    Err(e) => {
-                        let mut out = RunOutcome::new(Status::Failed);
-                        out.reason = Some(format!("cannot write its MCP configuration: {e}"));
-                        out
-                    }
-                };
+            let mut out = match crate::fs::atomic_write_private_unsynced(
+                &self.mcp_config,
+                self.mcp_text.as_bytes(),
+            ) {
+                Ok(()) => self.backend.run(&ctx),
+                Err(e) => {
+                    let mut out = RunOutcome::new(Status::Failed);
+                    out.reason = Some(format!("cannot write its MCP configuration: {e}"));
+                    out
+                }
+            };
             // A reason may quote what a service sent back, a key among it.
             out.reason = out.reason.map(|r| redact(&r, &self.secrets));
             if let Some(why) = out.usage.as_ref().and_then(Usage::implausible) {

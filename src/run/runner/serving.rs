@@ -9,7 +9,7 @@ use super::backends::registered_backend;
 use super::options::Options;
 use super::trust::Trusted;
 use crate::error::{Error, Result};
-use crate::fs::atomic_write_private;
+use crate::fs::atomic_write_private_unsynced;
 use crate::instance::Instance;
 use crate::models::Pricing;
 use crate::process::sibling;
@@ -54,6 +54,7 @@ impl Serving {
         let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
             .map_err(|e| Error::io(inst.state_dir(), e))?;
         // Private, whatever the umask: a configuration may hold what an agent's tools need.
+        // Not flushed: every server and every attempt writes it again before it is used.
         crate::fs::private_dir(&mcp_dir)?;
         let mcp_path = mcp_dir.join(format!("{name}.json"));
         let mcp_text = crate::tools::client_config::claude_json(
@@ -62,7 +63,7 @@ impl Serving {
             &format!("{name}@{}", inst.name()),
             tool_args,
         );
-        atomic_write_private(&mcp_path, mcp_text.as_bytes())?;
+        atomic_write_private_unsynced(&mcp_path, mcp_text.as_bytes())?;
         let served = Served {
             instance: inst.name().to_string(),
             agent: name.to_string(),
