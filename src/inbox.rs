@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::channel::{Channel, Damage, Entry};
+use crate::channel::{Channel, Damage, Entry, SCAN_CHUNK};
 use crate::error::Result;
 use crate::instance::Instance;
 use crate::mention::{self, Priority};
+use crate::mention_index::MentionIndex;
 use crate::names;
 use crate::state;
 
@@ -50,33 +51,76 @@ pub fn unread(inst: &Instance, agent: &str) -> Result<(Vec<InboxMessage>, Vec<Da
 
 /// [`unread`], plus the id of the newest entry read (the cursor when nothing is newer): a
 /// follower continues from there without missing what was appended meanwhile.
+///
+/// Answered from the mention index: the cost is that of the messages returned, not of the
+/// channel. Where the index cannot be used, the channel is read after the cursor.
 pub fn unread_with_last(
     inst: &Instance,
     agent: &str,
 ) -> Result<(Vec<InboxMessage>, Vec<Damage>, u64)> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    if let Some(through) = ix.ready(&ch)?
+        && let Ok(ids) = ix.ids(agent, after, through)
+    {
+        let msgs = ch.get_many(&ids)?.into_iter().map(message).collect();
+        return Ok((msgs, Vec::new(), through.max(after)));
+    }
+    unread_scanned(inst, agent, after)
+}
+
+/// The unread messages of `agent` after `after` found by reading the channel from there,
+/// without the mention index, with the damage met and the id of the newest entry read.
+#[doc(hidden)]
+pub fn unread_scanned(
+    inst: &Instance,
+    agent: &str,
+    after: u64,
+) -> Result<(Vec<InboxMessage>, Vec<Damage>, u64)> {
     let batch = Channel::new(inst).read_since(after)?;
     let last = batch.entries.last().map_or(after, |e| e.id);
     let msgs = batch
         .entries
         .into_iter()
         .filter(|e| is_for(e, agent))
-        .map(|e| InboxMessage {
-            priority: mention::priority(&e.message, e.mentions.len()),
-            entry: e,
-            unread: true,
-        })
+        .map(message)
         .collect();
     Ok((msgs, batch.damage, last))
 }
 
-/// How much of the log [`unread_head`] reads at a time, in bytes.
-const SCAN_CHUNK: u64 = 8 << 20;
+/// How many unread messages `agent` has: [`unread`]'s count, without reading them.
+pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
+    names::check_agent(agent)?;
+    let after = cursor(inst, agent)?;
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    if let Some(through) = ix.ready(&ch)?
+        && let Ok(n) = ix.count(agent, after, through)
+    {
+        return Ok(n as usize);
+    }
+    let mut n = 0;
+    ch.scan_since(after, SCAN_CHUNK, |e| {
+        n += usize::from(is_for(&e, agent));
+        true
+    })?;
+    Ok(n)
+}
+
+fn message(e: Entry) -> InboxMessage {
+    InboxMessage {
+        priority: mention::priority(&e.message, e.mentions.len()),
+        entry: e,
+        unread: true,
+    }
+}
 
 /// The oldest unread messages for `agent` whose texts fit in `max_bytes` together (at least
-/// one), and how many unread messages come after them. The channel is read a chunk at a
-/// time: only the messages kept are held. Reading never acknowledges.
+/// one), and how many unread messages come after them. Only the messages kept are read
+/// (from the mention index; where it cannot be used, the channel is read a chunk at a time).
+/// Reading never acknowledges.
 pub fn unread_head(
     inst: &Instance,
     agent: &str,
@@ -84,25 +128,62 @@ pub fn unread_head(
 ) -> Result<(Vec<InboxMessage>, usize)> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
-    let (mut kept, mut bytes, mut left) = (Vec::new(), 0usize, 0usize);
-    Channel::new(inst).scan_since(after, SCAN_CHUNK, |e| {
-        if !is_for(&e, agent) {
-            return true;
+    let mut h = Head {
+        kept: Vec::new(),
+        bytes: 0,
+        left: 0,
+        max_bytes,
+    };
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    if let Some(through) = ix.ready(&ch)?
+        && let Ok(ids) = ix.ids(agent, after, through)
+    {
+        // Entries are read in small batches, until one does not fit.
+        let mut rest = &ids[..];
+        while !rest.is_empty() {
+            let (now, later) = rest.split_at(rest.len().min(HEAD_BATCH));
+            for e in ch.get_many(now)? {
+                h.take(e);
+            }
+            rest = later;
+            if h.left > 0 {
+                h.left += rest.len();
+                break;
+            }
         }
-        bytes = bytes.saturating_add(e.message.len());
-        if left == 0 && (kept.is_empty() || bytes <= max_bytes) {
-            kept.push(InboxMessage {
-                priority: mention::priority(&e.message, e.mentions.len()),
-                entry: e,
-                unread: true,
-            });
-        } else {
-            left += 1;
+        return Ok((h.kept, h.left));
+    }
+    ch.scan_since(after, SCAN_CHUNK, |e| {
+        if is_for(&e, agent) {
+            h.take(e);
         }
         true
     })?;
-    Ok((kept, left))
+    Ok((h.kept, h.left))
 }
+
+/// What [`unread_head`] keeps, and how many it leaves.
+struct Head {
+    kept: Vec<InboxMessage>,
+    bytes: usize,
+    left: usize,
+    max_bytes: usize,
+}
+
+impl Head {
+    fn take(&mut self, e: Entry) {
+        self.bytes = self.bytes.saturating_add(e.message.len());
+        if self.left == 0 && (self.kept.is_empty() || self.bytes <= self.max_bytes) {
+            self.kept.push(message(e));
+        } else {
+            self.left += 1;
+        }
+    }
+}
+
+/// How many entries [`unread_head`] reads at a time from the index.
+const HEAD_BATCH: usize = 64;
 
 /// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never
 /// moves back, and never past the newest existing entry, so a later message is never

@@ -13,6 +13,7 @@ pub mod instance;
 pub mod keyword;
 pub mod mcp;
 pub mod mention;
+pub mod mention_index;
 pub mod names;
 pub mod post;
 pub mod proposal;
