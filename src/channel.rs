@@ -563,11 +563,8 @@ impl Channel {
         // with it, and valid entries would share an id.
         let torn = matches!(damage.last(), Some(Damage::Unreadable { at_end: true, .. }))
             && buf.last() != Some(&b'\n');
-        let last = found
-            .last()
-            .map(|(_, r)| r)
-            .or(base.as_ref())
-            .map_or(0, |r| r.id);
+        let before = found.last().map(|(_, r)| *r).or(base);
+        let last = before.map_or(0, |r| r.id);
         let first = last
             .checked_add(1)
             .filter(|f| f.checked_add(messages.len() as u64 - 1).is_some())
@@ -624,7 +621,7 @@ impl Channel {
         }
         let new: Vec<(&Entry, Record)> = entries.iter().zip(added).collect();
         let size = size + bytes.len() as u64;
-        if let Err(e) = MentionIndex::for_channel(self).appended(self, &log, size, last, &new) {
+        if let Err(e) = MentionIndex::for_channel(self).appended(self, &log, size, before, &new) {
             damage.push(Damage::MentionsNotUpdated { why: e.to_string() });
         }
         Ok((entries, damage))

@@ -79,36 +79,20 @@ impl MentionIndex {
 
     fn head(&self) -> io::Result<Head> {
         let path = self.head_path();
-        let f = match File::open(&path) {
-            Ok(f) => Fresh::new(f, &path),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Head::Missing),
-            Err(e) => return Err(e),
-        };
-        let b = f.read_range(0, HEAD_LEN as u64)?;
-        if b.len() < 8 || &b[..4] != MAGIC {
-            return Ok(Head::Unusable);
+        match File::open(&path) {
+            Ok(f) => read_head(&Fresh::new(f, &path)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Head::Missing),
+            Err(e) => Err(e),
         }
-        let version = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
-        if version > VERSION {
-            return Ok(Head::Newer(version));
-        }
-        if version != VERSION || b.len() < HEAD_LEN {
-            return Ok(Head::Unusable);
-        }
-        Ok(Head::At(Record::decode(&b[8..])))
     }
 
     fn write_head(&self, r: &Record) -> io::Result<()> {
-        let mut b = [0u8; HEAD_LEN];
-        b[..4].copy_from_slice(MAGIC);
-        b[4..8].copy_from_slice(&VERSION.to_le_bytes());
-        b[8..].copy_from_slice(&r.encode());
         let f = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(self.head_path())?;
-        f.write_all_at(&b, 0)
+        write_head(&f, r)
     }
 
     /// The entry the head names, when the log (of `size` bytes) holds it there.
@@ -119,22 +103,29 @@ impl MentionIndex {
         })
     }
 
-    /// Under the channel lock, after an append of `new` to a log whose last entry was `before`
-    /// (now `size` bytes): record the new entries' mentions, or catch up from the log.
+    /// Under the channel lock, after an append of `new` to a log (now `size` bytes) whose
+    /// last entry was `before`: record the new entries' mentions, or catch up from the log.
     pub(crate) fn appended(
         &self,
         ch: &Channel,
         log: &Fresh,
         size: u64,
-        before: u64,
+        before: Option<Record>,
         new: &[(&Entry, Record)],
     ) -> io::Result<()> {
         let Some(&(_, last)) = new.last() else {
             return Ok(());
         };
-        match self.head()? {
+        let path = self.head_path();
+        let f = match OpenOptions::new().read(true).write(true).open(&path) {
+            Ok(f) => Fresh::new(f, &path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return self.catch_up(ch, log, size),
+            Err(e) => return Err(e),
+        };
+        // The head names the entry that was last, where it was: the index covers the log.
+        match read_head(&f)? {
             Head::Newer(_) => return Ok(()),
-            Head::At(r) if r.id == before && (r == NOTHING || record_valid(log, &r, size)) => {}
+            Head::At(r) if r == before.unwrap_or(NOTHING) => {}
             _ => return self.catch_up(ch, log, size),
         }
         let mut ids = BTreeMap::new();
@@ -142,7 +133,7 @@ impl MentionIndex {
             collect(&mut ids, e);
         }
         self.add(&ids, new[0].0.id)?;
-        self.write_head(&last)
+        write_head(f.file(), &last)
     }
 
     /// Under the channel lock: bring the index up to the log, from the head's entry when the
@@ -318,6 +309,39 @@ impl MentionIndex {
             Err(e) => Err(e),
         }
     }
+}
+
+fn read_head(f: &Fresh) -> io::Result<Head> {
+    let mut b = [0u8; HEAD_LEN];
+    let n = match f.read_exact_at(&mut b, 0) {
+        Ok(()) => HEAD_LEN,
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            let got = f.read_range(0, HEAD_LEN as u64)?;
+            let n = got.len().min(HEAD_LEN);
+            b[..n].copy_from_slice(&got[..n]);
+            n
+        }
+        Err(e) => return Err(e),
+    };
+    if n < 8 || &b[..4] != MAGIC {
+        return Ok(Head::Unusable);
+    }
+    let version = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
+    if version > VERSION {
+        return Ok(Head::Newer(version));
+    }
+    if version != VERSION || n < HEAD_LEN {
+        return Ok(Head::Unusable);
+    }
+    Ok(Head::At(Record::decode(&b[8..])))
+}
+
+fn write_head(f: &File, r: &Record) -> io::Result<()> {
+    let mut b = [0u8; HEAD_LEN];
+    b[..4].copy_from_slice(MAGIC);
+    b[4..8].copy_from_slice(&VERSION.to_le_bytes());
+    b[8..].copy_from_slice(&r.encode());
+    f.write_all_at(&b, 0)
 }
 
 /// Add the inbox ids of `e` to `ids` (agent → encoded ids); how many were added.
