@@ -492,3 +492,67 @@ fn on_random_channels_index_answers_equal_whole_channel_reads() {
         assert_index_equals_rebuilt(&root, INST);
     }
 }
+
+/// A channel larger than the memory aw-peek may use: the whole of it, and everything after
+/// `--since`, is printed as it is read (entry for entry), not held first.
+#[test]
+fn a_whole_channel_read_streams_in_bounded_memory() {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    const ENTRIES: u64 = 280_000;
+    /// Address space allowed: far less than the 64 MB channel.
+    const LIMIT: u64 = 48 << 20;
+    let root = Root::new();
+    root.send(INST, &["-q"], "first");
+    let mut w = std::io::BufWriter::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(root.channel(INST))
+            .unwrap(),
+    );
+    for id in 2..=ENTRIES {
+        let e = aw::channel::Entry {
+            id,
+            timestamp: "2026-01-01T10:00:00.000Z".into(),
+            from: "alice".into(),
+            message: format!(
+                "update {id}: {}",
+                "the parser change looks right to me ".repeat(5)
+            ),
+            mentions: Vec::new(),
+        };
+        w.write_all(&aw::channel::render(&e)).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    assert!(std::fs::metadata(root.channel(INST)).unwrap().len() > 60 << 20);
+    for args in [&["-n", "0"][..], &["--since", "0"], &["-n", "0", "--json"]] {
+        let mut cmd = root.cmd("aw-peek");
+        cmd.args(["-i", INST]).args(args);
+        let lim = nix::libc::rlimit {
+            rlim_cur: LIMIT,
+            rlim_max: LIMIT,
+        };
+        // SAFETY: setrlimit is async-signal-safe, and `lim` is copied into the closure.
+        unsafe {
+            cmd.pre_exec(move || {
+                if nix::libc::setrlimit(nix::libc::RLIMIT_AS, &lim) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        let out = cmd.stdin(Stdio::null()).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        let starts = if args.contains(&"--json") { "{" } else { "#" };
+        let n = text.lines().filter(|l| l.starts_with(starts)).count() as u64;
+        assert_eq!(n, ENTRIES, "{args:?}: entries printed");
+    }
+}
