@@ -597,3 +597,42 @@ fn a_torn_final_entry_leaves_the_inboxes_and_its_id_is_indexed_anew() {
     assert_answers_equal_scan(&root, INST);
     assert_index_equals_rebuilt(&root, INST);
 }
+
+/// Mentions as another program may write them in a header (`to=`): a name that is not an
+/// agent name (a path) is never a file of the index, and a name given twice counts once.
+#[test]
+fn mentions_written_by_hand_never_name_a_file_outside_the_index() {
+    use std::io::Write;
+    let root = Root::new();
+    setup(&root, INST);
+    root.send(INST, &["-f", "alice"], "@bob first");
+    let e = aw::channel::Entry {
+        id: 2,
+        timestamp: "2026-01-01T10:00:00.000Z".into(),
+        from: "carol".into(),
+        message: "by hand".into(),
+        mentions: vec![
+            "../../evil".into(),
+            "bob".into(),
+            "bob".into(),
+            "_head".into(),
+        ],
+    };
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.channel(INST))
+        .unwrap()
+        .write_all(&aw::channel::render(&e))
+        .unwrap();
+    let ids: Vec<u64> = inbox(&root, INST, "bob").iter().map(|e| e.id).collect();
+    assert_eq!(ids, vec![1, 2]);
+    root.send(INST, &["-f", "alice"], "@carol after");
+    let names: Vec<String> = files(&mentions_dir(&root, INST)).into_keys().collect();
+    assert_eq!(names, ["_head", "bob", "carol"]);
+    assert!(!root.path().join("evil").exists());
+    assert!(!root.inst_dir(INST).join("evil").exists());
+    let head = std::fs::read(mentions_dir(&root, INST).join("_head")).unwrap();
+    assert_eq!(&head[..4], b"awmi", "the head was not overwritten by ids");
+    assert_answers_equal_scan(&root, INST);
+    assert_index_equals_rebuilt(&root, INST);
+}
