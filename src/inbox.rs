@@ -73,8 +73,7 @@ pub fn unread_with_last(
 
 /// The unread messages of `agent` after `after` found by reading the channel from there,
 /// without the mention index, with the damage met and the id of the newest entry read.
-#[doc(hidden)]
-pub fn unread_scanned(
+fn unread_scanned(
     inst: &Instance,
     agent: &str,
     after: u64,
