@@ -2,14 +2,16 @@
 //! its inbox, so that an inbox, or its unread count, costs what it holds and not the channel.
 //!
 //! ```text
-//! _state/mentions/_head    32 bytes: "awmi", version (u32), then the index record
-//!                          (id, offset, length, u64 each) of the last entry covered
+//! _state/mentions/_head    40 bytes: "awmi", version (u32), the index record (id,
+//!                          offset, length, u64 each) of the last entry covered, and
+//!                          the largest id the agents' files may hold (u64)
 //! _state/mentions/AGENT    the ids (u64 each) of the entries covered that mention AGENT
 //!                          and are not from AGENT, ascending
 //! ```
 //!
-//! All numbers are little-endian. Appends keep the index under the channel lock: the ids go
-//! to the agents' files first, then the head names the new last entry. A reader trusts only
+//! All numbers are little-endian. Appends keep the index under the channel lock: the head
+//! says which ids may be written, the ids go to the agents' files, then the head names the
+//! new last entry. A reader trusts only
 //! the ids up to the head's entry, and only when the log holds that entry where the head says
 //! (as `channel.idx` is checked). An index behind the log (a crash between the two steps, an
 //! append by an older aw or another program) is caught up from the log under the channel
@@ -36,7 +38,7 @@ pub const DIR: &str = "mentions";
 /// The head file in that directory (agent names start with a letter).
 pub const HEAD: &str = "_head";
 const MAGIC: &[u8; 4] = b"awmi";
-const HEAD_LEN: usize = 8 + RECORD as usize;
+const HEAD_LEN: usize = 16 + RECORD as usize;
 /// Bytes per id in an agent's file.
 const ID: u64 = 8;
 /// How many ids a rebuild holds before writing them out.
@@ -51,8 +53,9 @@ enum Head {
     Unusable,
     /// A newer format: left alone.
     Newer(u32),
-    /// Entries through this one are covered (id 0: none).
-    At(Record),
+    /// Entries through this one are covered (id 0: none), and the agents' files may hold
+    /// ids up to the second (greater while an append or a catch-up is under way).
+    At(Record, u64),
 }
 
 const NOTHING: Record = Record {
@@ -86,19 +89,19 @@ impl MentionIndex {
         }
     }
 
-    fn write_head(&self, r: &Record) -> io::Result<()> {
+    fn write_head(&self, r: &Record, written: u64) -> io::Result<()> {
         let f = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(false)
             .open(self.head_path())?;
-        write_head(&f, r)
+        write_head(&f, r, written)
     }
 
     /// The entry the head names, when the log (of `size` bytes) holds it there.
     fn covered(&self, log: &Fresh, size: u64) -> io::Result<Option<Record>> {
         Ok(match self.head()? {
-            Head::At(r) if r == NOTHING || record_valid(log, &r, size) => Some(r),
+            Head::At(r, _) if r == NOTHING || record_valid(log, &r, size) => Some(r),
             _ => None,
         })
     }
@@ -125,26 +128,37 @@ impl MentionIndex {
         // The head names the entry that was last, where it was: the index covers the log.
         match read_head(&f)? {
             Head::Newer(_) => return Ok(()),
-            Head::At(r) if r == before.unwrap_or(NOTHING) => {}
+            Head::At(r, written) if r == before.unwrap_or(NOTHING) && written == r.id => {}
             _ => return self.catch_up(ch, log, size),
         }
         let mut ids = BTreeMap::new();
         for (e, _) in new {
             collect(&mut ids, e);
         }
-        self.add(&ids, new[0].0.id)?;
-        write_head(f.file(), &last)
+        if !ids.is_empty() {
+            // Said before the ids are written, so that an append that stops half way is
+            // caught up (and its ids cut) by the next one.
+            write_head(f.file(), &before.unwrap_or(NOTHING), last.id)?;
+            self.add(&ids, new[0].0.id)?;
+        }
+        write_head(f.file(), &last, last.id)
     }
 
     /// Under the channel lock: bring the index up to the log, from the head's entry when the
     /// log holds it there, else from scratch.
     pub(crate) fn catch_up(&self, ch: &Channel, log: &Fresh, size: u64) -> io::Result<()> {
-        let from = match self.head()? {
+        let (head, written) = match self.head()? {
             Head::Newer(_) => return Ok(()),
-            Head::At(r) if r == NOTHING || record_valid(log, &r, size) => r.id,
-            _ => 0,
+            Head::At(r, w) if r == NOTHING || record_valid(log, &r, size) => (r, w),
+            _ => (NOTHING, u64::MAX),
         };
+        let from = head.id;
+        if written == from && from >= ch.last_id().map_err(io::Error::other)? {
+            // Caught up already (by the append a reader waited for).
+            return Ok(());
+        }
         std::fs::create_dir_all(&self.dir)?;
+        self.write_head(&head, u64::MAX)?;
         // Ids past the head are from an append that did not finish: cut them.
         for agent in self.agents()? {
             self.cut(&agent, from)?;
@@ -172,14 +186,10 @@ impl MentionIndex {
         }
         self.add(&ids, first_new)?;
         if last == from {
-            // Nothing new; a head that was unusable says so now.
-            return match self.head()? {
-                Head::At(r) if r.id == from => Ok(()),
-                _ => self.write_head(&NOTHING),
-            };
+            return self.write_head(&head, from);
         }
         match ch.locate(log, size, last) {
-            Some(r) => self.write_head(&r),
+            Some(r) => self.write_head(&r, r.id),
             // The index of the log does not lead to its last entry: leave the head where it
             // was; the next catch-up reads again from there.
             None => Ok(()),
@@ -333,14 +343,16 @@ fn read_head(f: &Fresh) -> io::Result<Head> {
     if version != VERSION || n < HEAD_LEN {
         return Ok(Head::Unusable);
     }
-    Ok(Head::At(Record::decode(&b[8..])))
+    let written = u64::from_le_bytes(b[HEAD_LEN - 8..].try_into().expect("8 bytes"));
+    Ok(Head::At(Record::decode(&b[8..HEAD_LEN - 8]), written))
 }
 
-fn write_head(f: &File, r: &Record) -> io::Result<()> {
+fn write_head(f: &File, r: &Record, written: u64) -> io::Result<()> {
     let mut b = [0u8; HEAD_LEN];
     b[..4].copy_from_slice(MAGIC);
     b[4..8].copy_from_slice(&VERSION.to_le_bytes());
-    b[8..].copy_from_slice(&r.encode());
+    b[8..HEAD_LEN - 8].copy_from_slice(&r.encode());
+    b[HEAD_LEN - 8..].copy_from_slice(&written.to_le_bytes());
     f.write_all_at(&b, 0)
 }
 

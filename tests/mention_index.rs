@@ -636,3 +636,33 @@ fn mentions_written_by_hand_never_name_a_file_outside_the_index() {
     assert_answers_equal_scan(&root, INST);
     assert_index_equals_rebuilt(&root, INST);
 }
+
+/// An append that wrote ids and stopped before its entry was kept (the head says ids past its
+/// entry may be written): the next append cuts them, also from agents it does not mention.
+#[test]
+fn ids_of_an_append_that_did_not_finish_are_cut_from_every_agent() {
+    let root = Root::new();
+    setup(&root, INST);
+    for i in 0..5 {
+        root.send(INST, &["-f", "alice"], &format!("@bob number {i}"));
+    }
+    let dir = mentions_dir(&root, INST);
+    let mut head = std::fs::read(dir.join("_head")).unwrap();
+    assert_eq!(head.len(), 40);
+    head[32..40].copy_from_slice(&6u64.to_le_bytes());
+    std::fs::write(dir.join("_head"), &head).unwrap();
+    std::fs::write(dir.join("carol"), 6u64.to_le_bytes()).unwrap();
+    assert!(inbox(&root, INST, "carol").is_empty());
+    let id = root.send(INST, &["-f", "alice"], "@dave the sixth");
+    assert_eq!(id, 6);
+    assert!(
+        inbox(&root, INST, "carol").is_empty(),
+        "a stale id in carol's inbox"
+    );
+    assert_eq!(
+        index_ids(&root, INST, "carol").unwrap_or_default(),
+        Vec::<u64>::new()
+    );
+    assert_answers_equal_scan(&root, INST);
+    assert_index_equals_rebuilt(&root, INST);
+}
