@@ -26,6 +26,16 @@ fn setup(root: &Root, inst: &str) {
     }
 }
 
+/// A new root with the agents registered and `n` messages from alice to `to`.
+fn team_with(n: usize, to: &str) -> Root {
+    let root = Root::new();
+    setup(&root, INST);
+    for i in 0..n {
+        root.send(INST, &["-f", "alice"], &format!("{to} number {i}"));
+    }
+    root
+}
+
 fn mentions_dir(root: &Root, inst: &str) -> std::path::PathBuf {
     root.inst_dir(inst).join("_state/mentions")
 }
@@ -303,11 +313,7 @@ fn an_instance_written_before_the_index_is_upgraded_in_place() {
 
 #[test]
 fn an_index_left_behind_the_channel_catches_up_exactly() {
-    let root = Root::new();
-    setup(&root, INST);
-    for i in 0..10 {
-        root.send(INST, &["-f", "alice"], &format!("@bob @carol early {i}"));
-    }
+    let root = team_with(10, "@bob @carol");
     let head = mentions_dir(&root, INST).join("_head");
     let old_head = std::fs::read(&head).unwrap();
     for i in 0..10 {
@@ -567,11 +573,7 @@ fn a_whole_channel_read_streams_in_bounded_memory() {
 /// entry that takes its id next is in the inboxes of its own mentions only.
 #[test]
 fn a_torn_final_entry_leaves_the_inboxes_and_its_id_is_indexed_anew() {
-    let root = Root::new();
-    setup(&root, INST);
-    for i in 0..5 {
-        root.send(INST, &["-f", "alice"], &format!("@bob number {i}"));
-    }
+    let root = team_with(5, "@bob");
     let log = root.channel(INST);
     let len = std::fs::metadata(&log).unwrap().len();
     std::fs::OpenOptions::new()
@@ -641,11 +643,7 @@ fn mentions_written_by_hand_never_name_a_file_outside_the_index() {
 /// entry may be written): the next append cuts them, also from agents it does not mention.
 #[test]
 fn ids_of_an_append_that_did_not_finish_are_cut_from_every_agent() {
-    let root = Root::new();
-    setup(&root, INST);
-    for i in 0..5 {
-        root.send(INST, &["-f", "alice"], &format!("@bob number {i}"));
-    }
+    let root = team_with(5, "@bob");
     let dir = mentions_dir(&root, INST);
     let mut head = std::fs::read(dir.join("_head")).unwrap();
     assert_eq!(head.len(), 40);
