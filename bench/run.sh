@@ -1,5 +1,6 @@
 #!/bin/sh
 # Run aw's benchmarks: aw-send per call, reads at 10k/100k/1M entries, follow wake latency,
+# inbox, ls and status growth curves with the channel (bench/mentions.sh),
 # aw-mcp start-up and tool round trips, aw-run end to end, wake latency, idle cost and
 # throughput.
 # Usage: sh bench/run.sh [--quick]    (make bench runs it after make build)
@@ -61,5 +62,16 @@ for b in $BENCHES; do
 		exit "$rc"
 	fi
 done
+
+# Growth curves of inbox reads and unread counts with the channel, as processes (the binaries
+# of make build; --quick: 10k and 100k entries only).
+sizes="10000 100000 1000000"
+[ -n "$QUICK" ] && sizes="10000 100000"
+bin=${AW_BENCH_BIN_DIR:-target/release}
+if [ -x "$bin/aw-send" ]; then
+	bash bench/mentions.sh --after "$bin" --sizes "$sizes" | tee -a "$log"
+else
+	echo "bench/run.sh: no binaries in $bin; mention growth curves skipped (make build)" | tee -a "$log"
+fi
 
 echo "total: $(($(date +%s) - start)) s; figures saved in $log" | tee -a "$log"

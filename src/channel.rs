@@ -26,12 +26,17 @@ use crate::fs::Lock;
 use crate::fs::netfs::Fresh;
 use crate::hash::fnv1a;
 use crate::instance::Instance;
+use crate::mention_index::MentionIndex;
 
 /// Largest message accepted, in bytes (4 MiB).
 pub const MAX_MESSAGE: usize = 4 << 20;
 
+/// How much of the log a streaming read takes at a time, in bytes (more when one entry is
+/// longer).
+pub const SCAN_CHUNK: u64 = 8 << 20;
+
 /// Bytes per index record: id, offset, length, each a little-endian u64.
-const RECORD: u64 = 24;
+pub(crate) const RECORD: u64 = 24;
 
 /// One channel entry, in the JSON form used everywhere.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +65,9 @@ pub enum Damage {
     OutOfOrder { offset: u64, id: u64, after: u64 },
     /// An append stored its entry but could not update the index, for the reason given.
     IndexNotUpdated { why: String },
+    /// An append stored its entry but could not update the mention index, for the reason
+    /// given.
+    MentionsNotUpdated { why: String },
 }
 
 impl std::fmt::Display for Damage {
@@ -85,6 +93,11 @@ impl std::fmt::Display for Damage {
                 f,
                 "channel.idx: cannot write: {why}; the entry is stored, and the index will be \
                  rebuilt"
+            ),
+            Damage::MentionsNotUpdated { why } => write!(
+                f,
+                "mentions/: cannot write: {why}; the entry is stored, and the mention index \
+                 will catch up"
             ),
         }
     }
@@ -302,25 +315,26 @@ fn read_range(log: &Fresh, from: u64, size: u64) -> std::io::Result<Vec<u8>> {
     log.read_range(from, size)
 }
 
+/// Where one entry lies in the log: its id, the offset of its header and its whole length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Record {
-    id: u64,
-    offset: u64,
-    len: u64,
+pub(crate) struct Record {
+    pub(crate) id: u64,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
 }
 
 impl Record {
     fn end(&self) -> u64 {
         self.offset.saturating_add(self.len)
     }
-    fn encode(&self) -> [u8; RECORD as usize] {
+    pub(crate) fn encode(&self) -> [u8; RECORD as usize] {
         let mut b = [0u8; RECORD as usize];
         b[0..8].copy_from_slice(&self.id.to_le_bytes());
         b[8..16].copy_from_slice(&self.offset.to_le_bytes());
         b[16..24].copy_from_slice(&self.len.to_le_bytes());
         b
     }
-    fn decode(b: &[u8]) -> Record {
+    pub(crate) fn decode(b: &[u8]) -> Record {
         let u = |r: std::ops::Range<usize>| u64::from_le_bytes(b[r].try_into().unwrap());
         Record {
             id: u(0..8),
@@ -409,6 +423,79 @@ impl Channel {
         &self.log
     }
 
+    /// The lock file every writer of the channel takes.
+    pub(crate) fn lock_path(&self) -> &Path {
+        &self.lock
+    }
+
+    /// The directory of the channel's state files (`_state/`).
+    pub(crate) fn state_dir(&self) -> &Path {
+        self.lock.parent().unwrap_or(Path::new("."))
+    }
+
+    /// The log opened for reading, with its size; `None` when there is no log yet.
+    pub(crate) fn open_log(&self) -> Result<Option<(Fresh, u64)>> {
+        let log = match File::open(&self.log) {
+            Ok(f) => Fresh::new(f, &self.log),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(&self.log, e)),
+        };
+        let size = log.size().at(&self.log)?;
+        Ok(Some((log, size)))
+    }
+
+    /// Where the entry `id` lies in `log` (of `size` bytes), as the index records it and the
+    /// log confirms; `None` when the index has no such record or the log disagrees.
+    pub(crate) fn locate(&self, log: &Fresh, size: u64, id: u64) -> Option<Record> {
+        let recs = File::open(&self.index)
+            .and_then(|f| Records::open(Fresh::new(f, &self.index)))
+            .ok()?;
+        locate_in(&recs, log, size, id)
+    }
+
+    /// The entries with these ids (ascending), in order; an id the log does not hold is left
+    /// out. Each entry is found through the index and read alone: the cost is that of the
+    /// entries returned. Where the index does not lead to an entry, the log is read from the
+    /// first id asked for.
+    pub fn get_many(&self, ids: &[u64]) -> Result<Vec<Entry>> {
+        let Some(&first) = ids.first() else {
+            return Ok(Vec::new());
+        };
+        let Some((log, size)) = self.open_log()? else {
+            return Ok(Vec::new());
+        };
+        let recs = File::open(&self.index).and_then(|f| Records::open(Fresh::new(f, &self.index)));
+        let mut out = Vec::with_capacity(ids.len());
+        if let Ok(recs) = &recs {
+            for &id in ids {
+                let Some(r) = locate_in(recs, &log, size, id) else {
+                    break;
+                };
+                let buf = read_range(&log, r.offset, r.end()).at(&self.log)?;
+                match parse_entry(&buf) {
+                    Some((e, used)) if e.id == id && used as u64 == r.len => out.push(e),
+                    _ => break,
+                }
+            }
+            if out.len() == ids.len() {
+                return Ok(out);
+            }
+        }
+        // Read the log itself, as far as the last id asked for.
+        out.clear();
+        let last = *ids.last().expect("not empty");
+        let mut want = ids.iter().copied().peekable();
+        self.scan_since(first.saturating_sub(1), SCAN_CHUNK, |e| {
+            while want.next_if(|&w| w < e.id).is_some() {}
+            let more = e.id < last;
+            if want.next_if_eq(&e.id).is_some() {
+                out.push(e);
+            }
+            more && want.peek().is_some()
+        })?;
+        Ok(out)
+    }
+
     /// Append a message; the caller has validated `from` and resolved `mentions`.
     /// Takes the channel lock, assigns the next id, and writes the whole entry with one
     /// `write` on an `O_APPEND` descriptor. With `sync`, the data is fdatasync'd before
@@ -467,11 +554,8 @@ impl Channel {
         // with it, and valid entries would share an id.
         let torn = matches!(damage.last(), Some(Damage::Unreadable { at_end: true, .. }))
             && buf.last() != Some(&b'\n');
-        let last = found
-            .last()
-            .map(|(_, r)| r)
-            .or(base.as_ref())
-            .map_or(0, |r| r.id);
+        let before = found.last().map(|(_, r)| *r).or(base);
+        let last = before.map_or(0, |r| r.id);
         let first = last
             .checked_add(1)
             .filter(|f| f.checked_add(messages.len() as u64 - 1).is_some())
@@ -495,6 +579,7 @@ impl Channel {
             records.extend_from_slice(&r.encode());
         }
         let mut entries = Vec::with_capacity(messages.len());
+        let mut added = Vec::with_capacity(messages.len());
         for (id, (message, mentions)) in (first..).zip(messages) {
             let entry = Entry {
                 id,
@@ -511,6 +596,7 @@ impl Channel {
                 len: bytes.len() as u64 - start,
             };
             records.extend_from_slice(&rec.encode());
+            added.push(rec);
             entries.push(entry);
         }
         log.file().write_all(&bytes).at(&self.log)?;
@@ -523,6 +609,11 @@ impl Channel {
             }
             Ok(false) => {}
             Err(e) => damage.push(Damage::IndexNotUpdated { why: e.to_string() }),
+        }
+        let new: Vec<(&Entry, Record)> = entries.iter().zip(added).collect();
+        let size = size + bytes.len() as u64;
+        if let Err(e) = MentionIndex::for_channel(self).appended(self, &log, size, before, &new) {
+            damage.push(Damage::MentionsNotUpdated { why: e.to_string() });
         }
         Ok((entries, damage))
     }
@@ -614,7 +705,7 @@ impl Channel {
                 Damage::Unreadable { offset, .. } | Damage::OutOfOrder { offset, .. } => {
                     *offset < next
                 }
-                Damage::IndexNotUpdated { .. } => true,
+                Damage::IndexNotUpdated { .. } | Damage::MentionsNotUpdated { .. } => true,
             });
             damage.extend(met);
             for (e, _) in found {
@@ -828,6 +919,12 @@ impl Records {
     }
 }
 
+/// The record of entry `id` in `recs`, when the log holds that entry there.
+fn locate_in(recs: &Records, log: &Fresh, size: u64, id: u64) -> Option<Record> {
+    let (_, r) = recs.first_after(id.checked_sub(1)?).ok()??;
+    (r.id == id && record_valid(log, &r, size)).then_some(r)
+}
+
 /// The last record of an index file of `size` bytes (whole records), when it follows the
 /// record before it: a larger id, and an entry that starts where or after that one ends.
 fn read_last_record(f: &Fresh, size: u64) -> std::io::Result<Option<Record>> {
@@ -852,7 +949,7 @@ fn read_last_record(f: &Fresh, size: u64) -> std::io::Result<Option<Record>> {
 /// its id, whose header and `len` add up to the record's length? A header starts a line, as
 /// a read of the log finds it. Reads the header, not the body: one `pread` for a header line
 /// shorter than 256 bytes.
-fn record_valid(log: &Fresh, r: &Record, size: u64) -> bool {
+pub(crate) fn record_valid(log: &Fresh, r: &Record, size: u64) -> bool {
     if r.offset.checked_add(r.len).is_none_or(|end| end > size) {
         return false;
     }

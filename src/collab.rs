@@ -376,7 +376,7 @@ impl Waited {
 fn look(inst: &Instance, agent: &str) -> Result<Waited> {
     let reg = Registry::load(inst)?;
     let closed = reg.get(agent).is_some_and(|a| a.closed);
-    let unread = inbox::unread(inst, agent)?.0.len();
+    let unread = inbox::unread_count(inst, agent)?;
     let served = serve::list(inst).into_iter().find(|s| s.agent == agent);
     let state = match (&served, closed) {
         (_, true) if served.is_none() => "closed",

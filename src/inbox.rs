@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::channel::{Channel, Damage, Entry};
+use crate::channel::{Channel, Damage, Entry, SCAN_CHUNK};
 use crate::error::Result;
 use crate::instance::Instance;
 use crate::mention::{self, Priority};
+use crate::mention_index::MentionIndex;
 use crate::names;
 use crate::state;
 
@@ -50,46 +51,177 @@ pub fn unread(inst: &Instance, agent: &str) -> Result<(Vec<InboxMessage>, Vec<Da
 
 /// [`unread`], plus the id of the newest entry read (the cursor when nothing is newer): a
 /// follower continues from there without missing what was appended meanwhile.
+///
+/// Answered from the mention index: the cost is that of the messages returned, not of the
+/// channel. Where the index cannot be used, the channel is read after the cursor.
 pub fn unread_with_last(
     inst: &Instance,
     agent: &str,
 ) -> Result<(Vec<InboxMessage>, Vec<Damage>, u64)> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    if let Some(through) = ix.ready(&ch)?
+        && let Ok(ids) = ix.ids(agent, after, through)
+    {
+        let msgs = ch.get_many(&ids)?.into_iter().map(message).collect();
+        return Ok((msgs, Vec::new(), through.max(after)));
+    }
+    unread_scanned(inst, agent, after)
+}
+
+/// The unread messages of `agent` after `after` found by reading the channel from there,
+/// without the mention index, with the damage met and the id of the newest entry read.
+fn unread_scanned(
+    inst: &Instance,
+    agent: &str,
+    after: u64,
+) -> Result<(Vec<InboxMessage>, Vec<Damage>, u64)> {
     let batch = Channel::new(inst).read_since(after)?;
     let last = batch.entries.last().map_or(after, |e| e.id);
     let msgs = batch
         .entries
         .into_iter()
         .filter(|e| is_for(e, agent))
-        .map(|e| InboxMessage {
-            priority: mention::priority(&e.message, e.mentions.len()),
-            entry: e,
-            unread: true,
-        })
+        .map(message)
         .collect();
     Ok((msgs, batch.damage, last))
 }
 
-/// How much of the log [`unread_each`] reads at a time, in bytes.
-const SCAN_CHUNK: u64 = 8 << 20;
-
-/// Hand each unread message for `agent` to `f`, oldest first. The channel is read a chunk
-/// at a time: only what `f` keeps is held. Reading never acknowledges.
-pub fn unread_each(inst: &Instance, agent: &str, mut f: impl FnMut(InboxMessage)) -> Result<()> {
+/// How many unread messages `agent` has: [`unread`]'s count, without reading them.
+pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
-    Channel::new(inst).scan_since(after, SCAN_CHUNK, |e| {
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    if let Some(through) = ix.ready(&ch)?
+        && let Ok(n) = ix.count(agent, after, through)
+    {
+        return Ok(n as usize);
+    }
+    let mut n = 0;
+    ch.scan_since(after, SCAN_CHUNK, |e| {
+        n += usize::from(is_for(&e, agent));
+        true
+    })?;
+    Ok(n)
+}
+
+fn message(e: Entry) -> InboxMessage {
+    InboxMessage {
+        priority: mention::priority(&e.message, e.mentions.len()),
+        entry: e,
+        unread: true,
+    }
+}
+
+/// The unread messages older than those [`unread_tail`] shows: how many, and the ids of the
+/// oldest and the newest of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Older {
+    pub count: u64,
+    pub first: u64,
+    pub last: u64,
+}
+
+/// The newest unread messages for `agent`, oldest first: at most `max_count` of them and
+/// `max_bytes` of text together (at least the newest, whole), and a summary of the older
+/// ones. Only the messages shown are read (from the mention index; where it cannot be
+/// used, the channel is read a chunk at a time and only those shown are held). Reading
+/// never acknowledges.
+pub fn unread_tail(
+    inst: &Instance,
+    agent: &str,
+    max_count: usize,
+    max_bytes: usize,
+) -> Result<(Vec<InboxMessage>, Option<Older>)> {
+    names::check_agent(agent)?;
+    let after = cursor(inst, agent)?;
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    if let Some(through) = ix.ready(&ch)?
+        && let Ok(ids) = ix.ids(agent, after, through)
+    {
+        // Newest first, a small batch at a time, until one does not fit.
+        let (mut shown, mut bytes, mut end) = (Vec::new(), 0usize, ids.len());
+        'fill: while end > 0 {
+            let start = end.saturating_sub(TAIL_BATCH);
+            for e in ch.get_many(&ids[start..end])?.into_iter().rev() {
+                let fits = shown.len() < max_count && bytes + e.message.len() <= max_bytes;
+                if !shown.is_empty() && !fits {
+                    break 'fill;
+                }
+                bytes += e.message.len();
+                shown.push(message(e));
+                end -= 1;
+            }
+        }
+        shown.reverse();
+        let older = (end > 0).then(|| Older {
+            count: end as u64,
+            first: ids[0],
+            last: ids[end - 1],
+        });
+        return Ok((shown, older));
+    }
+    let mut tail = Tail::new(max_count, max_bytes);
+    ch.scan_since(after, SCAN_CHUNK, |e| {
         if is_for(&e, agent) {
-            f(InboxMessage {
-                priority: mention::priority(&e.message, e.mentions.len()),
-                entry: e,
-                unread: true,
-            });
+            tail.push(message(e));
         }
         true
     })?;
-    Ok(())
+    Ok(tail.done())
+}
+
+/// How many entries [`unread_tail`] reads at a time from the index.
+const TAIL_BATCH: usize = 64;
+
+/// Keeps the newest messages pushed (oldest first) within the bounds, counts the others.
+#[derive(Default)]
+pub(crate) struct Tail {
+    shown: std::collections::VecDeque<InboxMessage>,
+    bytes: usize,
+    older: Option<Older>,
+    max_count: usize,
+    max_bytes: usize,
+}
+
+impl Tail {
+    pub(crate) fn new(max_count: usize, max_bytes: usize) -> Tail {
+        Tail {
+            max_count,
+            max_bytes,
+            ..Tail::default()
+        }
+    }
+
+    /// What is shown, oldest first, and the summary of the others.
+    pub(crate) fn done(self) -> (Vec<InboxMessage>, Option<Older>) {
+        (self.shown.into(), self.older)
+    }
+
+    pub(crate) fn push(&mut self, m: InboxMessage) {
+        self.bytes += m.entry.message.len();
+        self.shown.push_back(m);
+        while self.shown.len() > 1
+            && (self.shown.len() > self.max_count || self.bytes > self.max_bytes)
+        {
+            let Some(out) = self.shown.pop_front() else {
+                break;
+            };
+            self.bytes -= out.entry.message.len();
+            let id = out.entry.id;
+            let o = self.older.get_or_insert(Older {
+                count: 0,
+                first: id,
+                last: id,
+            });
+            o.count += 1;
+            o.last = id;
+        }
+    }
 }
 
 /// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never
@@ -110,4 +242,61 @@ pub fn ack(inst: &Instance, agent: &str, until: Option<u64>) -> Result<u64> {
         }
         Ok(*cur)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The newest messages shown and the older summarised, by the rule of [`Tail`] over
+    /// messages given oldest first.
+    fn by_scan(msgs: Vec<InboxMessage>, max_count: usize, max_bytes: usize) -> Vec<u64> {
+        let mut tail = Tail::new(max_count, max_bytes);
+        msgs.into_iter().for_each(|m| tail.push(m));
+        let (shown, older) = tail.done();
+        let mut ids: Vec<u64> = shown.iter().map(|m| m.entry.id).collect();
+        if let Some(o) = older {
+            ids.extend([0, o.count, o.first, o.last]);
+        }
+        ids
+    }
+
+    #[test]
+    fn the_tail_read_from_the_index_is_the_tail_of_a_whole_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(dir.path())
+            .instance("w")
+            .unwrap();
+        inst.create().unwrap();
+        let ch = Channel::new(&inst);
+        for i in 0..300usize {
+            let (from, to) = match i % 7 {
+                0 => ("bob", "amy"),
+                3 => ("amy", "cy"),
+                _ => ("amy", "bob"),
+            };
+            let text = format!("{i} {}", "y".repeat(i * 37 % 900));
+            ch.append(from, &text, vec![to.into()], false).unwrap();
+        }
+        for ack_at in [None, Some(120), Some(299), Some(300)] {
+            if let Some(id) = ack_at {
+                ack(&inst, "bob", Some(id)).unwrap();
+            }
+            for (count, bytes) in [(1, 1), (5, 1 << 20), (50, 2000), (1000, 1 << 20), (3, 0)] {
+                let (shown, older) = unread_tail(&inst, "bob", count, bytes).unwrap();
+                let mut got: Vec<u64> = shown.iter().map(|m| m.entry.id).collect();
+                if let Some(o) = older {
+                    got.extend([0, o.count, o.first, o.last]);
+                }
+                let after = cursor(&inst, "bob").unwrap();
+                let (all, _, _) = unread_scanned(&inst, "bob", after).unwrap();
+                assert_eq!(
+                    got,
+                    by_scan(all, count, bytes),
+                    "{ack_at:?} {count} {bytes}"
+                );
+            }
+        }
+        assert!(unread_tail(&inst, "dave", 5, 100).unwrap().0.is_empty());
+    }
 }

@@ -30,6 +30,7 @@ pub mod instance;
 pub mod keyword;
 pub mod mcp;
 pub mod mention;
+pub mod mention_index;
 pub mod models;
 pub mod names;
 pub mod post;

@@ -81,14 +81,14 @@ pub fn members(inst: &Instance, reg: &Registry, only: Option<&str>) -> Result<Ve
         .filter(|ag| only.is_none_or(|n| n == ag.name))
     {
         let st = statuses.get(&ag.name);
-        let (unread, _) = inbox::unread(inst, &ag.name)?;
+        let unread = inbox::unread_count(inst, &ag.name)?;
         list.push(Member {
             agent: ag.clone(),
             state: st.map_or(State::Idle, |s| s.state),
             task: st.and_then(|s| s.task.clone()),
             metadata: st.and_then(|s| s.metadata.clone()),
             updated: st.map(|s| s.updated.clone()),
-            unread: unread.len(),
+            unread,
             cursor: inbox::cursor(inst, &ag.name)?,
         });
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::channel::{Channel, Damage, Entry};
+use crate::channel::{Channel, Damage, Entry, SCAN_CHUNK};
 use crate::cli::{self, Common, Out};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
@@ -217,24 +217,36 @@ fn show_channel(out: &mut Out, inst: &Instance, a: &Args, poll: Option<Duration>
     // Arm the watch before the first read, so that nothing appended or replaced in between
     // goes unseen.
     let waiter = a.follow.then(|| watch(inst, poll)).transpose()?;
-    let batch = match a.since {
-        Some(id) => {
-            let mut b = ch.read_since(id)?;
-            if let Some(n) = a.limit.filter(|&n| n > 0) {
-                b.entries.truncate(n);
-            }
-            b
-        }
-        None => match a.limit.unwrap_or(20) {
-            0 => ch.read_all()?,
-            n => ch.tail(n)?,
-        },
-    };
-    print_damage(&batch.damage);
     let mut last = a.since.unwrap_or(0);
-    for e in &batch.entries {
-        print_entry(out, e, a.json)?;
-        last = last.max(e.id);
+    let whole = a.since.is_some() || a.limit == Some(0);
+    if whole {
+        // Everything after --since (up to --limit), or the whole channel: printed as it is
+        // read, a chunk of the log at a time, so that memory does not grow with the channel.
+        let mut left = a.limit.filter(|&n| n > 0).unwrap_or(usize::MAX);
+        let mut failed = None;
+        let damage = ch.scan_since(last, SCAN_CHUNK, |e| {
+            if left == 0 {
+                return false;
+            }
+            if let Err(err) = print_entry(out, &e, a.json) {
+                failed = Some(err);
+                return false;
+            }
+            left -= 1;
+            last = last.max(e.id);
+            left > 0
+        })?;
+        if let Some(err) = failed {
+            return Err(err);
+        }
+        print_damage(&damage);
+    } else {
+        let batch = ch.tail(a.limit.unwrap_or(20))?;
+        print_damage(&batch.damage);
+        for e in &batch.entries {
+            print_entry(out, e, a.json)?;
+            last = last.max(e.id);
+        }
     }
     let Some(waiter) = waiter else {
         return Ok(0);

@@ -20,14 +20,7 @@ pub const MAX_INBOX_BYTES: usize = 64 << 10;
 /// with a note (the inbox shows a message for the agent whole).
 pub const MAX_RECENT_ENTRY: usize = 4 << 10;
 
-/// The unread messages older than those a prompt shows in full: how many, and the ids of
-/// the oldest and the newest of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Older {
-    pub count: u64,
-    pub first: u64,
-    pub last: u64,
-}
+pub use crate::inbox::Older;
 
 /// What a prompt shows of an agent's unread messages: the newest ones in full, at most
 /// [`MAX_INBOX_MESSAGES`] and [`MAX_INBOX_BYTES`] of text (at least the newest, whole), and
@@ -40,50 +33,13 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    /// Pick from `agent`'s unread messages, read a chunk at a time: only those shown are
-    /// held, whatever the number of unread messages. Reading never acknowledges.
+    /// Pick from `agent`'s unread messages ([`crate::inbox::unread_tail`]): only those
+    /// shown are read and held, whatever the number of unread messages. Reading never
+    /// acknowledges.
     pub fn unread(inst: &crate::instance::Instance, agent: &str) -> crate::error::Result<Inbox> {
-        let mut pick = Picker::default();
-        crate::inbox::unread_each(inst, agent, |m| pick.push(m))?;
-        Ok(pick.done())
-    }
-}
-
-/// Keeps the newest messages pushed (oldest first) within the bounds, counts the others.
-#[derive(Default)]
-struct Picker {
-    shown: std::collections::VecDeque<InboxMessage>,
-    bytes: usize,
-    older: Option<Older>,
-}
-
-impl Picker {
-    fn push(&mut self, m: InboxMessage) {
-        self.bytes += m.entry.message.len();
-        self.shown.push_back(m);
-        while self.shown.len() > 1
-            && (self.shown.len() > MAX_INBOX_MESSAGES || self.bytes > MAX_INBOX_BYTES)
-        {
-            let Some(out) = self.shown.pop_front() else {
-                break;
-            };
-            self.bytes -= out.entry.message.len();
-            let id = out.entry.id;
-            let o = self.older.get_or_insert(Older {
-                count: 0,
-                first: id,
-                last: id,
-            });
-            o.count += 1;
-            o.last = id;
-        }
-    }
-
-    fn done(self) -> Inbox {
-        Inbox {
-            shown: self.shown.into(),
-            older: self.older,
-        }
+        let (shown, older) =
+            crate::inbox::unread_tail(inst, agent, MAX_INBOX_MESSAGES, MAX_INBOX_BYTES)?;
+        Ok(Inbox { shown, older })
     }
 }
 
@@ -228,9 +184,10 @@ mod tests {
     }
 
     fn pick(msgs: impl IntoIterator<Item = InboxMessage>) -> Inbox {
-        let mut p = Picker::default();
+        let mut p = crate::inbox::Tail::new(MAX_INBOX_MESSAGES, MAX_INBOX_BYTES);
         msgs.into_iter().for_each(|m| p.push(m));
-        p.done()
+        let (shown, older) = p.done();
+        Inbox { shown, older }
     }
 
     fn ids(inbox: &Inbox) -> Vec<u64> {

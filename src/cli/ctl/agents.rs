@@ -127,8 +127,7 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
         let reg = Registry::load(&inst)?;
         let mut agents = Vec::new();
         for ag in &reg.agents {
-            let (unread, _) = inbox::unread(&inst, &ag.name)?;
-            agents.push((ag, unread.len()));
+            agents.push((ag, inbox::unread_count(&inst, &ag.name)?));
         }
         if a.json {
             let list: Vec<_> = agents
