@@ -66,7 +66,7 @@ fn setup(root: &std::path::Path) -> Instance {
         let agent = Agent {
             name: name.into(),
             backend: "external".into(),
-            created: aw::channel::now(),
+            created: aw::time::now(),
             ..Default::default()
         };
         registry::register(&inst, agent, false).expect("register agent");

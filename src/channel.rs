@@ -26,7 +26,6 @@ use crate::fs::Lock;
 use crate::fs::netfs::Fresh;
 use crate::hash::fnv1a;
 use crate::instance::Instance;
-use crate::mention_index::MentionIndex;
 
 /// Largest message accepted, in bytes (4 MiB).
 pub const MAX_MESSAGE: usize = 4 << 20;
@@ -496,35 +495,16 @@ impl Channel {
         Ok(out)
     }
 
-    /// Append a message; the caller has validated `from` and resolved `mentions`.
-    /// Takes the channel lock, assigns the next id, and writes the whole entry with one
-    /// `write` on an `O_APPEND` descriptor. With `sync`, the data is fdatasync'd before
-    /// returning. Once the entry is written the append has succeeded: a failure to index it
-    /// is returned with the damage found at the tail of the log (and worked around).
-    pub fn append(
-        &self,
-        from: &str,
-        message: &str,
-        mentions: Vec<String>,
-        sync: bool,
-    ) -> Result<(Entry, Vec<Damage>)> {
-        let (mut entries, damage) =
-            self.append_many(from, vec![(message.to_string(), mentions)], sync)?;
-        let entry = entries.pop().expect("one message gives one entry");
-        Ok((entry, damage))
-    }
-
-    /// Append several messages from `from`, each with its resolved mentions, as [`append`]
-    /// does one: under one lock, with dense ids, the entries written together with one
-    /// `write`, each exactly as a single append would write it, and one index record each.
-    /// Every message must be valid, or nothing is written. No messages: nothing is done.
-    ///
-    /// [`append`]: Channel::append
-    pub fn append_many(
+    /// The append of [`Channel::append_many`] (see there), with `after` called under the
+    /// lock once the entries are written: with the log, its new size, the record of the
+    /// entry before them and the new entries with their records. A failure of `after` is
+    /// returned as [`Damage::MentionsNotUpdated`]: the entries are written.
+    pub(crate) fn append_many_with(
         &self,
         from: &str,
         messages: Vec<(String, Vec<String>)>,
         sync: bool,
+        after: impl FnOnce(&Fresh, u64, Option<Record>, &[(&Entry, Record)]) -> std::io::Result<()>,
     ) -> Result<(Vec<Entry>, Vec<Damage>)> {
         if messages.is_empty() {
             return Ok((Vec::new(), Vec::new()));
@@ -569,7 +549,7 @@ impl Channel {
                     format!("entry #{last} leaves too few ids for {} entries", messages.len())
                 },
             })?;
-        let timestamp = now();
+        let timestamp = crate::time::now();
         let mut bytes = Vec::new();
         if torn {
             bytes.push(b'\n');
@@ -612,7 +592,7 @@ impl Channel {
         }
         let new: Vec<(&Entry, Record)> = entries.iter().zip(added).collect();
         let size = size + bytes.len() as u64;
-        if let Err(e) = MentionIndex::for_channel(self).appended(self, &log, size, before, &new) {
+        if let Err(e) = after(&log, size, before, &new) {
             damage.push(Damage::MentionsNotUpdated { why: e.to_string() });
         }
         Ok((entries, damage))
@@ -991,21 +971,9 @@ fn header_at(log: &Fresh, offset: u64, limit: u64) -> Option<(u64, u64)> {
     }
 }
 
-/// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-pub fn now() -> String {
-    chrono::Utc::now()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
-}
-
-/// `HH:MM:SS` of an entry timestamp.
-pub fn hms(ts: &str) -> &str {
-    ts.get(11..19).unwrap_or(ts)
-}
-
 /// Format an entry for humans: `#id HH:MM:SS @from: text`, continuation lines indented.
 pub fn human_entry(e: &Entry, tag: Option<&str>) -> String {
-    let mut s = format!("#{} {} @{}", e.id, hms(&e.timestamp), e.from);
+    let mut s = format!("#{} {} @{}", e.id, crate::time::hms(&e.timestamp), e.from);
     if let Some(t) = tag {
         s.push_str(" [");
         s.push_str(t);

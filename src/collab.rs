@@ -147,7 +147,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
         model: model.clone(),
         system_prompt: req.system_prompt.clone(),
         command,
-        created: crate::channel::now(),
+        created: crate::time::now(),
         spawned_by: Some(caller.to_string()),
         depth,
         collab: worker_collab,

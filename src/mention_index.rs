@@ -25,7 +25,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
-use crate::channel::{Channel, Entry, RECORD, Record, SCAN_CHUNK, record_valid};
+use crate::channel::{Channel, Damage, Entry, RECORD, Record, SCAN_CHUNK, record_valid};
 use crate::error::Result;
 use crate::fs::Lock;
 use crate::fs::netfs::Fresh;
@@ -407,5 +407,44 @@ impl<'a> Ids<'a> {
             }
         }
         Ok(lo)
+    }
+}
+
+/// Appending to the channel, defined here, above the log: every append also records the
+/// mentions of its entries in the index, under the same lock.
+impl Channel {
+    /// Append a message; the caller has validated `from` and resolved `mentions`.
+    /// Takes the channel lock, assigns the next id, and writes the whole entry with one
+    /// `write` on an `O_APPEND` descriptor. With `sync`, the data is fdatasync'd before
+    /// returning. Once the entry is written the append has succeeded: a failure to index it
+    /// is returned with the damage found at the tail of the log (and worked around).
+    pub fn append(
+        &self,
+        from: &str,
+        message: &str,
+        mentions: Vec<String>,
+        sync: bool,
+    ) -> Result<(Entry, Vec<Damage>)> {
+        let (mut entries, damage) =
+            self.append_many(from, vec![(message.to_string(), mentions)], sync)?;
+        let entry = entries.pop().expect("one message gives one entry");
+        Ok((entry, damage))
+    }
+
+    /// Append several messages from `from`, each with its resolved mentions, as [`append`]
+    /// does one: under one lock, with dense ids, the entries written together with one
+    /// `write`, each exactly as a single append would write it, and one index record each.
+    /// Every message must be valid, or nothing is written. No messages: nothing is done.
+    ///
+    /// [`append`]: Channel::append
+    pub fn append_many(
+        &self,
+        from: &str,
+        messages: Vec<(String, Vec<String>)>,
+        sync: bool,
+    ) -> Result<(Vec<Entry>, Vec<Damage>)> {
+        self.append_many_with(from, messages, sync, |log, size, before, new| {
+            MentionIndex::for_channel(self).appended(self, log, size, before, new)
+        })
     }
 }

@@ -538,7 +538,7 @@ pub fn create(inst: &Instance, creator: &str, new: NewProposal) -> Result<Propos
             quorum,
             binding: new.binding,
             creator: creator.to_string(),
-            created: crate::channel::now(),
+            created: crate::time::now(),
             expires_at: new.timeout_seconds.map(|t| now_ms() + t as i64 * 1000),
             status: Status::Active,
             votes: Vec::new(),
@@ -660,7 +660,7 @@ pub fn vote(
             voter: voter.to_string(),
             choice: opt.clone(),
             reason: reason.map(|r| r.replace('\n', " ")),
-            at: crate::channel::now(),
+            at: crate::time::now(),
         });
         let mut text = format!("[VOTE:{}] {opt}", p.id);
         if let Some(r) = reason {

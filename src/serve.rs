@@ -419,7 +419,7 @@ pub fn request_stop(inst: &Instance, s: &Served) -> Result<()> {
         "{}\n{}\n{}\n",
         std::process::id(),
         crate::host::this().name,
-        crate::channel::now()
+        crate::time::now()
     );
     atomic_write_unsynced(&path, asked.as_bytes())
 }

@@ -129,7 +129,7 @@ pub fn set(
         if let Some(m) = metadata {
             st.metadata = Some(m);
         }
-        st.updated = crate::channel::now();
+        st.updated = crate::time::now();
         Ok(st.clone())
     })
 }

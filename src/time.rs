@@ -42,6 +42,18 @@ pub fn check(d: Duration) -> Result<Duration, String> {
     }
 }
 
+/// The current UTC time as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// `HH:MM:SS` of an entry timestamp.
+pub fn hms(ts: &str) -> &str {
+    ts.get(11..19).unwrap_or(ts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

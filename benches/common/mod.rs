@@ -116,7 +116,7 @@ pub fn create_team(inst: &aw::instance::Instance) {
         let agent = aw::registry::Agent {
             name: name.into(),
             backend: "external".into(),
-            created: aw::channel::now(),
+            created: aw::time::now(),
             ..Default::default()
         };
         aw::registry::register(inst, agent, false).expect("register agent");

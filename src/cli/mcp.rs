@@ -104,7 +104,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Agent {
                 name: name.clone(),
                 backend: "external".into(),
-                created: crate::channel::now(),
+                created: crate::time::now(),
                 ..Agent::default()
             },
             false,

@@ -336,7 +336,7 @@ fn resumed(inst: &Instance, plan: &Plan) -> Result<(String, Vec<Record>, Duratio
         Vec::new()
     };
     let Some(series) = all.last().map(|r| r.series.clone()) else {
-        return Ok((crate::channel::now(), Vec::new(), Duration::ZERO));
+        return Ok((crate::time::now(), Vec::new(), Duration::ZERO));
     };
     let mine: Vec<Record> = all.into_iter().filter(|r| r.series == series).collect();
     let spent = Duration::from_millis(mine.iter().map(|r| r.duration_ms).sum());
@@ -408,7 +408,7 @@ pub fn run(inst: &Instance, plan: &Plan, task: &str, shared: &Shared) -> Result<
         let (status_before, _) = status_of(inst, agent);
         *plan.context.lock().unwrap_or_else(|e| e.into_inner()) =
             context(plan, task, &done, i, spent);
-        let started = crate::channel::now();
+        let started = crate::time::now();
         let t0 = Instant::now();
         let label = format!("{i}/{}", plan.limit.of());
         let ask = match i {

@@ -81,7 +81,7 @@ pub fn add(inst: &Instance, agent: &str, u: &Usage) -> Result<Ledger> {
     crate::state::update(inst, FILE, |l: &mut Ledger| {
         l.spent.add(u);
         l.agents.entry(agent.to_string()).or_default().add(u);
-        l.since.get_or_insert_with(crate::channel::now);
+        l.since.get_or_insert_with(crate::time::now);
         Ok(l.clone())
     })
 }
@@ -103,7 +103,7 @@ pub fn reset(inst: &Instance) -> Result<Ledger> {
         let before = l.clone();
         l.spent = Usage::default();
         l.agents.clear();
-        l.since = Some(crate::channel::now());
+        l.since = Some(crate::time::now());
         Ok(before)
     })
 }

@@ -67,7 +67,7 @@
 //! together; `aw-run --budget-usd` and `--budget-tokens` override its values.
 //!
 //! `pricing`: `{MODEL: {input: X, output: X, cache_read: X, cache_write: X}}`, USD per million
-//! tokens (numbers at least 0), overriding the prices of [`super::models`] for this workflow:
+//! tokens (numbers at least 0), overriding the prices of [`crate::models`] for this workflow:
 //! MODEL is an id or an alias (two names of one model are an error); the prices not given
 //! stay the table's. A run whose backend reports tokens but no cost is priced by its agent's
 //! `model`; with no price known its cost stays unknown (its tokens still count).
@@ -198,7 +198,7 @@ pub struct AgentDef {
 impl AgentDef {
     /// The model as the backend names it. `anthropic` and `openai` (APIs, which need a full
     /// id): without the backend's own `PROVIDER/` prefix, an alias resolved
-    /// (`anthropic/sonnet` → `claude-sonnet-4-5`, see [`super::models`]); text with another
+    /// (`anthropic/sonnet` → `claude-sonnet-4-5`, see [`crate::models`]); text with another
     /// prefix as written (`meta-llama/Llama-3` for `openai`). `claude` and `codex`: without
     /// the backend's own prefix, else as written (Claude Code knows `sonnet` itself). Others:
     /// as written.

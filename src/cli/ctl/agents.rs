@@ -56,7 +56,7 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         model: a.model.clone(),
         system_prompt,
         command,
-        created: crate::channel::now(),
+        created: crate::time::now(),
         ..Agent::default()
     };
     inst.check_new(a.create)?;

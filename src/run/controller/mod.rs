@@ -312,7 +312,7 @@ impl Controller {
                 None => text,
             };
             let before = channel.last_id().unwrap_or(0);
-            let started = crate::channel::now();
+            let started = crate::time::now();
             let mut ev = self.event(run, attempt, Status::Ok, Duration::ZERO, None);
             ev.start = true;
             ev.transcript = self.next_transcript;

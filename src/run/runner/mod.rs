@@ -166,7 +166,7 @@ pub fn run(
                 .to_string_lossy()
                 .into_owned(),
         ),
-        started: crate::channel::now(),
+        started: crate::time::now(),
         opts: opts.clone(),
         pricing: wf.pricing.clone(),
         trusted: BTreeMap::new(),
@@ -218,7 +218,7 @@ pub fn run(
                     .unwrap_or_default(),
                 _ => Vec::new(),
             },
-            created: crate::channel::now(),
+            created: crate::time::now(),
             collab: def.collab,
             delegate: def.delegate,
             ..Agent::default()
@@ -392,7 +392,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
         document: Some(super::workflow::DEFAULT_DOCUMENT.to_string()),
         workflow: None,
-        started: crate::channel::now(),
+        started: crate::time::now(),
         opts: opts.clone(),
         pricing: Pricing::default(),
         trusted,
