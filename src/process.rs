@@ -88,6 +88,42 @@ pub fn sibling(name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(name))
 }
 
+/// The limit of open files (soft, hard) this process started with, when
+/// [`raise_open_files`] raised it.
+static OPEN_FILES_AT_START: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
+
+/// Raise this process's soft limit of open files to its hard limit: a server holds open
+/// files for each agent it serves, and a soft limit of 1024 (a common default) would end
+/// a server of about a thousand agents. Programs it starts get the limit back
+/// ([`open_files_at_start`]). A failure leaves the limit as it was.
+pub fn raise_open_files() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+        && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok()
+    {
+        let _ = OPEN_FILES_AT_START.set((soft, hard));
+    }
+}
+
+/// The limit of open files to give back to a program started by this process (soft,
+/// hard), when [`raise_open_files`] changed it.
+pub fn open_files_at_start() -> Option<(u64, u64)> {
+    OPEN_FILES_AT_START.get().copied()
+}
+
+/// In a child between fork and exec: set the limit of open files back to `at_start`
+/// ([`open_files_at_start`], read before the fork). Async-signal-safe: one system call.
+pub fn give_back_open_files(at_start: Option<(u64, u64)>) -> std::io::Result<()> {
+    use nix::sys::resource::{Resource, setrlimit};
+    match at_start {
+        Some((soft, hard)) => {
+            setrlimit(Resource::RLIMIT_NOFILE, soft, hard).map_err(std::io::Error::from)
+        }
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -210,3 +210,41 @@ fn quiet_json_prints_the_runs_and_the_summary_but_no_entry() {
     assert_code(&out, 0);
     assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
 }
+
+/// A soft limit of 64 open files is no limit to the agents one aw-run serves: it raises its
+/// soft limit to the hard one (a lock per agent would pass 64 at once), and a program it
+/// starts gets the user's 64 back.
+#[test]
+fn a_low_soft_limit_of_open_files_is_raised_and_given_back_to_programs() {
+    let s = Setup::new();
+    let seen = s.dir().join("limit-seen");
+    let mut wf = String::from("agents:\n");
+    for i in 0..150 {
+        wf.push_str(&format!(
+            "  a{i}:\n    mock: {{replies: ['@probe look']}}\n"
+        ));
+    }
+    wf.push_str(&format!(
+        "  probe:\n    command: [sh, -c, 'ulimit -Sn > {}']\nkickoff: '@a149 go'\n",
+        seen.display()
+    ));
+    s.write("wf.yaml", &wf);
+    let inner = s.cmd(&[]);
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg("ulimit -Sn 64 && exec \"$0\" \"$@\"")
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(s.dir());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    let got = std::fs::read_to_string(&seen).expect("the probe ran");
+    assert_eq!(got.trim(), "64", "the program's soft limit");
+    assert_eq!(s.unread("probe"), 0);
+}

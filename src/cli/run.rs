@@ -265,6 +265,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         Parsed::Run(a) => *a,
     };
     a.opts.ready = ready_pipe()?;
+    crate::process::raise_open_files();
     if a.serve {
         let agents = a
             .positional
@@ -595,10 +596,13 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| Error::io(&log_path, e))?)
         .stderr(log.try_clone().map_err(|e| Error::io(&log_path, e))?);
+    // The server raises the limit of open files again, and gives its programs this one.
+    let open_files = crate::process::open_files_at_start();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             nix::unistd::setsid().map_err(std::io::Error::from)?;
+            crate::process::give_back_open_files(open_files)?;
             if nix::libc::dup2(wfd, CHILD_FD) < 0 {
                 return Err(std::io::Error::last_os_error());
             }

@@ -69,12 +69,15 @@ pub fn prepare(cmd: &mut Command, own_group: bool) {
     }
     cmd.env_remove(crate::spawn::READY_FD);
     let parent = std::process::id() as i32;
+    // The program gets the limit of open files its user set, not the one aw-run raised.
+    let open_files = crate::process::open_files_at_start();
     // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls.
     unsafe {
         cmd.pre_exec(move || {
             let empty = signal::SigSet::empty();
             signal::pthread_sigmask(signal::SigmaskHow::SIG_SETMASK, Some(&empty), None)
                 .map_err(std::io::Error::from)?;
+            crate::process::give_back_open_files(open_files)?;
             if own_group {
                 nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
                 // The parent may have died before the signal was armed.
