@@ -1008,11 +1008,7 @@ mod tests {
 
     #[test]
     fn a_scan_in_small_chunks_sees_what_a_read_sees() {
-        let dir = tempfile::tempdir().unwrap();
-        let inst = crate::instance::Root::new(dir.path())
-            .instance("w")
-            .unwrap();
-        inst.create().unwrap();
+        let (_dir, inst) = crate::instance::scratch();
         let ch = Channel::new(&inst);
         for i in 0..30 {
             let text = format!("{i} {}", "y".repeat(i * 37 % 500));

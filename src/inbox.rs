@@ -263,11 +263,7 @@ mod tests {
 
     #[test]
     fn the_tail_read_from_the_index_is_the_tail_of_a_whole_scan() {
-        let dir = tempfile::tempdir().unwrap();
-        let inst = crate::instance::Root::new(dir.path())
-            .instance("w")
-            .unwrap();
-        inst.create().unwrap();
+        let (_dir, inst) = crate::instance::scratch();
         let ch = Channel::new(&inst);
         for i in 0..300usize {
             let (from, to) = match i % 7 {

@@ -292,3 +292,13 @@ fn create_root(path: &Path) -> Result<()> {
         Err(e) => Err(Error::create(&ignore, e)),
     }
 }
+
+/// A new instance `w` in a temporary directory, for unit tests (the directory goes with
+/// the returned guard).
+#[cfg(test)]
+pub(crate) fn scratch() -> (tempfile::TempDir, Instance) {
+    let dir = tempfile::tempdir().unwrap();
+    let inst = Root::new(dir.path()).instance("w").unwrap();
+    inst.create().unwrap();
+    (dir, inst)
+}
