@@ -20,10 +20,11 @@ struct Measured {
     peak_rss: u64,
 }
 
-/// Run `cmd` to its end and read its peak RSS from wait4(2) (its own rusage, not that of the
-/// other children of this test process). Killed if it hangs or grows past 1.5 GB (bounds
-/// that only stop a failing test from taking the machine).
-// Reaped by wait4 below, which Child::wait cannot stand in for (it gives no rusage).
+/// Run `cmd` to its end and read its peak RSS: its high-water mark (`VmHWM`), sampled every
+/// 5 ms while it runs (a high-water mark only grows, so a sample misses at most a peak of
+/// the last 5 ms). Killed if it hangs or grows past 1.5 GB (bounds that only stop a failing
+/// test from taking the machine).
+// Reaped by waitpid below (the pid is needed by the sampling thread while it runs).
 #[allow(clippy::zombie_processes)]
 fn run_measured(mut cmd: Command) -> Measured {
     cmd.stdin(Stdio::null())
@@ -32,16 +33,24 @@ fn run_measured(mut cmd: Command) -> Measured {
     let mut child = cmd.spawn().expect("start aw-run");
     let pid = child.id() as i32;
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // The peak is aw-run's own high-water mark (VmHWM), sampled while it runs: the
+    // `ru_maxrss` of wait4 would also count the resident size of this test process at the
+    // fork (kept across exec), which other tests of this binary may have made large.
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let guard = {
-        let done = done.clone();
+        let (done, peak) = (done.clone(), peak.clone());
         std::thread::spawn(move || {
             let t0 = std::time::Instant::now();
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                peak.fetch_max(
+                    status_bytes(pid, "VmHWM:"),
+                    std::sync::atomic::Ordering::SeqCst,
+                );
                 if t0.elapsed() > std::time::Duration::from_secs(60) || rss(pid) > 1500 * MB {
                     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
                     return;
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
         })
     };
@@ -55,10 +64,9 @@ fn run_measured(mut cmd: Command) -> Measured {
     let out = read(Box::new(child.stdout.take().unwrap()));
     let err = read(Box::new(child.stderr.take().unwrap()));
     let mut status = 0;
-    // SAFETY: wait4 fills the status and the rusage of the child it reaps.
-    let mut usage: nix::libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { nix::libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4");
+    // SAFETY: waitpid fills the status of the child it reaps.
+    let r = unsafe { nix::libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(r, pid, "waitpid");
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = guard.join();
     let code = nix::libc::WIFEXITED(status).then(|| nix::libc::WEXITSTATUS(status));
@@ -66,8 +74,7 @@ fn run_measured(mut cmd: Command) -> Measured {
         code,
         stdout: out.join().unwrap(),
         stderr: err.join().unwrap(),
-        // Linux gives kilobytes.
-        peak_rss: usage.ru_maxrss as u64 * 1024,
+        peak_rss: peak.load(std::sync::atomic::Ordering::SeqCst),
     }
 }
 
@@ -75,10 +82,15 @@ const MB: u64 = 1_000_000;
 
 /// The resident set of a running process, in bytes (0 once it is gone).
 fn rss(pid: i32) -> u64 {
+    status_bytes(pid, "VmRSS:")
+}
+
+/// A size in kilobytes of `/proc/PID/status`, in bytes (0 when there is none).
+fn status_bytes(pid: i32, key: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
-            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?.to_string();
+            let line = s.lines().find(|l| l.starts_with(key))?.to_string();
             line.split_whitespace().nth(1)?.parse::<u64>().ok()
         })
         .map_or(0, |kb| kb * 1024)
