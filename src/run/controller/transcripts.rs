@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::config::Controller;
 use crate::error::Result;
-use crate::fs::atomic_write_private_unsynced;
+use crate::fs::atomic_write_private;
 use crate::inbox;
 use crate::instance::Instance;
 use crate::run::backend::RunOutcome;
@@ -96,9 +96,7 @@ impl Controller {
             // Private from its first byte: a transcript holds prompts and outputs.
             crate::fs::private_dir(&transcript_dir(&self.inst, &self.agent))?;
             let text = serde_json::to_string_pretty(&doc).expect("json");
-            // Not flushed, like the channel's entries: a record of the run, not its result
-            // (the reply is in the channel, the spending in the ledger).
-            atomic_write_private_unsynced(&path, text.as_bytes())
+            atomic_write_private(&path, text.as_bytes())
         };
         if let Err(e) = write() {
             crate::warn::warn(
