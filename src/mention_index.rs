@@ -256,6 +256,15 @@ impl MentionIndex {
     /// channel lock). `None` when it cannot be used: a newer version, or a catch-up that
     /// could not be made (no right to write, ...); the caller then reads the log.
     pub(crate) fn ready(&self, ch: &Channel) -> Result<Option<u64>> {
+        // On a network file system another host's client may not show a new agent file or
+        // its new length yet (metadata cache): the inbox is read from the channel there.
+        if ch
+            .log_path()
+            .parent()
+            .is_some_and(crate::fs::netfs::is_network_fs)
+        {
+            return Ok(None);
+        }
         let Some((log, size)) = ch.open_log()? else {
             return Ok(Some(0));
         };
