@@ -549,6 +549,9 @@ fn second_runner_for_a_served_agent_is_refused_and_sigint_stops_the_first() {
     wait_for("alice running", || {
         std::fs::read_to_string(&state).is_ok_and(|t| t.contains("\"state\":\"running\""))
     });
+    // The attempt's output log is opened just after the state is published.
+    let log = s.root.inst_dir(INST).join("_state/runs/alice/1.log");
+    wait_for("the attempt's log", || log.exists());
     let before = common::snapshot(&s.root.inst_dir(INST));
     let out = run_with(s.cmd(&[]), None);
     let line = assert_error(&out, "aw-run", 75, "second runner");
