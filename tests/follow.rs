@@ -384,3 +384,67 @@ fn a_closed_reader_ends_an_idle_follower_inotify() {
 fn a_closed_reader_ends_an_idle_follower_polling() {
     closed_reader(&["--poll", "0.1"]);
 }
+
+/// The times the threads of process `pid` went to sleep of their own accord (blocked in a
+/// system call): one more at every wake-up of any of them.
+fn sleeps(pid: u32) -> u64 {
+    let mut n = 0;
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the follower's threads");
+    for t in tasks.flatten() {
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        n += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    n
+}
+
+#[test]
+fn readers_of_the_channel_do_not_wake_a_follower() {
+    let root = Root::new();
+    for n in 0..5 {
+        root.send("r", &[], &format!("old {n}"));
+    }
+    let f = Follower::start(&root, &["-i", "r", "--follow", "--json"]);
+    for _ in 0..5 {
+        f.json();
+    }
+    f.sync(&root, "r");
+    // Asleep for good: its count stays put between two looks (a bounded wait, not a timing).
+    let pid = f.child.id();
+    let end = Instant::now() + DEADLINE;
+    let mut before = sleeps(pid);
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = sleeps(pid);
+        if now == before {
+            break;
+        }
+        assert!(Instant::now() < end, "the follower never went to sleep");
+        before = now;
+    }
+    // Thirty readers, each opening, reading and closing the channel: the follower is woken
+    // by none of them (it was once for every open, read and close).
+    let channel = root.channel("r");
+    for n in 0..30 {
+        if n % 2 == 0 {
+            let out = root.ok("aw-peek", &["-i", "r", "-n", "3"], None);
+            assert!(out.contains("old 4"), "{out}");
+        } else {
+            let out = std::process::Command::new("cat")
+                .arg(&channel)
+                .output()
+                .expect("cat");
+            assert!(out.status.success(), "{out:?}");
+            assert!(String::from_utf8_lossy(&out.stdout).contains("old 0"));
+        }
+    }
+    let woken = sleeps(pid) - before;
+    assert!(woken <= 2, "30 readers woke the follower {woken} times");
+    // A writer still wakes it.
+    let id = root.send("r", &["--from", "alice"], "new");
+    assert_eq!(entry_of(&f.json()).id, id);
+    f.quiet();
+}

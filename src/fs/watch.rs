@@ -15,15 +15,19 @@
 //! birth time), or made shorter (the file is append-only). A follower uses that to stop
 //! instead of reading a new file as if it continued the old one.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::fs::{File, Metadata};
+use std::os::fd::AsFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use notify::event::{AccessKind, AccessMode};
-use notify::{EventKind, RecursiveMode, Watcher as _};
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 
 use crate::error::{Error, Result};
 
@@ -46,18 +50,77 @@ pub const FALLBACK_HINT: &str =
     "raise fs.inotify.max_user_instances or fs.inotify.max_user_watches";
 
 /// Why inotify could not be set up, naming the limit that was reached when one was.
-fn inotify_failure(e: &notify::Error) -> String {
-    match &e.kind {
-        notify::ErrorKind::MaxFilesWatch => {
-            "too many inotify watches (fs.inotify.max_user_watches)".into()
-        }
-        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(nix::libc::EMFILE) => {
+fn inotify_failure(e: Errno) -> String {
+    match e {
+        Errno::EMFILE => {
             "too many inotify instances (fs.inotify.max_user_instances) or open files".into()
         }
-        notify::ErrorKind::Io(io) if io.raw_os_error() == Some(nix::libc::ENOSPC) => {
-            "too many inotify watches (fs.inotify.max_user_watches)".into()
+        Errno::ENOSPC => "too many inotify watches (fs.inotify.max_user_watches)".into(),
+        e => std::io::Error::from(e).to_string(),
+    }
+}
+
+/// What a watch asks inotify for: a change of content, attributes or name of an entry of the
+/// folder, and the folder itself removed or moved. Never an open, a read or a close without
+/// a write: every reader of the channel does those, and each would wake every watcher.
+fn watch_mask() -> AddWatchFlags {
+    AddWatchFlags::IN_MODIFY
+        | AddWatchFlags::IN_ATTRIB
+        | AddWatchFlags::IN_CLOSE_WRITE
+        | AddWatchFlags::IN_MOVED_FROM
+        | AddWatchFlags::IN_MOVED_TO
+        | AddWatchFlags::IN_CREATE
+        | AddWatchFlags::IN_DELETE
+        | AddWatchFlags::IN_DELETE_SELF
+        | AddWatchFlags::IN_MOVE_SELF
+}
+
+/// An inotify watch on a file's folder, read by the waiter itself (no thread of its own).
+struct Watch {
+    inotify: Inotify,
+    wd: WatchDescriptor,
+    /// The watched file's name in the folder.
+    name: Option<OsString>,
+}
+
+impl Watch {
+    fn new(file: &Path, dir: &Path) -> std::result::Result<Watch, Errno> {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
+        let wd = inotify.add_watch(dir, watch_mask())?;
+        Ok(Watch {
+            inotify,
+            wd,
+            name: file.file_name().map(|n| n.to_os_string()),
+        })
+    }
+
+    /// Read every event queued; `true` when one may concern the file or the folder: the
+    /// file's name, an event of the folder itself (removed, moved, its watch dropped), a
+    /// queue overflow, or an error (the owner rescans).
+    fn relevant(&self) -> bool {
+        let mut hit = false;
+        loop {
+            match self.inotify.read_events() {
+                Ok(events) if events.is_empty() => return hit,
+                Ok(events) => {
+                    hit |= events
+                        .iter()
+                        .any(|e| e.name.is_none() || e.name == self.name);
+                }
+                Err(Errno::EAGAIN) => return hit,
+                Err(Errno::EINTR) => {}
+                Err(_) => return true,
+            }
         }
-        _ => e.to_string(),
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // A watch still in place when the inotify descriptor is closed makes the close wait
+        // for the kernel to retire it: some milliseconds at every exit. Removed first, it
+        // is retired in the background.
+        let _ = self.inotify.rm_watch(self.wd);
     }
 }
 
@@ -115,7 +178,7 @@ impl fmt::Display for Gone {
 
 enum Mode {
     Inotify {
-        watcher: notify::RecommendedWatcher,
+        watch: Watch,
     },
     Poll {
         every: Duration,
@@ -123,7 +186,7 @@ enum Mode {
     },
     /// inotify for this machine's writers, polling for the other hosts'.
     Both {
-        watcher: notify::RecommendedWatcher,
+        watch: Watch,
         every: Duration,
         probe: Probe,
     },
@@ -262,6 +325,10 @@ impl Probe {
 
 /// Wakes its owner when `file` may have changed. Spurious wake-ups are allowed: the owner
 /// always rescans what is new after a wake-up, and asks [`FileWaiter::gone`] first.
+///
+/// The owner's own thread reads the watch: [`FileWaiter::wait`] polls the inotify
+/// descriptor and the [`Waker`]'s event counter together, so a waiter costs no thread and
+/// a change no hand-over between threads.
 pub struct FileWaiter {
     file: PathBuf,
     dir: PathBuf,
@@ -270,32 +337,29 @@ pub struct FileWaiter {
     file_id: Option<Identity>,
     /// The longest the file has been seen.
     file_len: u64,
-    tx: Sender<()>,
-    rx: Receiver<()>,
+    /// Written by a [`Waker`], read (and so reset) by the waiter.
+    wake: Arc<EventFd>,
     mode: Mode,
     /// Why inotify could not be used, when the waiter fell back to polling.
     fallback: Option<String>,
 }
 
-impl Drop for FileWaiter {
-    fn drop(&mut self) {
-        // A watch still in place when the inotify descriptor is closed makes the close wait
-        // for the kernel to retire it: some milliseconds at every exit. Removed first, it
-        // is retired in the background.
-        if let Mode::Inotify { watcher } | Mode::Both { watcher, .. } = &mut self.mode {
-            let _ = watcher.unwatch(&self.dir);
-        }
-    }
-}
-
 /// Wakes a [`FileWaiter`] from another thread, for a reason of its owner's.
 #[derive(Clone)]
-pub struct Waker(Sender<()>);
+pub struct Waker(Arc<EventFd>);
 
 impl Waker {
     pub fn wake(&self) {
-        let _ = self.0.send(());
+        // Only an overflow of the 64-bit counter could refuse it, and then it is set anyway.
+        let _ = self.0.write(1);
     }
+}
+
+/// A poll(2) timeout of `d`, rounded up to the next millisecond (rounded down, a wait of
+/// less than one would return at once and spin until its deadline).
+fn poll_timeout(d: Duration) -> PollTimeout {
+    let ms = d.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128);
+    PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
 }
 
 impl FileWaiter {
@@ -314,7 +378,8 @@ impl FileWaiter {
             Ok(m) => (Some(Identity::of(&m)), m.len()),
             Err(_) => (None, 0),
         };
-        let (tx, rx) = mpsc::channel();
+        let wake = EventFd::from_flags(EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)
+            .map_err(|e| Error::io("<eventfd>", e.into()))?;
         let mut fallback = None;
         let policy = match policy(poll)? {
             Policy::Auto if !is_network_fs(&dir) => Policy::Inotify,
@@ -322,18 +387,18 @@ impl FileWaiter {
         };
         let mode = match policy {
             Policy::Poll(every) => Self::polling(&file, every),
-            Policy::Auto | Policy::Inotify => match Self::inotify(&file, &dir, tx.clone()) {
-                Ok(Mode::Inotify { watcher }) if policy == Policy::Auto => Mode::Both {
-                    watcher,
+            Policy::Auto | Policy::Inotify => match Watch::new(&file, &dir) {
+                Ok(watch) if policy == Policy::Auto => Mode::Both {
+                    watch,
                     every: NETFS_POLL,
                     probe: Probe::new(&file, true),
                 },
-                Ok(mode) => mode,
+                Ok(watch) => Mode::Inotify { watch },
                 Err(e) => {
                     fallback = Some(format!(
                         "cannot watch {}: {}; polling every {} ms instead",
                         file.display(),
-                        inotify_failure(&e),
+                        inotify_failure(e),
                         DEFAULT_POLL.as_millis()
                     ));
                     Self::polling(&file, DEFAULT_POLL)
@@ -346,8 +411,7 @@ impl FileWaiter {
             dir_id,
             file_id,
             file_len,
-            tx,
-            rx,
+            wake: Arc::new(wake),
             mode,
             fallback,
         })
@@ -361,42 +425,9 @@ impl FileWaiter {
         }
     }
 
-    fn inotify(file: &Path, dir: &Path, tx: Sender<()>) -> notify::Result<Mode> {
-        let name = file.file_name().map(|n| n.to_os_string());
-        let here = dir.to_path_buf();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                let Ok(ev) = res else {
-                    // An overflow or error: wake the owner so it rescans.
-                    let _ = tx.send(());
-                    return;
-                };
-                if matches!(
-                    ev.kind,
-                    EventKind::Access(AccessKind::Open(_))
-                        | EventKind::Access(AccessKind::Read)
-                        | EventKind::Access(AccessKind::Close(AccessMode::Read))
-                ) {
-                    return;
-                }
-                // The file, or the directory itself (removed or moved away).
-                let relevant = ev.need_rescan()
-                    || ev.paths.is_empty()
-                    || ev
-                        .paths
-                        .iter()
-                        .any(|p| p.file_name() == name.as_deref() || *p == here);
-                if relevant {
-                    let _ = tx.send(());
-                }
-            })?;
-        watcher.watch(dir, RecursiveMode::NonRecursive)?;
-        Ok(Mode::Inotify { watcher })
-    }
-
     /// A handle that interrupts [`FileWaiter::wait`] from another thread.
     pub fn waker(&self) -> Waker {
-        Waker(self.tx.clone())
+        Waker(self.wake.clone())
     }
 
     /// Has the directory or the file stopped being the one this waiter started with? A file
@@ -456,38 +487,63 @@ impl FileWaiter {
     /// Returns `true` on a (possible) change or a wake, `false` on timeout.
     pub fn wait(&mut self, timeout: Option<Duration>) -> bool {
         let deadline = timeout.map(crate::time::deadline);
-        let got = match &mut self.mode {
-            // The waiter holds a sender itself, so the channel never disconnects.
-            Mode::Inotify { .. } => match deadline {
-                None => self.rx.recv().is_ok(),
-                Some(d) => !matches!(
-                    self.rx
-                        .recv_timeout(d.saturating_duration_since(Instant::now())),
-                    Err(RecvTimeoutError::Timeout)
-                ),
-            },
-            Mode::Poll { every, probe } | Mode::Both { every, probe, .. } => loop {
-                if probe.changed() {
-                    break true;
-                }
-                let nap = match deadline {
-                    Some(d) => {
-                        let left = d.saturating_duration_since(Instant::now());
-                        if left.is_zero() {
-                            break false;
-                        }
-                        left.min(*every)
+        let got = loop {
+            let every = match &mut self.mode {
+                Mode::Inotify { .. } => None,
+                Mode::Poll { every, probe } | Mode::Both { every, probe, .. } => {
+                    if probe.changed() {
+                        break true;
                     }
-                    None => *every,
-                };
-                if self.rx.recv_timeout(nap).is_ok() {
-                    break true;
+                    Some(*every)
                 }
-            },
+            };
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
+                break false;
+            }
+            let nap = match (left, every) {
+                (Some(l), Some(e)) => Some(l.min(e)),
+                (l, e) => l.or(e),
+            };
+            if self.sleep(nap) {
+                break true;
+            }
         };
         // Coalesce a burst of events into one wake-up.
-        while self.rx.try_recv().is_ok() {}
+        self.drain();
         got
+    }
+
+    /// Sleep until a [`Waker`] is used, the watch tells of a change that may concern the
+    /// file (`true`), or `nap` passes (`false`; also after events about other files only).
+    fn sleep(&self, nap: Option<Duration>) -> bool {
+        let watch = match &self.mode {
+            Mode::Inotify { watch } | Mode::Both { watch, .. } => Some(watch),
+            Mode::Poll { .. } => None,
+        };
+        let mut fds = vec![PollFd::new(self.wake.as_fd(), PollFlags::POLLIN)];
+        if let Some(w) = watch {
+            fds.push(PollFd::new(w.inotify.as_fd(), PollFlags::POLLIN));
+        }
+        match poll(&mut fds, nap.map_or(PollTimeout::NONE, poll_timeout)) {
+            Ok(0) | Err(Errno::EINTR) => return false,
+            Ok(_) => {}
+            // poll(2) itself failing (no memory): a spurious wake-up, which is allowed.
+            Err(_) => return true,
+        }
+        let ready = |fd: &PollFd| fd.revents().is_some_and(|r| !r.is_empty());
+        if ready(&fds[0]) {
+            return true;
+        }
+        fds.get(1).is_some_and(ready) && watch.is_some_and(Watch::relevant)
+    }
+
+    /// Forget the wake-ups and events already queued: the owner rescans after this.
+    fn drain(&self) {
+        let _ = self.wake.read();
+        if let Mode::Inotify { watch } | Mode::Both { watch, .. } = &self.mode {
+            watch.relevant();
+        }
     }
 }
 
@@ -497,20 +553,14 @@ mod tests {
 
     #[test]
     fn a_fallback_names_the_limit_that_was_reached() {
-        let os = |n| notify::Error::io(std::io::Error::from_raw_os_error(n));
-        let instances = inotify_failure(&os(nix::libc::EMFILE));
+        let instances = inotify_failure(Errno::EMFILE);
         assert!(
             instances.contains("fs.inotify.max_user_instances"),
             "{instances}"
         );
-        for e in [
-            os(nix::libc::ENOSPC),
-            notify::Error::new(notify::ErrorKind::MaxFilesWatch),
-        ] {
-            let watches = inotify_failure(&e);
-            assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
-        }
-        let other = inotify_failure(&os(nix::libc::EACCES));
+        let watches = inotify_failure(Errno::ENOSPC);
+        assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
+        let other = inotify_failure(Errno::EACCES);
         assert!(!other.contains("fs.inotify"), "{other}");
     }
 }
