@@ -15,8 +15,9 @@
 //!
 //! Each server also leaves an entry in the user's registry of servers ([`user_dir`]): a
 //! file `<pid>.<instance>` holding the instance directory, so that `aw-ctl ps --all-roots`
-//! and `aw-ctl stop --all` find servers of every root. An entry whose process serves
-//! nothing there any more is ignored and removed by whoever reads it.
+//! and `aw-ctl stop --all` find servers of every root. The server removes its entry when it
+//! ends ([`Listed`]); an entry whose process serves nothing there any more (it was killed)
+//! is ignored and removed by whoever reads it.
 
 use std::io::{Read, Seek, Write};
 use std::path::PathBuf;
@@ -275,10 +276,15 @@ fn user_dir_made() -> Result<PathBuf> {
     Ok(d)
 }
 
+/// The name of this process's entry for `inst` in the user's registry.
+fn entry_name(inst: &Instance) -> String {
+    format!("{}.{}", std::process::id(), inst.name())
+}
+
 /// Put this process's entry for `inst` in the user's registry.
 fn enlist(inst: &Instance) -> Result<()> {
     let d = user_dir_made()?;
-    let path = d.join(format!("{}.{}", std::process::id(), inst.name()));
+    let path = d.join(entry_name(inst));
     if path.exists() {
         return Ok(());
     }
@@ -286,6 +292,19 @@ fn enlist(inst: &Instance) -> Result<()> {
     let mut text = dir.into_os_string().into_encoded_bytes();
     text.push(b'\n');
     atomic_write_unsynced(&path, &text)
+}
+
+/// Takes this process's entry for an instance out of the user's registry when dropped, at
+/// the end of a run however it ends: the process serves nothing there any more. (Left in
+/// place, the entries of every run ever made would pile up, and every write in the
+/// registry reads all of them.) Best effort; an entry left by a process killed outright is
+/// removed by the next reader of the registry ([`user_instances`]).
+pub struct Listed<'a>(pub &'a Instance);
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(user_dir().join(entry_name(self.0)));
+    }
 }
 
 /// The instances where the user's servers run, from the registry: an entry whose process

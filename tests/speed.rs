@@ -184,3 +184,49 @@ fn the_network_check_is_right_on_a_gluster_mount_and_a_local_disk_alike() {
         );
     }
 }
+
+#[test]
+fn a_server_takes_its_entry_out_of_the_users_registry_when_it_ends() {
+    let s = Setup::new();
+    s.write("wf.yaml", &hello(""));
+    let runtime = s.dir().join("runtime");
+    std::fs::create_dir(&runtime).expect("a runtime directory");
+    let registry = runtime.join("aw/servers");
+    let listed = || -> Vec<String> {
+        match std::fs::read_dir(&registry) {
+            Ok(rd) => rd
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    };
+    // A run that ends by itself leaves nothing (every run used to leave its entry, and
+    // every later write there read them all).
+    let mut run = s.cmd(&["-q"]);
+    run.env("XDG_RUNTIME_DIR", &runtime);
+    let out = common::runner::run_hang_guarded(run);
+    common::runner::assert_code(&out, 0);
+    assert_eq!(s.entries().len(), 4, "{:?}", s.entries());
+    assert_eq!(listed(), Vec::<String>::new());
+    // A kept server is listed while it serves, and found from anywhere; gone once stopped.
+    let mut keep = s.cmd(&["--keep", "-q"]);
+    keep.env("XDG_RUNTIME_DIR", &runtime);
+    let server = Server::new(spawn(keep));
+    let mine = format!("{}.{}", server.pid(), common::runner::INST);
+    wait_for("the server's entry", || listed() == [mine.clone()]);
+    let ps = common::tool("aw-ctl")
+        .args(["ps", "--all-roots", "--json"])
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .current_dir(s.dir())
+        .output()
+        .expect("aw-ctl ps");
+    assert!(ps.status.success(), "{ps:?}");
+    assert!(
+        String::from_utf8_lossy(&ps.stdout).contains("\"alice\""),
+        "{ps:?}"
+    );
+    let out = server.term();
+    assert!(out.status.code().is_some(), "{out:?}");
+    assert_eq!(listed(), Vec::<String>::new());
+}

@@ -141,6 +141,7 @@ pub fn run(
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
     let mut locks = serve::take(inst, &names)?.into_iter();
+    let _listed = serve::Listed(inst);
     serve::forget_stop(inst);
     let document = match &wf.context {
         Context::File { config, .. } => config.document.as_ref().map(|d| d.value.clone()),
@@ -378,6 +379,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
     }
     let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
     let locks = serve::take(inst, &names)?;
+    let _listed = serve::Listed(inst);
     serve::forget_stop(inst);
     // A worker whose workflow serves its spawner elsewhere ends with that workflow.
     let tethers = chosen
