@@ -1,12 +1,13 @@
 //! JSON state files under `_state/`: read without a lock, changed by read-modify-write under
-//! the instance's state lock, replaced atomically (temp + fsync + rename).
+//! the instance's state lock, replaced atomically (temp + fsync + rename; the ack cursors
+//! without the fsync where nothing asks for it, see [`crate::inbox::ack`]).
 
 use std::path::Path;
 
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::error::{Error, Result};
-use crate::fs::{Lock, atomic_write};
+use crate::fs::{Lock, atomic_write, atomic_write_unsynced};
 use crate::instance::Instance;
 
 /// Load a state file; a missing file is the default value.
@@ -23,9 +24,18 @@ pub fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
 
 /// Store a state file atomically (the caller holds the state lock).
 pub fn store<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    store_as(path, value, true)
+}
+
+/// [`store`], flushed to stable storage only when `durable`.
+fn store_as<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).expect("state serializes");
     bytes.push(b'\n');
-    atomic_write(path, &bytes)
+    if durable {
+        atomic_write(path, &bytes)
+    } else {
+        atomic_write_unsynced(path, &bytes)
+    }
 }
 
 /// Take the instance's state lock (creating the instance if needed).
@@ -40,8 +50,22 @@ pub fn update<T, R>(inst: &Instance, file: &str, f: impl FnOnce(&mut T) -> Resul
 where
     T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
 {
+    update_with(inst, file, true, f)
+}
+
+/// [`update`], the file flushed to stable storage only when `durable` (otherwise a crash
+/// may lose the change; readers still see the old value or the new, never a mix).
+pub fn update_with<T, R>(
+    inst: &Instance,
+    file: &str,
+    durable: bool,
+    f: impl FnOnce(&mut T) -> Result<R>,
+) -> Result<R>
+where
+    T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
+{
     let _lock = lock(inst)?;
-    update_locked(inst, file, f)
+    change(inst, file, durable, f)
 }
 
 /// [`update`] for a caller that already holds the state lock (a second `flock` on the lock
@@ -54,12 +78,25 @@ pub fn update_locked<T, R>(
 where
     T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
 {
+    change(inst, file, true, f)
+}
+
+/// The read-modify-write of [`update_with`], under the lock the caller holds.
+fn change<T, R>(
+    inst: &Instance,
+    file: &str,
+    durable: bool,
+    f: impl FnOnce(&mut T) -> Result<R>,
+) -> Result<R>
+where
+    T: Serialize + DeserializeOwned + Default + PartialEq + Clone,
+{
     let path = inst.state_file(file);
     let mut value: T = load(&path)?;
     let before = value.clone();
     let r = f(&mut value)?;
     if value != before {
-        store(&path, &value)?;
+        store_as(&path, &value, durable)?;
     }
     Ok(r)
 }

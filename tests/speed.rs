@@ -105,37 +105,20 @@ const STATFS_BOUND: u64 = 12;
 
 #[test]
 fn a_two_agent_mock_run_asks_the_file_system_kind_once_per_folder_and_starts_no_guard() {
-    let s = Setup::new();
-    let wf = s.write("hello.yaml", &hello(""));
-    let summary = s.dir().join("strace.txt");
-    let mut c = std::process::Command::new("strace");
-    c.current_dir(s.dir())
-        .args(["-f", "-c", "-o"])
-        .arg(&summary)
-        .args([
-            "-e",
-            "trace=statfs,fstatfs,execve,fsync,fdatasync,rename,renameat,renameat2",
-        ])
-        .arg(common::bin("aw-run"))
-        .arg("--root")
-        .arg(s.root.path())
-        .args(["-i", common::runner::INST, "-q"])
-        .arg(&wf);
-    let out = common::runner::run_hang_guarded(c);
-    common::runner::assert_code(&out, 0);
-    let senders: Vec<String> = s.entries().into_iter().map(|(f, _)| f).collect();
-    assert_eq!(senders, ["system", "alice", "bob", "alice"]);
-    let counts = syscall_counts(&summary);
+    let counts = traced_run(
+        "trace=statfs,fstatfs,execve,fsync,fdatasync,rename,renameat,renameat2",
+        None,
+    );
     let n = |name: &str| counts.get(name).copied().unwrap_or(0);
     assert_eq!(n("execve"), 1, "aw-run alone, no guard: {counts:?}");
     assert!(
         n("statfs") + n("fstatfs") <= STATFS_BOUND,
         "the file system kind asked too often: {counts:?}"
     );
-    // What must stay durable is still synced: the registry and the cursors at least.
+    // What must stay durable is still synced: the registry and the transcripts at least.
     assert!(n("fsync") + n("fdatasync") >= 4, "{counts:?}");
-    // Not the MCP configurations: the registry (2), three cursor moves and three
-    // transcripts (a file and its folder each).
+    // Not the MCP configurations: the registry (2) and three transcripts (a file and its
+    // folder each); the cursors only where asked (see the test below).
     assert!(n("fsync") + n("fdatasync") <= 14, "{counts:?}");
 }
 
@@ -229,4 +212,93 @@ fn a_server_takes_its_entry_out_of_the_users_registry_when_it_ends() {
     let out = server.term();
     assert!(out.status.code().is_some(), "{out:?}");
     assert_eq!(listed(), Vec::<String>::new());
+}
+
+/// The system calls of a two-agent mock run (`strace -f -c`), with `AW_SYNC` set to `sync`
+/// when given.
+fn traced_run(trace: &str, sync: Option<&str>) -> std::collections::BTreeMap<String, u64> {
+    let s = Setup::new();
+    let wf = s.write("hello.yaml", &hello(""));
+    let summary = s.dir().join("strace.txt");
+    let mut c = std::process::Command::new("strace");
+    c.current_dir(s.dir())
+        .args(["-f", "-c", "-o"])
+        .arg(&summary)
+        .args(["-e", trace])
+        .arg(common::bin("aw-run"))
+        .arg("--root")
+        .arg(s.root.path())
+        .args(["-i", common::runner::INST, "-q"])
+        .arg(&wf)
+        .env_remove("AW_SYNC");
+    if let Some(v) = sync {
+        c.env("AW_SYNC", v);
+    }
+    let out = common::runner::run_hang_guarded(c);
+    common::runner::assert_code(&out, 0);
+    let senders: Vec<String> = s.entries().into_iter().map(|(f, _)| f).collect();
+    assert_eq!(senders, ["system", "alice", "bob", "alice"]);
+    syscall_counts(&summary)
+}
+
+#[test]
+fn cursors_are_flushed_where_the_channel_is_and_not_elsewhere_on_a_local_disk() {
+    let flushes = |sync| {
+        let counts = traced_run("trace=fsync,fdatasync", sync);
+        counts.get("fsync").copied().unwrap_or(0) + counts.get("fdatasync").copied().unwrap_or(0)
+    };
+    // The registry once and three transcripts, a file and its folder each; not the three
+    // moves of a cursor (there were 14 flushes with them).
+    let plain = flushes(None);
+    assert!(plain <= 8, "{plain} flushes");
+    // Asked for durability, the cursors are flushed with the channel's appends: each move
+    // a file and its folder, on top of the channel's own.
+    let synced = flushes(Some("1"));
+    assert!(
+        synced >= plain + 6,
+        "{synced} flushes with AW_SYNC=1, {plain} without"
+    );
+}
+
+#[test]
+fn an_ack_is_flushed_on_a_network_file_system_and_not_on_a_local_disk() {
+    let vol = common::gluster::Volume::new();
+    let local = tempfile::tempdir().expect("local directory");
+    let traces = tempfile::tempdir().expect("a folder for the traces");
+    let flushes = |root: &std::path::Path| {
+        // Tool `name` on `root`, which must succeed; its stdout.
+        let ok = |name: &str, args: &[&str]| {
+            let out = common::tool(name)
+                .arg("--root")
+                .arg(root)
+                .args(args)
+                .output()
+                .expect("run a tool");
+            assert!(out.status.success(), "{name} {args:?}: {out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        ok("aw-ctl", &["-i", "x", "new", "bob", "--backend", "mock"]);
+        ok("aw-send", &["-i", "x", "--from", "alice", "@bob hello"]);
+        let summary = traces.path().join("strace.txt");
+        let ack = std::process::Command::new("strace")
+            .args(["-f", "-c", "-o"])
+            .arg(&summary)
+            .args(["-e", "trace=fsync,fdatasync"])
+            .arg(common::bin("aw-ctl"))
+            .arg("--root")
+            .arg(root)
+            .args(["-i", "x", "ack", "bob"])
+            .env_remove("AW_SYNC")
+            .output()
+            .expect("strace aw-ctl ack");
+        assert!(ack.status.success(), "{ack:?}");
+        let unread = ok("aw-peek", &["-i", "x", "--inbox", "bob", "--json"]);
+        assert_eq!(unread, "", "acknowledged");
+        let counts = syscall_counts(&summary);
+        counts.get("fsync").copied().unwrap_or(0) + counts.get("fdatasync").copied().unwrap_or(0)
+    };
+    // Another host's client reads the cursors: the file and its folder are flushed there.
+    assert!(flushes(&vol.a().join("root")) >= 2);
+    // On a local disk a crash may lose the move, which delivers the message again.
+    assert_eq!(flushes(&local.path().join("root")), 0);
 }
