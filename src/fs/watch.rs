@@ -77,30 +77,47 @@ fn watch_mask() -> AddWatchFlags {
 
 /// An inotify watch on a file's folder, read by the waiter itself (no thread of its own).
 struct Watch {
-    inotify: Inotify,
+    /// `None` once retired (see [`RETIRED`]).
+    inotify: Option<Inotify>,
     wd: WatchDescriptor,
     /// The watched file's name in the folder.
     name: Option<OsString>,
 }
 
+/// inotify descriptors whose watch was removed, closed at the next [`Watch::new`] or by the
+/// exit. Closing one waits until the kernel has retired the watches removed so far (an RCU
+/// grace period, milliseconds, and tens of them on a busy machine); by the next watch or the
+/// exit that is usually done in the background, and a waiter dropped just before the exit
+/// (aw-run's, at the end of every run) does not wait for it.
+static RETIRED: std::sync::Mutex<Vec<Inotify>> = std::sync::Mutex::new(Vec::new());
+
 impl Watch {
     fn new(file: &Path, dir: &Path) -> std::result::Result<Watch, Errno> {
+        let retired = std::mem::take(&mut *RETIRED.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(retired);
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
         let wd = inotify.add_watch(dir, watch_mask())?;
         Ok(Watch {
-            inotify,
+            inotify: Some(inotify),
             wd,
             name: file.file_name().map(|n| n.to_os_string()),
         })
+    }
+
+    fn inotify(&self) -> Option<&Inotify> {
+        self.inotify.as_ref()
     }
 
     /// Read every event queued; `true` when one may concern the file or the folder: the
     /// file's name, an event of the folder itself (removed, moved, its watch dropped), a
     /// queue overflow, or an error (the owner rescans).
     fn relevant(&self) -> bool {
+        let Some(inotify) = self.inotify() else {
+            return false;
+        };
         let mut hit = false;
         loop {
-            match self.inotify.read_events() {
+            match inotify.read_events() {
                 Ok(events) if events.is_empty() => return hit,
                 Ok(events) => {
                     hit |= events
@@ -119,8 +136,14 @@ impl Drop for Watch {
     fn drop(&mut self) {
         // A watch still in place when the inotify descriptor is closed makes the close wait
         // for the kernel to retire it: some milliseconds at every exit. Removed first, it
-        // is retired in the background.
-        let _ = self.inotify.rm_watch(self.wd);
+        // is retired in the background, and the descriptor is closed later.
+        if let Some(inotify) = self.inotify.take() {
+            let _ = inotify.rm_watch(self.wd);
+            RETIRED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(inotify);
+        }
     }
 }
 
@@ -522,8 +545,8 @@ impl FileWaiter {
             Mode::Poll { .. } => None,
         };
         let mut fds = vec![PollFd::new(self.wake.as_fd(), PollFlags::POLLIN)];
-        if let Some(w) = watch {
-            fds.push(PollFd::new(w.inotify.as_fd(), PollFlags::POLLIN));
+        if let Some(i) = watch.and_then(Watch::inotify) {
+            fds.push(PollFd::new(i.as_fd(), PollFlags::POLLIN));
         }
         match poll(&mut fds, nap.map_or(PollTimeout::NONE, poll_timeout)) {
             Ok(0) | Err(Errno::EINTR) => return false,
@@ -562,5 +585,30 @@ mod tests {
         assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
         let other = inotify_failure(Errno::EACCES);
         assert!(!other.contains("fs.inotify"), "{other}");
+    }
+
+    /// The open descriptors of this process.
+    fn open_fds() -> usize {
+        std::fs::read_dir("/proc/self/fd").unwrap().count()
+    }
+
+    #[test]
+    fn waiters_made_and_dropped_one_after_another_keep_no_descriptor() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("channel.md");
+        std::fs::write(&file, "x").unwrap();
+        // As a server answering one wait after another: each waiter's inotify descriptor
+        // is closed by the next one at the latest.
+        let mut w = FileWaiter::new(&file, Some(DEFAULT_POLL)).unwrap();
+        drop(w);
+        let before = open_fds();
+        for _ in 0..50 {
+            w = FileWaiter::new(&file, None).unwrap();
+            assert!(!w.is_polling() && w.fallback().is_none());
+            drop(w);
+        }
+        // The last one's, retired until the next watch or the exit, and what other tests
+        // running meanwhile hold (50 would be left if none were closed).
+        assert!(open_fds() <= before + 25, "{} > {before} + 25", open_fds());
     }
 }
