@@ -1,8 +1,8 @@
 #!/bin/sh
 # The end-to-end row of BENCHMARKS.md for two builds of aw-run, alternating: spawn -> exit
-# of `aw-run --root FRESH -q WORKFLOW` (a fresh root each run, two warm-up rounds not
-# counted), then the system calls of one run of each build that do not depend on the load
-# (strace -f -c: fsync, rename, statfs, execve).
+# of `aw-run --root FRESH -q WORKFLOW` (a fresh root each run, an empty registry of servers
+# at the start, two warm-up rounds not counted), then the system calls of one run of each
+# build that do not depend on the load (strace -f -c: fsync, rename, statfs, execve).
 # Usage: sh bench/e2e.sh BEFORE AFTER [ROUNDS [WORKFLOW]]
 #   BEFORE, AFTER: aw-run executables; ROUNDS: counted rounds (default 21);
 #   WORKFLOW: default examples/hello.yaml (two mock agents).
@@ -30,6 +30,11 @@ for b in "$before" "$after"; do
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
+# A registry of servers of the bench's own (see aw-ctl(1), FILES), so that the figures do
+# not depend on how many entries earlier runs on the machine left in the user's.
+XDG_RUNTIME_DIR=$tmp/run
+export XDG_RUNTIME_DIR
+mkdir -m 700 "$XDG_RUNTIME_DIR"
 
 once() { # once BINARY OUTFILE: one timed run in a fresh root, microseconds appended
 	root=$(mktemp -d "$tmp/root.XXXXXX")
