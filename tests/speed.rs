@@ -198,6 +198,8 @@ fn a_server_takes_its_entry_out_of_the_users_registry_when_it_ends() {
     let server = Server::new(spawn(keep));
     let mine = format!("{}.{}", server.pid(), common::runner::INST);
     wait_for("the server's entry", || listed() == [mine.clone()]);
+    // Once it serves (the exchange done), `ps --all-roots` finds it through the entry.
+    wait_for("the mock exchange", || s.entries().len() == 8);
     let ps = common::tool("aw-ctl")
         .args(["ps", "--all-roots", "--json"])
         .env("XDG_RUNTIME_DIR", &runtime)
@@ -209,6 +211,7 @@ fn a_server_takes_its_entry_out_of_the_users_registry_when_it_ends() {
         String::from_utf8_lossy(&ps.stdout).contains("\"alice\""),
         "{ps:?}"
     );
+    assert_eq!(listed(), [mine.clone()]);
     let out = server.term();
     assert!(out.status.code().is_some(), "{out:?}");
     assert_eq!(listed(), Vec::<String>::new());
