@@ -211,7 +211,7 @@ fn a_server_takes_its_entry_out_of_the_users_registry_when_it_ends() {
         String::from_utf8_lossy(&ps.stdout).contains("\"alice\""),
         "{ps:?}"
     );
-    assert_eq!(listed(), [mine.clone()]);
+    assert_eq!(listed(), std::slice::from_ref(&mine));
     let out = server.term();
     assert!(out.status.code().is_some(), "{out:?}");
     assert_eq!(listed(), Vec::<String>::new());
