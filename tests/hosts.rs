@@ -215,11 +215,17 @@ fn a_mention_from_one_namespace_wakes_a_server_in_another() {
     assert_eq!(id.len(), 16, "{t}");
 }
 
-/// The host id that the server of alice wrote in its lock (third line).
+/// The host id that the server of alice wrote in its claim (third line; the fourth names
+/// the server's own lock, which begins with that host id).
 fn lock_host_id(h: &Hosts) -> String {
     let lock = std::fs::read_to_string(h.serve_dir().join("alice.lock")).expect("lock");
     let lines: Vec<&str> = lock.lines().collect();
-    assert_eq!(lines.len(), 3, "{lock}");
+    assert_eq!(lines.len(), 4, "{lock}");
+    assert!(
+        lines[3].starts_with(&format!("{}.{}.", lines[2], lines[0]))
+            && lines[3].ends_with(".server"),
+        "{lock}"
+    );
     lines[2].to_string()
 }
 
