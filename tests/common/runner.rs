@@ -150,6 +150,23 @@ pub fn assert_code(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(out));
 }
 
+/// Pids serving each agent, as `aw-ctl ps` shows them.
+pub fn serving(s: &Setup) -> Vec<(String, u64)> {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "ps", "--json"]);
+    let out = super::run_with(c, None);
+    assert_code(&out, 0);
+    super::json_lines(&out.stdout)
+        .iter()
+        .map(|v| {
+            (
+                v["agent"].as_str().unwrap_or_default().to_string(),
+                v["pid"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// Wait (hang guard only: generous, for a loaded machine and a FUSE mount) until `f` holds.
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(30);
