@@ -36,7 +36,6 @@
 //! nothing there any more is ignored and removed by whoever reads it.
 
 use std::collections::HashSet;
-use std::io::{Read, Seek};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -312,10 +311,11 @@ impl Drop for Claim {
         loop {
             match Lock::try_exclusive(&self.path) {
                 Ok(Some(lock)) => {
-                    let mine = read_claim(lock.file(), &self.path, self.network)
-                        .is_ok_and(|t| parse(&t).server.as_deref() == Some(&self.server.name));
-                    if mine {
-                        let _ = write_claim(lock.file(), b"", self.network);
+                    let old = read_claim(lock.file(), &self.path, self.network);
+                    if let Ok(t) = old
+                        && parse(&t).server.as_deref() == Some(&self.server.name)
+                    {
+                        let _ = write_claim(lock.file(), b"", t.len(), self.network);
                     }
                     return;
                 }
@@ -331,19 +331,31 @@ fn read_claim(f: &std::fs::File, path: &Path, network: bool) -> std::io::Result<
     if network {
         return crate::fs::netfs::Fresh::new(f.try_clone()?, path).read_range(0, CLAIM_MAX);
     }
-    let mut buf = Vec::new();
-    let mut f = f;
-    f.rewind()?;
-    f.take(CLAIM_MAX).read_to_end(&mut buf)?;
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; CLAIM_MAX as usize];
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(n);
     Ok(buf)
 }
 
-/// Write a claim in place through its locked file; flushed to the server of a network file
-/// system before the lock is let go.
-fn write_claim(f: &std::fs::File, text: &[u8], network: bool) -> std::io::Result<()> {
+/// Write a claim in place through its locked file, over `old` bytes (cut where they were
+/// more); flushed to the server of a network file system before the lock is let go.
+fn write_claim(f: &std::fs::File, text: &[u8], old: usize, network: bool) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
-    f.write_all_at(text, 0)?;
-    f.set_len(text.len() as u64)?;
+    if !text.is_empty() {
+        f.write_all_at(text, 0)?;
+    }
+    if old > text.len() {
+        f.set_len(text.len() as u64)?;
+    }
     if network {
         f.sync_data()?;
     }
@@ -380,15 +392,15 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Claim>> {
         let end = crate::time::deadline(TAKE_RETRY);
         loop {
             if let Some(lock) = Lock::try_exclusive(&path)? {
-                let who = read_claim(lock.file(), &path, network)
-                    .map(|t| parse(&t))
-                    .map_err(|e| Error::io(&path, e))?;
+                let old =
+                    read_claim(lock.file(), &path, network).map_err(|e| Error::io(&path, e))?;
+                let who = parse(&old);
                 if let Some(s) = &who.server
                     && server_live(&d, s, network, &mut dead)?
                 {
                     return Err(busy(inst, a, who));
                 }
-                write_claim(lock.file(), text.as_bytes(), network)
+                write_claim(lock.file(), text.as_bytes(), old.len(), network)
                     .map_err(|e| Error::io(&path, e))?;
                 held[i] = Some(Claim {
                     path,
