@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::runner::*;
@@ -47,6 +46,18 @@ fn keep_serving(s: &Setup, n: usize, limit: Option<u64>) -> Server {
     wait_for("every agent to be served", || {
         let ps = serving(s);
         ps.len() == n && ps.iter().all(|(_, p)| *p == pid)
+    });
+    server
+}
+
+/// `aw-run --serve --keep AGENT`, once it serves the agent, the only one served.
+fn serve_alone(s: &Setup, agent: &str) -> Server {
+    let mut c = s.tool_cmd("aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q", agent]);
+    let server = Server::new(spawn(c));
+    let me = u64::from(server.pid());
+    wait_for(&format!("{agent} to be served"), || {
+        serving(s) == [(agent.to_string(), me)]
     });
     server
 }
@@ -164,13 +175,7 @@ fn a_server_of_500_agents_under_64_open_files_serves_and_is_replaced_after_sigki
     let child = first.child();
     child.kill().unwrap();
     child.wait().unwrap();
-    let mut c = s.tool_cmd("aw-run");
-    c.args(["-i", INST, "--serve", "--keep", "-q", "a250"]);
-    let second = Server::new(spawn(c));
-    let me = u64::from(second.pid());
-    wait_for("a250 served by the second server", || {
-        serving(&s) == [("a250".to_string(), me)]
-    });
+    let second = serve_alone(&s, "a250");
     let now = servers(&serve_dir);
     assert_eq!(now.len(), 1, "{now:?}");
     assert_ne!(now, dead, "the dead server's lock was not swept");
@@ -190,23 +195,7 @@ fn a_claim_of_an_earlier_version_still_refuses_a_new_server() {
     let dir = s.root.inst_dir(INST).join("_state/serve");
     std::fs::create_dir_all(&dir).unwrap();
     let lock = dir.join("alice.lock");
-    let script = format!(
-        "exec 9<>'{}'; flock -x 9; echo $$ >&9; echo ready; exec sleep 600",
-        lock.display()
-    );
-    let mut old = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut ready = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(old.stdout.as_mut().unwrap()),
-        &mut ready,
-    )
-    .unwrap();
-    assert_eq!(ready, "ready\n");
+    let mut old = hold_like_an_earlier_version(&lock);
     let mut c = s.tool_cmd("aw-run");
     c.args(["-i", INST, "--serve", "alice"]);
     let out = common::run_with(c, None);
@@ -232,12 +221,6 @@ fn a_claim_of_an_earlier_version_still_refuses_a_new_server() {
         std::fs::read_to_string(&lock).unwrap(),
         format!("{}\n", old.id())
     );
-    let mut c = s.tool_cmd("aw-run");
-    c.args(["-i", INST, "--serve", "--keep", "-q", "alice"]);
-    let server = Server::new(spawn(c));
-    let me = u64::from(server.pid());
-    wait_for("alice to be served", || {
-        serving(&s) == [("alice".to_string(), me)]
-    });
+    let server = serve_alone(&s, "alice");
     stop(&s, server, "alice");
 }
