@@ -715,4 +715,53 @@ mod tests {
         assert!(!is_served(&inst, "alice"));
         assert!(list(&inst).is_empty());
     }
+
+    fn server_files(inst: &Instance) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir(inst))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(SERVER_SUFFIX))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn claims_share_one_server_lock_and_a_dead_server_s_claims_are_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(tmp.path())
+            .instance("t")
+            .unwrap();
+        inst.create().unwrap();
+        let first = take(&inst, &["a", "b"]).unwrap();
+        let worker = take(&inst, &["c"]).unwrap();
+        let mine = server_files(&inst);
+        assert_eq!(mine.len(), 1, "{mine:?}");
+        let claim = std::fs::read_to_string(lock_path(&inst, "c")).unwrap();
+        assert_eq!(claim.lines().nth(3), Some(mine[0].as_str()), "{claim}");
+        // One claim let go: that agent alone is free, and emptied.
+        drop(worker);
+        assert!(!is_served(&inst, "c") && is_served(&inst, "a"));
+        assert_eq!(std::fs::read(lock_path(&inst, "c")).unwrap(), b"");
+        drop(first);
+        assert!(server_files(&inst).is_empty());
+        // Claims naming a server whose file nobody holds: free, and taken; that file is
+        // swept when the next server starts.
+        let dead = "0000000000000000.1.1.server";
+        std::fs::write(dir(&inst).join(dead), "1\n").unwrap();
+        for a in ["a", "b"] {
+            std::fs::write(
+                lock_path(&inst, a),
+                format!("1\nelsewhere\n0000000000000000\n{dead}\n"),
+            )
+            .unwrap();
+        }
+        assert!(!is_served(&inst, "a"));
+        let again = take(&inst, &["b", "a"]).unwrap();
+        assert!(is_served(&inst, "a") && is_served(&inst, "b"));
+        let now = server_files(&inst);
+        assert_eq!(now.len(), 1, "{now:?}");
+        assert_ne!(now[0], dead);
+        drop(again);
+    }
 }
