@@ -2,14 +2,14 @@
 # Run aw's benchmarks: aw-send per call, reads at 10k/100k/1M entries, follow wake latency,
 # inbox, ls and status growth curves with the channel (bench/mentions.sh),
 # aw-mcp start-up and tool round trips, aw-run end to end, wake latency, idle cost and
-# throughput.
+# throughput, claiming many agents and a server's descriptors.
 # Usage: sh bench/run.sh [--quick]    (make bench runs it after make build)
 # Prints Markdown tables; a copy goes to target/bench-data/last-run.md. Nothing here asserts
 # on time: figures are measured and printed, and BENCHMARKS.md is updated by hand.
 set -eu
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-BENCHES="send read follow mcp run backend"
+BENCHES="send read follow mcp run backend serve"
 
 QUICK=
 for a in "$@"; do

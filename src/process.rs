@@ -92,9 +92,9 @@ pub fn sibling(name: &str) -> PathBuf {
 /// [`raise_open_files`] raised it.
 static OPEN_FILES_AT_START: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
 
-/// Raise this process's soft limit of open files to its hard limit: a server holds open
-/// files for each agent it serves, and a soft limit of 1024 (a common default) would end
-/// a server of about a thousand agents. Programs it starts get the limit back
+/// Raise this process's soft limit of open files to its hard limit: a server's agents open
+/// files as they run, many at once, and a soft limit of 1024 (a common default) is soon
+/// reached. Programs it starts get the limit back
 /// ([`open_files_at_start`]). A failure leaves the limit as it was.
 pub fn raise_open_files() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};

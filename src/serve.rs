@@ -1,16 +1,33 @@
 //! Who serves which agent: the files an `aw-run` keeps under `_state/serve/` while it runs.
 //!
-//! - `<agent>.lock`: held (flock, exclusive) for the life of the process that serves the
-//!   agent, with that process's pid, host name and host id inside (one a line). A second
-//!   server is refused at once.
+//! - `<host_id>.<pid>.<stamp>.server`: the server's own lock, held (flock, exclusive) for its
+//!   whole life, with its pid, host name and host id inside (one a line). It is created as
+//!   a dotfile, locked, then renamed into place, so that it is never found free under its
+//!   name while its server lives; the server removes it when it ends, and a file found free
+//!   (its server died) is removed by the next server that starts there. One per server,
+//!   whatever the number of agents it serves: a server's open descriptors do not grow with
+//!   its agents.
+//! - `<agent>.lock`: the agent's claim: pid, host name, host id and the name of the server
+//!   file of the process that serves the agent, one a line. It is taken under a short
+//!   exclusive flock (open, lock, read, write in place, close; never replaced by rename, so
+//!   that another host reads it fresh) and let go by emptying it the same way. A claim is
+//!   live while the server file it names is locked: a second server is refused at once,
+//!   and a server that died (even by SIGKILL) frees its agents at once.
 //! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), replaced
 //!   atomically (without fsync: it means nothing after a crash) on every change of state.
 //! - `stop.<host_id>.<pid>`: a request to the server `pid` of host `host_id` to finish
 //!   ([`request_stop`]); the server watches for it and removes it when it has seen it.
 //!
-//! An agent is served while its lock is held, wherever its server runs (flock holds across
-//! the clients of a network file system and across containers); a `.json` left by a server
-//! that died is stale and ignored. A pid is never probed or signalled unless its record names
+//! An earlier version held the flock of `<agent>.lock` itself for its whole life and wrote
+//! three lines (or the pid alone) in it. A claim that names no server file is of that kind:
+//! it is live while its own flock is held, so a server of this version never takes an agent
+//! from an older one. The other way round does not hold: an older version sees no flock on
+//! this version's claims and takes them as free, so servers of both versions must not serve
+//! one instance at once.
+//!
+//! flock holds across the clients of a network file system and across containers, so an
+//! agent is served by one process wherever its servers run; a `.json` left by a server that
+//! died is stale and ignored. A pid is never probed or signalled unless its record names
 //! this host ([`crate::host`]).
 //!
 //! Each server also leaves an entry in the user's registry of servers ([`user_dir`]): a
@@ -19,8 +36,9 @@
 //! ends ([`Listed`]); an entry whose process serves nothing there any more (it was killed)
 //! is ignored and removed by whoever reads it.
 
-use std::io::{Read, Seek, Write};
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
@@ -182,63 +200,241 @@ pub fn forget_stop(inst: &Instance) {
     let _ = std::fs::remove_file(my_stop_path(inst));
 }
 
-/// How long a refused lock is retried while its file names no live process: a reader
-/// ([`is_served`]) may hold it shared for an instant.
+/// How long a claim locked by someone else is tried again while it names no live server
+/// nor live process: a reader ([`is_served`]) or a server taking or letting it go holds
+/// it for an instant.
 const TAKE_RETRY: Duration = Duration::from_millis(100);
 
-/// Take the serving lock of each agent, or say which process serves one (exit 75); the
-/// locks in the order of `agents`.
+/// At most this much of a claim is read (it is four short lines).
+const CLAIM_MAX: u64 = 4096;
+
+/// The lock a server holds for its whole life in one instance, its `.server` file; removed
+/// when the last [`Claim`] of the process there is let go.
+struct Server {
+    lock: Lock,
+    /// The file's name, as claims name it.
+    name: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Removed while still locked: whoever opened it before finds it held until the
+        // lock goes with the descriptor, and nobody finds it afterwards.
+        let _ = std::fs::remove_file(self.lock.path());
+    }
+}
+
+/// The servers of this process, one per serving directory, while any claim holds one.
+static SERVERS: std::sync::Mutex<Vec<Weak<Server>>> = std::sync::Mutex::new(Vec::new());
+
+/// This process's server in `d` (`_state/serve`): the one its claims there hold, or a new
+/// one. A new one first removes the files of servers there that died.
+fn server(d: &Path) -> Result<Arc<Server>> {
+    let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+    servers.retain(|w| w.strong_count() > 0);
+    if let Some(s) = servers
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|s| s.lock.path().parent() == Some(d))
+    {
+        return Ok(s);
+    }
+    sweep(d);
+    let host = crate::host::this();
+    let pid = std::process::id();
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_nanos());
+    let name = format!("{}.{pid}.{stamp:x}{SERVER_SUFFIX}", host.id);
+    let text = format!("{pid}\n{}\n{}\n", host.name, host.id);
+    let lock = Lock::create_held(d, &name, text.as_bytes())?;
+    let s = Arc::new(Server { lock, name });
+    servers.push(Arc::downgrade(&s));
+    Ok(s)
+}
+
+const SERVER_SUFFIX: &str = ".server";
+
+/// Is `name` written like the name of a server file?
+fn is_server_name(name: &str) -> bool {
+    name.len() > SERVER_SUFFIX.len()
+        && name.ends_with(SERVER_SUFFIX)
+        && !name.starts_with('.')
+        && !name.contains('/')
+}
+
+/// Remove the server files in `d` whose servers died (best effort).
+fn sweep(d: &Path) {
+    let Ok(rd) = std::fs::read_dir(d) else {
+        return;
+    };
+    for e in rd.flatten() {
+        if e.file_name().to_str().is_some_and(is_server_name) {
+            let _ = crate::fs::lock::remove_if_free(&e.path());
+        }
+    }
+}
+
+/// The servers found dead so far by one caller, by file name (one never lives again).
+type Dead = HashSet<String>;
+
+/// Does the server file `name` in `d` belong to a live server?
+fn server_live(d: &Path, name: &str, network: bool, dead: &mut Dead) -> Result<bool> {
+    if dead.contains(name) {
+        return Ok(false);
+    }
+    let live = crate::fs::lock::held(&d.join(name), network)? == Some(true);
+    if !live {
+        dead.insert(name.to_string());
+    }
+    Ok(live)
+}
+
+/// An agent this process serves: its claim in `_state/serve/<agent>.lock`, naming this
+/// process's server file; let go (emptied) when dropped.
+#[derive(Debug)]
+pub struct Claim {
+    path: PathBuf,
+    server: Arc<Server>,
+    network: bool,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // Best effort: a claim left behind names a server that is about to be gone.
+        let end = crate::time::deadline(TAKE_RETRY);
+        loop {
+            match Lock::try_exclusive(&self.path) {
+                Ok(Some(lock)) => {
+                    let old = read_claim(lock.file(), &self.path, self.network);
+                    if let Ok(t) = old
+                        && parse(&t).server.as_deref() == Some(&self.server.name)
+                    {
+                        let _ = write_claim(lock.file(), b"", t.len(), self.network);
+                    }
+                    return;
+                }
+                Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(5)),
+                _ => return,
+            }
+        }
+    }
+}
+
+/// Read a claim from its open file, as the server of a network file system has it.
+fn read_claim(f: &std::fs::File, path: &Path, network: bool) -> std::io::Result<Vec<u8>> {
+    if network {
+        return crate::fs::netfs::Fresh::new(f.try_clone()?, path).read_range(0, CLAIM_MAX);
+    }
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0; CLAIM_MAX as usize];
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read_at(&mut buf[n..], n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Write a claim in place through its locked file, over `old` bytes (cut where they were
+/// more); flushed to the server of a network file system before the lock is let go.
+fn write_claim(f: &std::fs::File, text: &[u8], old: usize, network: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    if !text.is_empty() {
+        f.write_all_at(text, 0)?;
+    }
+    if old > text.len() {
+        f.set_len(text.len() as u64)?;
+    }
+    if network {
+        f.sync_data()?;
+    }
+    Ok(())
+}
+
+/// Claim each agent for this process, or say which process serves one (exit 75); the
+/// claims in the order of `agents`.
 ///
 /// They are taken in one order, by name, whatever the order given: two servers that name
-/// the same agents in different orders meet at the first lock, and one of them gets all,
-/// instead of each holding one and both giving up. What was taken before a refusal is let
-/// go.
-pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Lock>> {
+/// the same agents in different orders meet at the first claim, and one of them gets all,
+/// instead of each getting one and both giving up. What was taken before a refusal is let
+/// go. No descriptor stays open per agent: the claims hold this process's one server lock.
+pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Claim>> {
     let d = dir(inst);
     std::fs::create_dir_all(&d).map_err(|e| Error::create(&d, e))?;
+    let network = crate::fs::netfs::is_network_fs(&d);
+    let server = server(&d)?;
+    let host = crate::host::this();
+    let text = format!(
+        "{}\n{}\n{}\n{}\n",
+        std::process::id(),
+        host.name,
+        host.id,
+        server.name
+    );
+    let mut dead = Dead::new();
     let mut order: Vec<usize> = (0..agents.len()).collect();
     order.sort_by_key(|&i| agents[i]);
-    let mut held: Vec<Option<Lock>> = agents.iter().map(|_| None).collect();
+    let mut held: Vec<Option<Claim>> = agents.iter().map(|_| None).collect();
     for i in order {
-        let a = &agents[i];
+        let a = agents[i];
         let path = lock_path(inst, a);
         let end = crate::time::deadline(TAKE_RETRY);
-        let lock = loop {
+        loop {
             if let Some(lock) = Lock::try_exclusive(&path)? {
-                break lock;
+                let old =
+                    read_claim(lock.file(), &path, network).map_err(|e| Error::io(&path, e))?;
+                let who = parse(&old);
+                if let Some(s) = &who.server
+                    && server_live(&d, s, network, &mut dead)?
+                {
+                    return Err(busy(inst, a, who));
+                }
+                write_claim(lock.file(), text.as_bytes(), old.len(), network)
+                    .map_err(|e| Error::io(&path, e))?;
+                held[i] = Some(Claim {
+                    path,
+                    server: server.clone(),
+                    network,
+                });
+                break;
             }
-            let who = holder(inst, a);
-            let live = who.as_ref().is_some_and(|h| {
-                crate::host::is_this(h.host_id.as_deref()) && h.pid.is_some_and(alive)
-            });
+            // Locked: by a server of an earlier version for its life, or for an instant.
+            let who = holder(&path, network).unwrap_or(Holder::NOBODY);
+            let live = match &who.server {
+                Some(s) => server_live(&d, s, network, &mut dead)?,
+                None => crate::host::is_this(who.host_id.as_deref()) && who.pid.is_some_and(alive),
+            };
             if live || Instant::now() >= end {
-                let pid = who
-                    .as_ref()
-                    .and_then(|h| h.pid)
-                    .map_or("?".to_string(), |p| p.to_string());
-                let on = who
-                    .and_then(|h| h.host)
-                    .map(|h| format!(" on {h}"))
-                    .unwrap_or_default();
-                return Err(Error::Busy(format!(
-                    "{a}@{}: already served by aw-run pid {pid}{on}",
-                    inst.name()
-                )));
+                return Err(busy(inst, a, who));
             }
             std::thread::sleep(Duration::from_millis(5));
-        };
-        let mut f = lock.file();
-        let host = crate::host::this();
-        let pid = format!("{}\n{}\n{}\n", std::process::id(), host.name, host.id);
-        f.set_len(0)
-            .and_then(|()| f.rewind())
-            .and_then(|()| f.write_all(pid.as_bytes()))
-            .map_err(|e| Error::io(&path, e))?;
-        held[i] = Some(lock);
+        }
     }
     // Best effort: a server that cannot be listed for the user still serves.
     let _ = enlist(inst);
     Ok(held.into_iter().flatten().collect())
+}
+
+/// The refusal of `agent`, naming who serves it.
+fn busy(inst: &Instance, agent: &str, who: Holder) -> Error {
+    let pid = who.pid.map_or("?".to_string(), |p| p.to_string());
+    let on = who.host.map(|h| format!(" on {h}")).unwrap_or_default();
+    Error::Busy(format!(
+        "{agent}@{}: already served by aw-run pid {pid}{on}",
+        inst.name()
+    ))
 }
 
 /// The user's registry of servers: `$XDG_RUNTIME_DIR/aw/servers` when `XDG_RUNTIME_DIR` is
@@ -348,20 +544,26 @@ pub fn user_instances() -> Vec<Instance> {
     found
 }
 
-/// Who an agent's serving lock names: pid, host name and host id, one a line (an older
-/// version wrote the pid only).
+/// Who an agent's claim names: pid, host name, host id and server file, one a line (an
+/// older version wrote three lines, or the pid only, and named no server file).
 struct Holder {
     pid: Option<u32>,
     host: Option<String>,
     host_id: Option<String>,
+    server: Option<String>,
 }
 
-/// What is written in an agent's serving lock.
-fn holder(inst: &Instance, agent: &str) -> Option<Holder> {
-    let mut s = String::new();
-    std::fs::File::open(lock_path(inst, agent))
-        .and_then(|mut f| f.read_to_string(&mut s))
-        .ok()?;
+impl Holder {
+    const NOBODY: Holder = Holder {
+        pid: None,
+        host: None,
+        host_id: None,
+        server: None,
+    };
+}
+
+fn parse(text: &[u8]) -> Holder {
+    let s = String::from_utf8_lossy(text);
     let mut lines = s.lines().map(str::trim);
     let pid = lines.next().and_then(|l| l.parse().ok());
     let host = lines.next().filter(|l| !l.is_empty()).map(str::to_string);
@@ -369,7 +571,22 @@ fn holder(inst: &Instance, agent: &str) -> Option<Holder> {
         .next()
         .filter(|l| crate::host::valid_id(l))
         .map(str::to_string);
-    Some(Holder { pid, host, host_id })
+    let server = lines
+        .next()
+        .filter(|l| is_server_name(l))
+        .map(str::to_string);
+    Holder {
+        pid,
+        host,
+        host_id,
+        server,
+    }
+}
+
+/// What is written in an agent's claim, read without its lock.
+fn holder(path: &Path, network: bool) -> Option<Holder> {
+    let f = std::fs::File::open(path).ok()?;
+    read_claim(&f, path, network).ok().map(|t| parse(&t))
 }
 
 fn alive(pid: u32) -> bool {
@@ -378,12 +595,30 @@ fn alive(pid: u32) -> bool {
 
 /// Is `agent` served by a running process?
 pub fn is_served(inst: &Instance, agent: &str) -> bool {
+    served(inst, agent, &mut Dead::new())
+}
+
+/// [`is_served`], with the servers already found dead.
+fn served(inst: &Instance, agent: &str, dead: &mut Dead) -> bool {
     let path = lock_path(inst, agent);
     if !path.exists() {
         return false;
     }
-    // A shared lock is granted only while nobody holds the exclusive one.
-    !matches!(Lock::try_shared(&path), Ok(Some(_)))
+    let d = dir(inst);
+    let network = crate::fs::netfs::is_network_fs(&d);
+    // Locked exclusively: by a server of an earlier version for its life, or by a server
+    // taking or letting go the agent this instant. Can't tell: served.
+    let Ok(Some(lock)) = Lock::try_shared(&path) else {
+        return true;
+    };
+    let Ok(text) = read_claim(lock.file(), &path, network) else {
+        return true;
+    };
+    match parse(&text).server {
+        Some(s) => server_live(&d, &s, network, dead).unwrap_or(true),
+        // Empty, or of an earlier version whose lock nobody holds.
+        None => false,
+    }
 }
 
 /// Record the state of one controller.
@@ -406,9 +641,10 @@ pub fn list(inst: &Instance) -> Vec<Served> {
         .filter(|n| !n.starts_with('.'))
         .collect();
     names.sort();
+    let mut dead = Dead::new();
     names
         .into_iter()
-        .filter(|n| is_served(inst, n))
+        .filter(|n| served(inst, n, &mut dead))
         .filter_map(|n| {
             let bytes = std::fs::read(state_path(inst, &n)).ok()?;
             serde_json::from_slice::<Served>(&bytes).ok()
@@ -497,5 +733,54 @@ mod tests {
         drop(held);
         assert!(!is_served(&inst, "alice"));
         assert!(list(&inst).is_empty());
+    }
+
+    fn server_files(inst: &Instance) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir(inst))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(SERVER_SUFFIX))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn claims_share_one_server_lock_and_a_dead_server_s_claims_are_taken() {
+        let tmp = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(tmp.path())
+            .instance("t")
+            .unwrap();
+        inst.create().unwrap();
+        let first = take(&inst, &["a", "b"]).unwrap();
+        let worker = take(&inst, &["c"]).unwrap();
+        let mine = server_files(&inst);
+        assert_eq!(mine.len(), 1, "{mine:?}");
+        let claim = std::fs::read_to_string(lock_path(&inst, "c")).unwrap();
+        assert_eq!(claim.lines().nth(3), Some(mine[0].as_str()), "{claim}");
+        // One claim let go: that agent alone is free, and emptied.
+        drop(worker);
+        assert!(!is_served(&inst, "c") && is_served(&inst, "a"));
+        assert_eq!(std::fs::read(lock_path(&inst, "c")).unwrap(), b"");
+        drop(first);
+        assert!(server_files(&inst).is_empty());
+        // Claims naming a server whose file nobody holds: free, and taken; that file is
+        // swept when the next server starts.
+        let dead = "0000000000000000.1.1.server";
+        std::fs::write(dir(&inst).join(dead), "1\n").unwrap();
+        for a in ["a", "b"] {
+            std::fs::write(
+                lock_path(&inst, a),
+                format!("1\nelsewhere\n0000000000000000\n{dead}\n"),
+            )
+            .unwrap();
+        }
+        assert!(!is_served(&inst, "a"));
+        let again = take(&inst, &["b", "a"]).unwrap();
+        assert!(is_served(&inst, "a") && is_served(&inst, "b"));
+        let now = server_files(&inst);
+        assert_eq!(now.len(), 1, "{now:?}");
+        assert_ne!(now[0], dead);
+        drop(again);
     }
 }

@@ -790,6 +790,14 @@ fn assert_lock_free(s: &Setup, agent: &str) {
         nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok(),
         "the serving lock of {agent} is still held"
     );
+    // Nor does its claim name a live server.
+    let inst = aw::instance::Root::new(s.root.path())
+        .instance(INST)
+        .unwrap();
+    assert!(
+        !aw::serve::is_served(&inst, agent),
+        "{agent} is still served"
+    );
 }
 
 #[test]

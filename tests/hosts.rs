@@ -215,11 +215,17 @@ fn a_mention_from_one_namespace_wakes_a_server_in_another() {
     assert_eq!(id.len(), 16, "{t}");
 }
 
-/// The host id that the server of alice wrote in its lock (third line).
+/// The host id that the server of alice wrote in its claim (third line; the fourth names
+/// the server's own lock, which begins with that host id).
 fn lock_host_id(h: &Hosts) -> String {
     let lock = std::fs::read_to_string(h.serve_dir().join("alice.lock")).expect("lock");
     let lines: Vec<&str> = lock.lines().collect();
-    assert_eq!(lines.len(), 3, "{lock}");
+    assert_eq!(lines.len(), 4, "{lock}");
+    assert!(
+        lines[3].starts_with(&format!("{}.{}.", lines[2], lines[0]))
+            && lines[3].ends_with(".server"),
+        "{lock}"
+    );
     lines[2].to_string()
 }
 
@@ -353,23 +359,7 @@ fn a_record_without_a_host_is_this_hosts_and_its_server_gets_sigterm() {
     let lock = dir.join("alice.lock");
     // A server of a version that knew no hosts: a process of this side that holds the lock
     // and wrote its pid alone, and a record without host keys.
-    let script = format!(
-        "exec 9<>{l}; flock -x 9; echo $$ >&9; echo ready; exec sleep 600",
-        l = path_str(&lock)
-    );
-    let mut old = Command::new("sh")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut ready = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(old.stdout.as_mut().unwrap()),
-        &mut ready,
-    )
-    .unwrap();
-    assert_eq!(ready, "ready\n");
+    let mut old = hold_like_an_earlier_version(&lock);
     let pid = old.id();
     let record = format!(
         "{{\"instance\":\"{INST}\",\"agent\":\"alice\",\"pid\":{pid},\"state\":\"idle\",\

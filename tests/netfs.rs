@@ -544,6 +544,64 @@ fn serve_on_b(vol: &Volume, cwd: &Path) -> (Server, String) {
     (server, id)
 }
 
+/// An agent served on host B (one lock for the server, a claim for the agent) is refused
+/// to a second server on host A, which names B's server; once B's server is killed
+/// (SIGKILL), host A sees the agent free and serves it, and sweeps B's dead lock away.
+#[test]
+fn a_server_on_one_host_refuses_a_second_on_the_other_until_it_is_killed() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let (mut server, id) = serve_on_b(&vol, cwd.path());
+    let serve_dir = vol.a().join(INST).join("_state/serve");
+    let servers = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&serve_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".server"))
+            .collect();
+        v.sort();
+        v
+    };
+    let b_lock = servers();
+    assert_eq!(b_lock.len(), 1, "{b_lock:?}");
+    assert!(b_lock[0].starts_with(&format!("{id}.1.")), "{b_lock:?}");
+    let mut c = tool_on(&vol, Host::A, cwd.path(), "aw-run");
+    c.args(["-i", INST, "--serve", "alice"]);
+    let out = common::run_with(c, None);
+    assert_code(&out, 75);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "alice@{INST}: already served by aw-run pid 1 on {HOST_B}"
+        )),
+        "{err}"
+    );
+    // SIGKILL to the namespace's parent kills B's server (--kill-child).
+    let child = server.child();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for("host A to see alice free", || {
+        let mut c = tool_on(&vol, Host::A, cwd.path(), "aw-ctl");
+        c.args(["-i", INST, "ps", "--json"]);
+        let out = common::run_with(c, None);
+        !String::from_utf8_lossy(&out.stdout).contains("\"alice\"")
+    });
+    let mut c = tool_on(&vol, Host::A, cwd.path(), "aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q", "alice"]);
+    let a = Server::new(spawn(c));
+    let me = a.pid();
+    wait_for("alice served on host A", || {
+        let ps = ok_on(&vol, Host::A, cwd.path(), "aw-ctl", &["ps", "--json"], "");
+        common::json_lines(ps.as_bytes())
+            .iter()
+            .any(|v| v["agent"] == "alice" && v["pid"] == me)
+    });
+    let now = servers();
+    assert_eq!(now.len(), 1, "{now:?}");
+    assert_ne!(now, b_lock, "B's dead server lock was not swept");
+    drop(a);
+}
+
 /// `aw-ctl stop alice` on host A, from a namespace whose pid 1 is a shell recording any
 /// SIGTERM, stops the server on host B, which is pid 1 of its own namespace: the request
 /// crosses the volume, no local pid 1 is signalled.

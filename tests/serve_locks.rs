@@ -7,7 +7,6 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::runner::*;
-use serde_json::Value;
 
 /// `aw-run --serve --keep` of `agents` in the instance, not waited for.
 fn start_serve(s: &Setup, agents: &[&str]) -> Child {
@@ -30,23 +29,6 @@ impl Drop for Kids {
             let _ = c.wait();
         }
     }
-}
-
-/// Pids serving each agent, as `aw-ctl ps` shows them.
-fn serving(s: &Setup) -> Vec<(String, u64)> {
-    let mut c = s.tool_cmd("aw-ctl");
-    c.args(["-i", INST, "ps", "--json"]);
-    let out = common::run_with(c, None);
-    assert_code(&out, 0);
-    common::json_lines(&out.stdout)
-        .iter()
-        .map(|v: &Value| {
-            (
-                v["agent"].as_str().unwrap_or_default().to_string(),
-                v["pid"].as_u64().unwrap_or_default(),
-            )
-        })
-        .collect()
 }
 
 /// Two servers naming the same agents in opposite orders, started together, 50 times: one

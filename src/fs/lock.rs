@@ -1,4 +1,6 @@
-//! Advisory locks on lock files that are created once and never deleted.
+//! Advisory locks on lock files that are created once and never deleted, and on lock
+//! files that live as long as their holder ([`Lock::create_held`], [`held`],
+//! [`remove_if_free`]).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
@@ -99,12 +101,96 @@ impl Lock {
         }
     }
 
+    /// Create `dir/name` with `content` in it and the exclusive lock already held: written as
+    /// a dotfile, locked, then renamed into place, so that nobody ever finds the file under
+    /// its name without its lock (a file found free under its name was let go for good). The
+    /// name must be new; it is never reused.
+    pub fn create_held(dir: &Path, name: &str, content: &[u8]) -> Result<Lock> {
+        use std::io::Write;
+        let temp = dir.join(format!(".{name}.tmp"));
+        let path = dir.join(name);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| Error::create(&temp, e))?;
+        let made = file
+            .try_lock()
+            .map_err(|e| match e {
+                TryLockError::Error(e) => e,
+                TryLockError::WouldBlock => std::io::ErrorKind::WouldBlock.into(),
+            })
+            .and_then(|()| file.write_all(content))
+            .and_then(|()| std::fs::rename(&temp, &path));
+        if let Err(e) = made {
+            let _ = std::fs::remove_file(&temp);
+            return Err(Error::create(&path, e));
+        }
+        Ok(Lock { file, path })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     pub fn file(&self) -> &File {
         &self.file
+    }
+}
+
+/// Open `path` for reading as the server of a network file system has the name (`network`):
+/// a name not found, or a stale handle, is looked up again after a listing of its directory
+/// (a client may remember that a name another host created since did not exist). `None`: no
+/// such file.
+fn open_existing(path: &Path, network: bool) -> std::io::Result<Option<File>> {
+    let gone =
+        |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || super::netfs::is_stale(e);
+    match File::open(path) {
+        Ok(f) => return Ok(Some(f)),
+        Err(e) if gone(&e) && network => {}
+        Err(e) if gone(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let dir = path.parent().unwrap_or(Path::new("."));
+    match super::netfs::fresh(dir, true, || File::open(path)) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Is the lock at `path` held exclusively now (a shared lock is refused)? `None`: there is
+/// no such file. `network`: `path` is on a network file system
+/// ([`super::netfs::is_network_fs`]).
+pub fn held(path: &Path, network: bool) -> Result<Option<bool>> {
+    let Some(file) = open_existing(path, network).map_err(|e| Error::io(path, e))? else {
+        return Ok(None);
+    };
+    match file.try_lock_shared() {
+        Ok(()) => Ok(Some(false)),
+        Err(TryLockError::WouldBlock) => Ok(Some(true)),
+        Err(TryLockError::Error(e)) => Err(Error::io(path, e)),
+    }
+}
+
+/// Remove the lock file at `path` if nobody holds it exclusively: the file of a holder
+/// that died. Removed under a shared lock, so that whoever looks at it meanwhile finds it
+/// free too. `true` when removed.
+pub fn remove_if_free(path: &Path) -> Result<bool> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => match std::fs::remove_file(path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(path, e)),
+        },
+        Err(TryLockError::WouldBlock) => Ok(false),
+        Err(TryLockError::Error(e)) => Err(Error::io(path, e)),
     }
 }
 

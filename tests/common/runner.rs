@@ -150,6 +150,47 @@ pub fn assert_code(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "stderr: {}", stderr(out));
 }
 
+/// A server of an earlier version of `lock`'s agent, as far as the lock goes: a process
+/// that holds the exclusive flock of the agent's lock file and wrote its pid alone there;
+/// returned once it holds it.
+pub fn hold_like_an_earlier_version(lock: &Path) -> Child {
+    let script = format!(
+        "exec 9<>'{}'; flock -x 9; echo $$ >&9; echo ready; exec sleep 600",
+        lock.display()
+    );
+    let mut old = Command::new("sh")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(old.stdout.as_mut().expect("stdout")),
+        &mut ready,
+    )
+    .expect("read");
+    assert_eq!(ready, "ready\n");
+    old
+}
+
+/// Pids serving each agent, as `aw-ctl ps` shows them.
+pub fn serving(s: &Setup) -> Vec<(String, u64)> {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "ps", "--json"]);
+    let out = super::run_with(c, None);
+    assert_code(&out, 0);
+    super::json_lines(&out.stdout)
+        .iter()
+        .map(|v| {
+            (
+                v["agent"].as_str().unwrap_or_default().to_string(),
+                v["pid"].as_u64().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 /// Wait (hang guard only: generous, for a loaded machine and a FUSE mount) until `f` holds.
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(30);

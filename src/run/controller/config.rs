@@ -62,7 +62,7 @@ pub struct Controller {
     /// [`Shared::stop`](crate::run::controller::Shared::stop), so
     /// stopping them all stops it too.
     pub stop: Stop,
-    /// The agent's serving lock (see
+    /// The agent's claim (see
     /// [`serve::take`](crate::serve::take)), let go when the controller ends.
-    pub serving_lock: Option<crate::fs::Lock>,
+    pub serving_lock: Option<crate::serve::Claim>,
 }
