@@ -81,13 +81,12 @@ Options:
   -h, --help           print this help
   -V, --version        print the version
 
-Exit status (serving several instances: the highest of theirs):
-0 done or stopped by SIGTERM (aw-ctl stop), 1 an agent failed for good,
+Exit status: 0 done or stopped by SIGTERM (aw-ctl stop), 1 an agent failed for good,
 the loop guard, a budget or the timeout stopped the run, or a setup task failed,
 64 usage,
 65 bad workflow file, 66 no such file, instance or agent, 69 backend unavailable,
 73 cannot create, 74 I/O error, 75 agent already served, 77 permission denied,
-130 interrupted (SIGINT).
+130 interrupted (SIGINT). Serving several instances: the highest of theirs.
 ";
 
 #[derive(Debug)]
