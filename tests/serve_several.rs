@@ -171,10 +171,10 @@ fn aw_ctl_stop_of_one_instance_stops_the_server_of_both() {
     t.wait_served(pid);
     let out = t.run("aw-ctl", &["-i", "one", "stop", "a"]);
     assert_code(&out, 0);
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains(&format!("stopped a@one (aw-run pid {pid})")),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    // Both are waited for and said: the process serves both.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("stopped a@one (aw-run pid {pid})\nstopped b@two (aw-run pid {pid})\n")
     );
     let mut stdout = String::new();
     server
