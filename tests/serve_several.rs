@@ -282,3 +282,49 @@ fn detach_serves_several_instances_in_the_background() {
     assert!(log.contains("[two] #2"), "{log}");
     assert!(log.contains("aw-run: summary of one"), "{log}");
 }
+
+/// Instance `two` over a recorded budget: its loop cannot start.
+fn over_budget(t: &Two) {
+    std::fs::write(
+        t.s.root.inst_dir("two").join("_state/budget.json"),
+        r#"{"limit":{"tokens":10},"spent":{"input_tokens":100,"output_tokens":0,"cache_read_tokens":0,"cache_write_tokens":0,"cost_usd":null}}"#,
+    )
+    .expect("write the ledger");
+}
+
+#[test]
+fn an_instance_that_cannot_start_is_named_and_the_others_are_served() {
+    let t = Two::new();
+    over_budget(&t);
+    // Run mode: one's work is done (0), two's loop failed (1): the highest.
+    t.send("one", "@a first");
+    let out = t.run("aw-run", &["--serve", "a@one", "b@two"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("aw-run: instance 'two': budget: "), "{err}");
+    assert!(!err.contains("(hint"), "{err}");
+    assert!(
+        t.entries("one")
+            .contains(&("a".into(), "a: handled 1 message(s)".into()))
+    );
+
+    // Detached: the starting process says it, and the process serves the other.
+    let out = t.run(
+        "aw-run",
+        &["--serve", "--keep", "--detach", "a@one", "b@two"],
+    );
+    let (pid, _guard) = detached(&out);
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("aw-run: instance 'two': budget: "),
+        "{err}"
+    );
+    assert!(lines[1].starts_with("hint: "), "{err}");
+    assert_eq!(t.ps(&[]), [("one".into(), "a".into(), u64::from(pid))]);
+    t.send("one", "@a second");
+    wait_for("a's reply", || t.entries("one").len() == 4);
+    assert_code(&t.run("aw-ctl", &["stop", "@one"]), 0);
+    wait_for("the server to end", || !alive(pid));
+}

@@ -53,12 +53,19 @@ pub fn serve_several(
                         Ok(code) => (code, false),
                         Err(Error::Interrupted) => (exit::INTERRUPTED, true),
                         Err(e) => {
-                            let line = format!("instance '{name}': {e}").replace('\n', " ");
-                            crate::warn::report("aw-run", &Error::No(line.clone()));
+                            // As a single server says it, the instance before it.
+                            let (what, hints) = e.split_hints();
+                            let line = format!("instance '{name}': {what}").replace('\n', " ");
+                            eprintln!("aw-run: {line}");
+                            hints.iter().for_each(|h| crate::warn::hint(h));
                             // Detached: the starting process says it too (before this
                             // loop's pipe closes, so before the process tells it is ready).
                             if let Some(w) = &mine {
-                                let _ = (&**w).write_all(format!("!aw-run: {line}\n").as_bytes());
+                                let mut said = format!("!aw-run: {line}\n");
+                                hints
+                                    .iter()
+                                    .for_each(|h| said.push_str(&format!("!hint: {h}\n")));
+                                let _ = (&**w).write_all(said.as_bytes());
                             }
                             (e.exit_code(), false)
                         }
