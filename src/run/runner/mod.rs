@@ -37,7 +37,6 @@ mod workers;
 
 pub use options::Options;
 pub use preflight::{environment, preflight};
-pub use several::serve_several;
 pub use start::ELECTION_TIMEOUT;
 
 use std::collections::BTreeMap;
@@ -305,6 +304,25 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         ),
         Err(code) => Ok(code),
     }
+}
+
+/// Serve the agents of each instance of `groups` (all its runnable ones when its list is
+/// empty) in this one process, a serving loop each (see `several`). Everything is
+/// checked, and every serving lock taken, before any loop starts: a refusal serves
+/// nothing. The exit code is the highest of the loops'.
+pub fn serve_several(
+    root: &Path,
+    groups: &[(Instance, Vec<String>)],
+    opts: &Options,
+) -> Result<u8> {
+    let mut prepared = Vec::new();
+    for (inst, agents) in groups {
+        match prepare_serve(inst, root, agents, opts)? {
+            Ok(p) => prepared.push((p.serving, p.controllers, p.before)),
+            Err(code) => return Ok(code),
+        }
+    }
+    several::drive_all(prepared, opts.ready.clone())
 }
 
 /// What `aw-run --serve` serves of one instance, its serving locks taken, ready to be

@@ -1,54 +1,42 @@
-//! One process serving agents of several instances (`aw-run --serve a@one b@two`): one
-//! serving loop per instance, each in its own thread, as [`super::serve`] runs one. A
+//! One process serving agents of several instances (`aw-run --serve a@one b@two`, see
+//! [`super::serve_several`]): one serving loop per instance, each in its own thread, as
+//! [`super::serve`] runs one. A
 //! signal, or a stop request to any of them, stops all (see [`super::signals`]); each ends
 //! by its own rules otherwise; the process ends when all have, with the highest of their
 //! exit codes.
 
 use std::io::{BufRead, Read, Write};
 use std::os::fd::OwnedFd;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use super::options::Options;
+use super::drive::drive;
+use super::serving::Serving;
+use super::signals;
 use super::start::Start;
-use super::{drive::drive, prepare_serve, signals};
 use crate::error::{Error, Result, exit};
-use crate::instance::Instance;
+use crate::run::controller::Controller;
 
-/// Serve the agents of each instance of `groups` (all its runnable ones when its list is
-/// empty). Everything is checked, and every serving lock taken, before any loop starts: a
-/// refusal serves nothing. The exit code is the highest of the loops'.
-pub fn serve_several(
-    root: &Path,
-    groups: &[(Instance, Vec<String>)],
-    opts: &Options,
+/// Drive one serving loop per instance (its server, controllers and the newest entry
+/// when it started), each in its own thread, until all have ended; the highest of their
+/// exit codes. `ready` is the readiness pipe of a detached process.
+pub(super) fn drive_all(
+    prepared: Vec<(Serving, Vec<Controller>, u64)>,
+    ready: Option<Arc<std::fs::File>>,
 ) -> Result<u8> {
-    let mut prepared = Vec::new();
-    for (inst, agents) in groups {
-        match prepare_serve(inst, root, agents, opts)? {
-            Ok(p) => prepared.push(p),
-            Err(code) => return Ok(code),
-        }
-    }
     // Before any thread starts: only the signal thread takes them.
     signals::block()?;
     crate::run::live::several_runs();
-    let ready = Ready::pipes(opts.ready.clone(), prepared.len())?;
+    let ready = Ready::pipes(ready, prepared.len())?;
     let codes: Vec<(u8, bool)> = std::thread::scope(|s| {
         let handles: Vec<_> = prepared
             .into_iter()
             .zip(ready)
-            .map(|(mut p, mine)| {
-                let name = p.serving.inst.name().to_string();
-                p.serving.opts.label = Some(name.clone());
-                p.serving.opts.ready = mine.clone();
+            .map(|((mut serving, controllers, before), mine)| {
+                let name = serving.inst.name().to_string();
+                serving.opts.label = Some(name.clone());
+                serving.opts.ready = mine.clone();
                 s.spawn(move || {
-                    let r = drive(
-                        Arc::new(p.serving),
-                        p.controllers,
-                        p.before,
-                        Start::default(),
-                    );
+                    let r = drive(Arc::new(serving), controllers, before, Start::default());
                     match r {
                         Ok(code) => (code, false),
                         Err(Error::Interrupted) => (exit::INTERRUPTED, true),
