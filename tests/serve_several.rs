@@ -169,6 +169,8 @@ fn aw_ctl_stop_of_one_instance_stops_the_server_of_both() {
     let mut server = t.serve(&["--keep", "--json", "-i", "one", "-i", "two"]);
     let pid = server.pid();
     t.wait_served(pid);
+    t.send("two", "@b json");
+    wait_for("b's reply", || t.entries("two").len() == 2);
     let out = t.run("aw-ctl", &["-i", "one", "stop", "a"]);
     assert_code(&out, 0);
     // Both are waited for and said: the process serves both.
@@ -197,6 +199,15 @@ fn aw_ctl_stop_of_one_instance_stops_the_server_of_both() {
         .collect();
     insts.sort();
     assert_eq!(insts, ["one", "two"], "{stdout}");
+    // Every object says its instance: b's entries, its start and run events.
+    let all = common::json_lines(stdout.as_bytes());
+    let of = |event: &str| -> Vec<&Value> { all.iter().filter(|v| v["event"] == event).collect() };
+    assert_eq!(of("entry").len(), 2, "{stdout}");
+    assert_eq!(of("start").len(), 1, "{stdout}");
+    assert_eq!(of("run").len(), 1, "{stdout}");
+    for v in of("entry").into_iter().chain(of("start")).chain(of("run")) {
+        assert_eq!(v["instance"], "two", "{v}");
+    }
 }
 
 #[test]
