@@ -129,6 +129,8 @@ _aw_run() {
     if [[ $cur == -* ]]; then
         local opts='--root -i --instance --check --var --keep --detach --serve --iter --agent --resume --debounce --poll --max-runs --max-rate --max-pair --timeout --retries --backoff --cooldown --budget-usd --budget-tokens -q --quiet --json -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
+    elif [[ -n $serve && $cur == ?*@* ]]; then
+        _aw_reply < <(_aw_targets "$root" "$inst")
     elif [[ -n $serve ]]; then
         _aw_reply < <(_aw_agents "$root" "$inst")
     else

@@ -107,7 +107,16 @@ function __aw_run_serving
 end
 
 complete -c aw-run -n 'not __aw_run_serving' -F
-complete -c aw-run -n __aw_run_serving -f -a '(__aw_agents)' -d Agent
+# With --serve: agents, and agent@instance once an @ is typed.
+function __aw_run_agents
+    if string match -qr '^[^@]+@' -- (commandline -ct)
+        __aw_targets
+    else
+        __aw_agents
+    end
+end
+
+complete -c aw-run -n __aw_run_serving -f -a '(__aw_run_agents)' -d Agent
 complete -c aw-run -l root -x -a '(__fish_complete_directories)' -d 'Root directory'
 complete -c aw-run -s i -l instance -x -a '(__aw_instances)' -d Instance
 complete -c aw-run -l check -d 'Check the file and exit'

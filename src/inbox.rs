@@ -19,6 +19,16 @@ pub type Cursors = BTreeMap<String, u64>;
 /// The file of the ack cursors under `_state/`.
 pub const CURSORS: &str = "cursors.json";
 
+/// Most inbox messages shown in full at once: by a prompt (the newest unread ones) and by
+/// the `my_inbox` tool (the oldest unread ones); the others are summarised by count and id
+/// range.
+pub const MAX_INBOX_MESSAGES: usize = 50;
+
+/// Most bytes of inbox message texts shown in full at once (64 KiB), except that one
+/// message (the newest in a prompt, the oldest in `my_inbox`) is always shown whole, however
+/// long (up to the largest message, 4 MiB).
+pub const MAX_INBOX_BYTES: usize = 64 << 10;
+
 /// One inbox message, as printed by `aw-peek --inbox --json`.
 #[derive(Debug, Clone, Serialize)]
 pub struct InboxMessage {
@@ -125,6 +135,50 @@ pub struct Older {
     pub last: u64,
 }
 
+impl Older {
+    /// For people: `N ADJ unread messages` (`1 ADJ unread message`) and `ids A to B`
+    /// (`id A`).
+    pub fn describe(&self, adj: &str) -> (String, String) {
+        if self.count == 1 {
+            (
+                format!("1 {adj} unread message"),
+                format!("id {}", self.first),
+            )
+        } else {
+            (
+                format!("{} {adj} unread messages", self.count),
+                format!("ids {} to {}", self.first, self.last),
+            )
+        }
+    }
+}
+
+/// `agent`'s cursor, the channel and, where the mention index can answer, the ids of the
+/// unread messages of `agent` (oldest first).
+fn unread_ids(inst: &Instance, agent: &str) -> Result<(u64, Channel, Option<Vec<u64>>)> {
+    names::check_agent(agent)?;
+    let after = cursor(inst, agent)?;
+    let ch = Channel::new(inst);
+    let ix = MentionIndex::for_channel(&ch);
+    let ids = match ix.ready(&ch)? {
+        Some(through) => ix.ids(agent, after, through).ok(),
+        None => None,
+    };
+    Ok((after, ch, ids))
+}
+
+/// Hand each message for `agent` after `after` to `f`, oldest first, reading the channel a
+/// chunk at a time (where the mention index cannot be used).
+fn scan_for(ch: &Channel, after: u64, agent: &str, mut f: impl FnMut(InboxMessage)) -> Result<()> {
+    ch.scan_since(after, SCAN_CHUNK, |e| {
+        if is_for(&e, agent) {
+            f(message(e));
+        }
+        true
+    })?;
+    Ok(())
+}
+
 /// The newest unread messages for `agent`, oldest first: at most `max_count` of them and
 /// `max_bytes` of text together (at least the newest, whole), and a summary of the older
 /// ones. Only the messages shown are read (from the mention index; where it cannot be
@@ -136,13 +190,8 @@ pub fn unread_tail(
     max_count: usize,
     max_bytes: usize,
 ) -> Result<(Vec<InboxMessage>, Option<Older>)> {
-    names::check_agent(agent)?;
-    let after = cursor(inst, agent)?;
-    let ch = Channel::new(inst);
-    let ix = MentionIndex::for_channel(&ch);
-    if let Some(through) = ix.ready(&ch)?
-        && let Ok(ids) = ix.ids(agent, after, through)
-    {
+    let (after, ch, ids) = unread_ids(inst, agent)?;
+    if let Some(ids) = ids {
         // Newest first, a small batch at a time, until one does not fit.
         let (mut shown, mut bytes, mut end) = (Vec::new(), 0usize, ids.len());
         'fill: while end > 0 {
@@ -166,13 +215,90 @@ pub fn unread_tail(
         return Ok((shown, older));
     }
     let mut tail = Tail::new(max_count, max_bytes);
-    ch.scan_since(after, SCAN_CHUNK, |e| {
-        if is_for(&e, agent) {
-            tail.push(message(e));
-        }
-        true
-    })?;
+    scan_for(&ch, after, agent, |m| tail.push(m))?;
     Ok(tail.done())
+}
+
+/// The oldest unread messages for `agent`, oldest first: at most `max_count` of them and
+/// `max_bytes` of text together (at least the oldest, whole), and a summary of the newer
+/// unread ones not returned (how many, the ids of the oldest and the newest of them: the
+/// same shape as [`Older`]). What is returned is a prefix of the unread messages, so that
+/// acknowledging up to the newest of them acknowledges exactly those returned; the next
+/// call returns the next ones. Only the messages returned are read (from the mention
+/// index; where it cannot be used, the channel is read a chunk at a time and only those
+/// returned are held). Reading never acknowledges.
+pub fn unread_head(
+    inst: &Instance,
+    agent: &str,
+    max_count: usize,
+    max_bytes: usize,
+) -> Result<(Vec<InboxMessage>, Option<Older>)> {
+    let (after, ch, ids) = unread_ids(inst, agent)?;
+    if let Some(ids) = ids {
+        let mut head = Head::new(max_count, max_bytes);
+        'fill: for batch in ids.chunks(TAIL_BATCH) {
+            for e in ch.get_many(batch)? {
+                if !head.push(message(e)) {
+                    break 'fill;
+                }
+            }
+        }
+        let n = head.shown.len();
+        let newer = (n < ids.len()).then(|| Older {
+            count: (ids.len() - n) as u64,
+            first: ids[n],
+            last: ids[ids.len() - 1],
+        });
+        return Ok((head.shown, newer));
+    }
+    let mut head = Head::new(max_count, max_bytes);
+    scan_for(&ch, after, agent, |m| {
+        head.push(m);
+    })?;
+    Ok((head.shown, head.newer))
+}
+
+/// Keeps the oldest messages pushed (oldest first) within the bounds, counts the others.
+struct Head {
+    shown: Vec<InboxMessage>,
+    bytes: usize,
+    newer: Option<Older>,
+    max_count: usize,
+    max_bytes: usize,
+}
+
+impl Head {
+    fn new(max_count: usize, max_bytes: usize) -> Head {
+        Head {
+            shown: Vec::new(),
+            bytes: 0,
+            newer: None,
+            max_count,
+            max_bytes,
+        }
+    }
+
+    /// Keep `m` if it fits (the first always does), else count it; `false` once full.
+    fn push(&mut self, m: InboxMessage) -> bool {
+        let len = m.entry.message.len();
+        let fits = self.newer.is_none()
+            && (self.shown.is_empty()
+                || (self.shown.len() < self.max_count && self.bytes + len <= self.max_bytes));
+        if fits {
+            self.bytes += len;
+            self.shown.push(m);
+            return true;
+        }
+        let id = m.entry.id;
+        let o = self.newer.get_or_insert(Older {
+            count: 0,
+            first: id,
+            last: id,
+        });
+        o.count += 1;
+        o.last = id;
+        false
+    }
 }
 
 /// How many entries [`unread_tail`] reads at a time from the index.
@@ -271,9 +397,9 @@ mod tests {
         ids
     }
 
-    #[test]
-    fn the_tail_read_from_the_index_is_the_tail_of_a_whole_scan() {
-        let (_dir, inst) = crate::instance::scratch();
+    /// A channel of 300 entries of many lengths, most of them for bob.
+    fn three_agents() -> (tempfile::TempDir, Instance, Channel) {
+        let (dir, inst) = crate::instance::scratch();
         let ch = Channel::new(&inst);
         for i in 0..300usize {
             let (from, to) = match i % 7 {
@@ -284,11 +410,20 @@ mod tests {
             let text = format!("{i} {}", "y".repeat(i * 37 % 900));
             ch.append(from, &text, vec![to.into()], false).unwrap();
         }
+        (dir, inst, ch)
+    }
+
+    /// The bounds tried: (messages, bytes).
+    const BOUNDS: [(usize, usize); 5] = [(1, 1), (5, 1 << 20), (50, 2000), (1000, 1 << 20), (3, 0)];
+
+    #[test]
+    fn the_tail_read_from_the_index_is_the_tail_of_a_whole_scan() {
+        let (_dir, inst, _) = three_agents();
         for ack_at in [None, Some(120), Some(299), Some(300)] {
             if let Some(id) = ack_at {
                 ack(&inst, "bob", Some(id)).unwrap();
             }
-            for (count, bytes) in [(1, 1), (5, 1 << 20), (50, 2000), (1000, 1 << 20), (3, 0)] {
+            for (count, bytes) in BOUNDS {
                 let (shown, older) = unread_tail(&inst, "bob", count, bytes).unwrap();
                 let mut got: Vec<u64> = shown.iter().map(|m| m.entry.id).collect();
                 if let Some(o) = older {
@@ -304,5 +439,53 @@ mod tests {
             }
         }
         assert!(unread_tail(&inst, "dave", 5, 100).unwrap().0.is_empty());
+    }
+
+    #[test]
+    fn the_head_read_from_the_index_is_the_head_of_a_whole_scan() {
+        let (_dir, inst, ch) = three_agents();
+        for ack_at in [None, Some(120), Some(299), Some(300)] {
+            if let Some(id) = ack_at {
+                ack(&inst, "bob", Some(id)).unwrap();
+            }
+            for (count, bytes) in BOUNDS {
+                let (shown, newer) = unread_head(&inst, "bob", count, bytes).unwrap();
+                let after = cursor(&inst, "bob").unwrap();
+                let (msgs, _, _) = unread_scanned(&inst, "bob", after).unwrap();
+                let all: Vec<u64> = msgs.iter().map(|m| m.entry.id).collect();
+                let got: Vec<u64> = shown.iter().map(|m| m.entry.id).collect();
+                // What a read of the channel keeps (where the index cannot be used) is the
+                // same.
+                let mut head = Head::new(count, bytes);
+                msgs.into_iter().for_each(|m| {
+                    head.push(m);
+                });
+                let kept: Vec<u64> = head.shown.iter().map(|m| m.entry.id).collect();
+                assert_eq!(
+                    (&kept, head.newer),
+                    (&got, newer),
+                    "{ack_at:?} {count} {bytes}"
+                );
+                // A prefix, within the bounds, at least one when any is unread.
+                assert_eq!(got[..], all[..got.len()], "{ack_at:?} {count} {bytes}");
+                assert!(got.len() <= count.max(1));
+                assert_eq!(got.is_empty(), all.is_empty());
+                let text: usize = shown.iter().map(|m| m.entry.message.len()).sum();
+                assert!(got.len() == 1 || text <= bytes);
+                let rest = &all[got.len()..];
+                let want = (!rest.is_empty()).then(|| Older {
+                    count: rest.len() as u64,
+                    first: rest[0],
+                    last: rest[rest.len() - 1],
+                });
+                assert_eq!(newer, want, "{ack_at:?} {count} {bytes}");
+                // The next one would not have fitted.
+                if let Some(next) = rest.first() {
+                    let len = ch.get_many(&[*next]).unwrap()[0].message.len();
+                    assert!(got.len() == count || text + len > bytes);
+                }
+            }
+        }
+        assert!(unread_head(&inst, "dave", 5, 100).unwrap().0.is_empty());
     }
 }

@@ -452,6 +452,97 @@ async fn inbox_shows_mentions_and_ack_moves_forward_only() {
     bob.quit().await;
 }
 
+/// With 10,000 unread messages, `my_inbox` answers the oldest 50 (`MAX_INBOX_MESSAGES`) in
+/// full and names the count and id range of the others; acknowledging what it showed moves
+/// to the next 50, and never acknowledges what was only counted. A long message makes the
+/// 64 KiB bound (`MAX_INBOX_BYTES`) cut the page short, except for the first, always whole.
+#[tokio::test]
+async fn my_inbox_is_bounded_and_pages_through_10000_unread_messages() {
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    let bob = team.join("bob").await;
+    let lines: String = (0..10_000).map(|i| format!("@bob number {i}\n")).collect();
+    let out = team.run_stdin("aw-send", &["--from", "carol", "--lines"], Some(&lines));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().parse().expect("an id a line"))
+        .collect();
+    assert_eq!(ids.len(), 10_000);
+
+    let page = bob.ok("my_inbox", json!({})).await;
+    let shown: Vec<u64> = page.data["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["entry"]["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shown, ids[..50]);
+    assert_eq!(page.data["count"], 50);
+    assert_eq!(page.data["unread"], 10_000);
+    assert_eq!(
+        page.data["more"],
+        json!({"count": 9950, "first": ids[50], "last": ids[9999]})
+    );
+    assert!(page.text.len() < 16 << 10, "{} bytes", page.text.len());
+    assert!(
+        page.text.contains("the oldest 50 of 10000 unread messages"),
+        "{}",
+        page.text
+    );
+    assert!(
+        page.text.contains(&format!(
+            "9950 newer unread messages for you, ids {} to {}",
+            ids[50], ids[9999]
+        )),
+        "{}",
+        page.text
+    );
+    assert!(page.text.contains("channel_read"), "{}", page.text);
+    assert!(
+        page.text
+            .contains(&format!("my_inbox_ack {{\"until\": {}}}", ids[49])),
+        "{}",
+        page.text
+    );
+
+    // Acknowledging what was shown: the next 50, and nothing counted was acknowledged.
+    let r = bob.ok("my_inbox_ack", json!({"until": ids[49]})).await;
+    assert_eq!(r.data["unread"], 9950);
+    let page = bob.ok("my_inbox", json!({})).await;
+    let first = page.data["messages"][0]["entry"]["id"].as_u64().unwrap();
+    assert_eq!(first, ids[50]);
+    assert_eq!(page.data["count"], 50);
+    assert_eq!(page.data["unread"], 9950);
+    assert_eq!(page.data["more"]["first"], ids[100]);
+
+    // Bytes bound the page too: a 40 KB message, then the others fit in what is left.
+    let _ = bob.ok("my_inbox_ack", json!({"until": ids[9999]})).await;
+    let big = alice.say(&format!("@bob {}", "x".repeat(40_000))).await;
+    let next = alice.say(&format!("@bob {}", "y".repeat(30_000))).await;
+    let page = bob.ok("my_inbox", json!({})).await;
+    assert_eq!(page.data["count"], 1);
+    assert_eq!(page.data["messages"][0]["entry"]["id"], big);
+    assert_eq!(
+        page.data["more"],
+        json!({"count": 1, "first": next, "last": next})
+    );
+    assert!(
+        page.text
+            .contains(&format!("1 newer unread message for you, id {next}"))
+    );
+    // The whole inbox fits: no note.
+    let _ = bob.ok("my_inbox_ack", json!({"until": big})).await;
+    let page = bob.ok("my_inbox", json!({})).await;
+    assert_eq!(page.data["count"], 1);
+    assert!(page.data.get("more").is_none(), "{}", page.data);
+    assert!(!page.text.contains("newer unread"), "{}", page.text);
+}
+
 #[tokio::test]
 async fn inbox_wait_wakes_on_a_message_from_another_process() {
     let team = Team::new();

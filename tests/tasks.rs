@@ -46,8 +46,10 @@ fn if_runs_a_task_only_when_true() {
     let out = s.run(&wf, &[]);
     assert_code(&out, 0);
     assert_eq!(stdout(&out), "approved\n", "{}", stderr(&out));
+    // On a fresh root: a second -i is a usage error, not an override.
+    let s = Setup::new();
     let wf = wf.replace("echo 'LGTM", "echo 'NOPE");
-    let out = s.run(&wf, &["-i", "w2"]);
+    let out = s.run(&wf, &[]);
     assert_code(&out, 0);
     assert_eq!(stdout(&out), "rejected\n", "{}", stderr(&out));
 }

@@ -23,7 +23,7 @@ aw-run - run a workflow file: its agents, setup and kickoff
 
 Usage: aw-run [OPTIONS] FILE
        aw-run --iter N|DURATION [--agent NAME] [--resume] [OPTIONS] FILE
-       aw-run --serve [OPTIONS] [AGENT...]
+       aw-run --serve [OPTIONS] [AGENT[@INSTANCE]...]
        aw-run --check FILE
 
 Registers the workflow's agents, runs its setup, posts its kickoff, then runs each agent
@@ -33,7 +33,9 @@ stopped). Prints the channel's new entries on stdout and one line per run on std
 Options:
       --root DIR       root directory (default: $AW_ROOT, else the nearest
                        .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name)
+  -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name); with
+                       --serve and no AGENT, repeatable: every runnable agent of
+                       each instance
       --check          check the file and what its agents need (CLIs, keys, programs)
                        in one pass; every problem as FILE:LINE:COL: what (with
                        --json: one JSON line each on stdout)
@@ -41,7 +43,9 @@ Options:
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
       --detach         run in the background; print its pid; log to _state/aw-run.log
       --serve          serve agents registered with aw-ctl new (all runnable ones, or
-                       the AGENTs named), without a workflow file
+                       the AGENTs named), without a workflow file; AGENT@INSTANCE
+                       names an agent of another instance: one process serves the
+                       agents of several instances, each line saying which
       --iter N|DUR     run one agent on the kickoff, its task, N times or until DUR
                        (30s, 5m, 2h) has passed, or until it says it is done; in a
                        git work tree each iteration that changed files is committed
@@ -82,7 +86,7 @@ the loop guard, a budget or the timeout stopped the run, or a setup task failed,
 64 usage,
 65 bad workflow file, 66 no such file, instance or agent, 69 backend unavailable,
 73 cannot create, 74 I/O error, 75 agent already served, 77 permission denied,
-130 interrupted (SIGINT).
+130 interrupted (SIGINT). Serving several instances: the highest of theirs.
 ";
 
 #[derive(Debug)]
@@ -93,6 +97,8 @@ struct Args {
     serve: bool,
     /// The workflow file, or with `--serve` the agents.
     positional: Vec<OsString>,
+    /// Every instance named with `-i`, once each, in order (`common.instance` is the last).
+    instances: Vec<String>,
     vars: Vec<String>,
     opts: Options,
     iter: Option<iter::Limit>,
@@ -117,6 +123,7 @@ fn parse() -> Result<Parsed> {
         detach: false,
         serve: false,
         positional: Vec::new(),
+        instances: Vec::new(),
         vars: Vec::new(),
         iter: None,
         agent: None,
@@ -138,12 +145,18 @@ fn parse() -> Result<Parsed> {
             json: false,
             ready: None,
             iter: None,
+            label: None,
         },
     };
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(cli::lex_err)? {
         if let Some(k) = Common::key(&arg) {
             a.common.set(k, &mut p)?;
+            if let (cli::CommonKey::Instance, Some(i)) = (k, &a.common.instance)
+                && !a.instances.contains(i)
+            {
+                a.instances.push(i.clone());
+            }
             continue;
         }
         match arg {
@@ -241,6 +254,20 @@ fn parse() -> Result<Parsed> {
     if !a.serve && a.positional.is_empty() {
         return Err(Error::Usage("no workflow FILE given".into()));
     }
+    if !a.serve && a.instances.len() > 1 {
+        return Err(Error::Usage(format!(
+            "-i is given more than once ({}): a workflow runs on one instance (aw-run --serve \
+             serves several)",
+            a.instances.join(", ")
+        )));
+    }
+    if a.serve && a.instances.len() > 1 && !a.positional.is_empty() {
+        return Err(Error::Usage(
+            "-i is given more than once with named AGENTs: name each as AGENT@INSTANCE \
+             (several -i without AGENT serve every runnable agent of each)"
+                .into(),
+        ));
+    }
     if a.serve && !a.vars.is_empty() {
         return Err(Error::Usage(
             "--var needs a workflow file, not --serve".into(),
@@ -267,23 +294,24 @@ pub fn run(out: &mut Out) -> Result<u8> {
     a.opts.ready = ready_pipe()?;
     crate::process::raise_open_files();
     if a.serve {
-        let agents = a
-            .positional
-            .iter()
-            .map(|n| {
-                let n = n.to_string_lossy().into_owned();
-                crate::names::check_agent(&n).map(|()| n)
-            })
-            .collect::<Result<Vec<_>>>()?;
         let root = a.common.root();
-        let inst = a.common.instance()?;
+        let groups = serve_groups(&a)?
+            .into_iter()
+            .map(|(i, agents)| Ok((root.instance(&i)?, agents)))
+            .collect::<Result<Vec<_>>>()?;
         if a.detach {
-            runner::check_serve_instance(&inst)?;
-            return detach(out, &inst);
+            for (inst, _) in &groups {
+                runner::check_serve_instance(inst)?;
+            }
+            // The log of the first instance named.
+            return detach(out, &groups[0].0);
         }
         start_guard();
         out.flush()?;
-        return runner::serve(&inst, root.path(), &agents, &a.opts);
+        if let [(inst, agents)] = &groups[..] {
+            return runner::serve(inst, root.path(), agents, &a.opts);
+        }
+        return runner::serve_several(root.path(), &groups, &a.opts);
     }
     let file = PathBuf::from(&a.positional[0]);
     let mut vars = Vars::from_process_env();
@@ -341,6 +369,36 @@ pub fn run(out: &mut Out) -> Result<u8> {
     start_guard();
     out.flush()?;
     runner::run(&wf, &inst, root.path(), vars, &a.opts)
+}
+
+/// Which agents of which instances `--serve` serves, by instance in the order first named:
+/// `AGENT@INSTANCE` in that instance, a bare `AGENT` in the instance of `-i` (given once at
+/// most, checked by [`parse`]), `AW_INSTANCE` or `default`; with no AGENT, every runnable
+/// agent (an empty list) of each instance of `-i`, or of that one instance.
+fn serve_groups(a: &Args) -> Result<Vec<(String, Vec<String>)>> {
+    let here = crate::instance::instance_name(a.common.instance.as_deref());
+    if a.positional.is_empty() {
+        if a.instances.len() > 1 {
+            return Ok(a
+                .instances
+                .iter()
+                .map(|i| (i.clone(), Vec::new()))
+                .collect());
+        }
+        return Ok(vec![(here, Vec::new())]);
+    }
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for p in &a.positional {
+        let (name, inst) = crate::names::parse_agent_address(&p.to_string_lossy())?;
+        let inst = inst.unwrap_or_else(|| here.clone());
+        match groups.iter_mut().find(|(i, _)| *i == inst) {
+            // Named twice: served once.
+            Some((_, agents)) if agents.contains(&name) => {}
+            Some((_, agents)) => agents.push(name),
+            None => groups.push((inst, vec![name])),
+        }
+    }
+    Ok(groups)
 }
 
 /// `aw-run --check`: every phase of the check in one pass (the file, then what its agents

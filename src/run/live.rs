@@ -38,11 +38,22 @@ struct LiveState {
     running: BTreeSet<String>,
 }
 
+/// Set when one process runs several serving loops (one per instance): they share stderr,
+/// so none draws a status line (their lines and summaries are plain).
+static SEVERAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The runs of this process share stderr with others of it: no status line from now on.
+pub fn several_runs() {
+    SEVERAL.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 impl Live {
-    /// A status line, shown when stderr is a terminal and `quiet` is off.
+    /// A status line, shown when stderr is a terminal, `quiet` is off and the run is the
+    /// only one of the process ([`several_runs`]).
     pub fn new(quiet: bool) -> Arc<Live> {
+        let alone = !SEVERAL.load(std::sync::atomic::Ordering::Relaxed);
         Arc::new(Live {
-            on: !quiet && std::io::stderr().is_terminal(),
+            on: !quiet && alone && std::io::stderr().is_terminal(),
             t0: Instant::now(),
             state: Mutex::new(LiveState::default()),
         })

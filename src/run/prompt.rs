@@ -7,14 +7,11 @@ use crate::inbox::InboxMessage;
 /// How many recent channel entries a prompt shows.
 pub const RECENT: usize = 20;
 
-/// Most inbox messages one prompt shows in full: the newest unread ones; the older unread
-/// ones are summarised (see [`Inbox`]).
-pub const MAX_INBOX_MESSAGES: usize = 50;
-
-/// Most bytes of inbox message texts one prompt shows in full (64 KiB), except that the
-/// newest unread message is always shown whole, however long (up to the largest message,
-/// 4 MiB).
-pub const MAX_INBOX_BYTES: usize = 64 << 10;
+/// The bounds of what one prompt shows of an inbox in full: the newest unread messages,
+/// at most [`MAX_INBOX_MESSAGES`] and [`MAX_INBOX_BYTES`] of text, except that the newest
+/// unread message is always shown whole, however long (up to the largest message, 4 MiB);
+/// the older unread ones are summarised (see [`Inbox`]).
+pub use crate::inbox::{MAX_INBOX_BYTES, MAX_INBOX_MESSAGES};
 
 /// Longest recent channel entry a prompt shows whole, in bytes (4 KiB); a longer one is cut
 /// with a note (the inbox shows a message for the agent whole).
@@ -58,17 +55,7 @@ fn cut_recent(text: &str) -> std::borrow::Cow<'_, str> {
 /// The line that summarises the unread messages older than those shown, and tells how to
 /// read them.
 fn older_note(agent: &str, instance: &str, o: Older) -> String {
-    let (what, ids) = if o.count == 1 {
-        (
-            "1 older unread message".to_string(),
-            format!("id {}", o.first),
-        )
-    } else {
-        (
-            format!("{} older unread messages", o.count),
-            format!("ids {} to {}", o.first, o.last),
-        )
-    };
+    let (what, ids) = o.describe("older");
     let since = o.first - 1;
     format!(
         "({what} for you, {ids}, not shown here: acknowledged with those below when this run \

@@ -183,7 +183,7 @@ fn definition(t: Tool) -> (&'static str, Value, &'static [&'static str]) {
             &[],
         ),
         Tool::MyInbox => (
-            "Your unread @mentions, oldest first, with priority. Reading does not acknowledge: call my_inbox_ack after handling them. With wait_seconds, waits for a mention when the inbox is empty.",
+            "Your unread @mentions, oldest first, with priority: at most the oldest 50 and 64 KiB of text (at least one, whole); the newer ones are counted with their id range (`more`), for the next call. Reading does not acknowledge: call my_inbox_ack with the id it names after handling them, then my_inbox again for the next ones. With wait_seconds, waits for a mention when the inbox is empty.",
             json!({"wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "description": "When the inbox is empty, wait up to this many seconds for a new mention (default 0, at most 120)"}}),
             &[],
         ),

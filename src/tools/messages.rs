@@ -136,33 +136,62 @@ fn timestamp_le(a: &str, b: &str) -> bool {
     }
 }
 
-fn inbox_text(msgs: &[InboxMessage]) -> String {
+/// What `my_inbox` answers: the oldest unread messages (see [`inbox::unread_head`]), and
+/// a note of the newer ones it leaves for the next call.
+fn inbox_text(agent: &str, msgs: &[InboxMessage], newer: Option<inbox::Older>) -> String {
     if msgs.is_empty() {
         return "Inbox empty.".to_string();
     }
-    let mut t = format!(
-        "## Inbox ({} message{} for you)\n",
-        msgs.len(),
-        if msgs.len() == 1 { "" } else { "s" }
-    );
+    let total = msgs.len() as u64 + newer.map_or(0, |n| n.count);
+    let mut t = match newer {
+        None => format!(
+            "## Inbox ({} message{} for you)\n",
+            msgs.len(),
+            if msgs.len() == 1 { "" } else { "s" }
+        ),
+        Some(_) => format!(
+            "## Inbox (the oldest {} of {total} unread messages for you)\n",
+            msgs.len()
+        ),
+    };
     for m in msgs {
         let tag = (m.priority == Priority::High).then_some("HIGH");
         t.push_str("- ");
         t.push_str(&crate::channel::human_entry(&m.entry, tag));
         t.push('\n');
     }
+    let until = msgs.last().map_or(0, |m| m.entry.id);
     t.push_str(&format!(
-        "When handled, call my_inbox_ack {{\"until\": {}}}.",
-        msgs.last().map_or(0, |m| m.entry.id)
+        "When handled, call my_inbox_ack {{\"until\": {until}}}."
     ));
+    if let Some(n) = newer {
+        let (what, ids) = n.describe("newer");
+        t.push_str(&format!(
+            "\n({what} for you, {ids}, not shown here and not acknowledged by that call: \
+             call my_inbox again after my_inbox_ack for the next ones, or read them with \
+             channel_read (since: {until}, at most 500 entries a call; yours mention @{agent}).)"
+        ));
+    }
     t
+}
+
+/// At most [`inbox::MAX_INBOX_MESSAGES`] of the oldest unread messages and
+/// [`inbox::MAX_INBOX_BYTES`] of their text (at least one, whole); the newer ones are
+/// counted, for the next call.
+fn inbox_head(s: &Caller) -> Result<(Vec<InboxMessage>, Option<inbox::Older>)> {
+    inbox::unread_head(
+        &s.inst,
+        &s.agent,
+        inbox::MAX_INBOX_MESSAGES,
+        inbox::MAX_INBOX_BYTES,
+    )
 }
 
 pub(super) fn my_inbox(s: &Caller, a: &Args) -> Result<Reply> {
     let wait = uint_arg(a, "wait_seconds")?
         .unwrap_or(0)
         .min(MAX_WAIT_SECONDS);
-    let (mut msgs, _) = inbox::unread(&s.inst, &s.agent)?;
+    let (mut msgs, mut newer) = inbox_head(s)?;
     if msgs.is_empty() && wait > 0 {
         let deadline = crate::time::deadline(Duration::from_secs(wait));
         let mut waiter = FileWaiter::new(&s.inst.channel_path(), None)?;
@@ -172,7 +201,7 @@ pub(super) fn my_inbox(s: &Caller, a: &Args) -> Result<Reply> {
         }
         loop {
             // Re-read after arming the watch, so a mention in between is not missed.
-            (msgs, _) = inbox::unread(&s.inst, &s.agent)?;
+            (msgs, newer) = inbox_head(s)?;
             let left = deadline.saturating_duration_since(Instant::now());
             if !msgs.is_empty() || left.is_zero() {
                 break;
@@ -180,22 +209,28 @@ pub(super) fn my_inbox(s: &Caller, a: &Args) -> Result<Reply> {
             waiter.wait(Some(left));
         }
     }
-    let text = inbox_text(&msgs);
+    let text = inbox_text(&s.agent, &msgs, newer);
     let count = msgs.len();
-    Ok(Reply::with(
-        text,
-        json!({ "messages": msgs, "count": count }),
-    ))
+    let mut data = json!({
+        "messages": msgs,
+        "count": count,
+        "unread": count as u64 + newer.map_or(0, |n| n.count),
+    });
+    if let Some(n) = newer {
+        data["more"] = json!({"count": n.count, "first": n.first, "last": n.last});
+    }
+    Ok(Reply::with(text, data))
 }
 
 pub(super) fn my_inbox_ack(s: &Caller, a: &Args) -> Result<Reply> {
     let until = uint_arg(a, "until")?
         .ok_or_else(|| Error::invalid("missing required parameter 'until' (an entry id)"))?;
     let cursor = inbox::ack(&s.inst, &s.agent, Some(until))?;
-    let (left, _) = inbox::unread(&s.inst, &s.agent)?;
+    // Counted, not read: the unread left may be many.
+    let left = inbox::unread_count(&s.inst, &s.agent)?;
     Ok(Reply::with(
-        format!("Acknowledged up to #{cursor}; {} unread left.", left.len()),
-        json!({ "cursor": cursor, "unread": left.len() }),
+        format!("Acknowledged up to #{cursor}; {left} unread left."),
+        json!({ "cursor": cursor, "unread": left }),
     ))
 }
 

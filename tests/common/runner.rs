@@ -304,3 +304,14 @@ impl Drop for KillOnDrop {
             .status();
     }
 }
+
+/// The pid that `aw-run --detach` printed (it must have succeeded), guarded: the server is
+/// killed when the guard is dropped.
+pub fn detached(out: &Output) -> (u32, KillOnDrop) {
+    assert_code(out, 0);
+    let pid: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a pid");
+    (pid, KillOnDrop(pid))
+}

@@ -271,6 +271,7 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
             }
         },
     };
+    let chosen = with_other_instances(chosen);
     // One request to each server (a server stops every agent it serves).
     let mut asked: Vec<(&Instance, &Served)> = Vec::new();
     for (inst, s) in &chosen {
@@ -315,6 +316,22 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
         )));
     }
     Ok(0)
+}
+
+/// `chosen`, and the agents of other instances served by the same processes (a server of
+/// several instances, `aw-run --serve a@one b@two`, stops all of them): found through the
+/// user's registry of servers, so that they are waited for too.
+fn with_other_instances(mut chosen: Vec<(Instance, Served)>) -> Vec<(Instance, Served)> {
+    let servers: Vec<_> = chosen.iter().map(|(_, s)| key(s)).collect();
+    for (inst, s) in served(serve::user_instances()) {
+        let known = chosen
+            .iter()
+            .any(|(i, t)| i.dir() == inst.dir() && t.agent == s.agent);
+        if servers.contains(&key(&s)) && !known {
+            chosen.push((inst, s));
+        }
+    }
+    chosen
 }
 
 /// Which server a record names: pid and host id (no host id: this host's pid).

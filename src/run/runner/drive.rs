@@ -7,12 +7,11 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
-
 use super::options::Options;
 use super::output::{Printer, reporter, summary};
 use super::quiescence::wait_done;
 use super::serving::Serving;
+use super::signals::{self, StopSignal};
 use super::start::Start;
 use super::workers::{Adopter, tether};
 use crate::error::{Error, Result, exit};
@@ -21,23 +20,13 @@ use crate::instance::Instance;
 use crate::run::controller::{Controller, Shared};
 use crate::serve;
 
-/// How the serving process was asked to stop.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum StopSignal {
-    None,
-    /// SIGTERM (`aw-ctl stop`, a service manager): finish cleanly, exit 0.
-    Term,
-    /// SIGINT: exit 130.
-    Int,
-}
-
 /// Watch for a stop request to this process (`aw-ctl stop`, from any host): on one, finish
-/// cleanly as on SIGTERM. The thread ends once the server is stopping, woken by the waker.
+/// cleanly as on SIGTERM, with every other serving loop of the process. The thread ends
+/// once the server is stopping, woken by the waker.
 fn watch_stop_request(
     inst: &Instance,
     opts: &Options,
     shared: &Arc<Shared>,
-    stop_signal: &Arc<Mutex<StopSignal>>,
 ) -> Result<(
     crate::fs::watch::Waker,
     std::thread::JoinHandle<()>,
@@ -47,17 +36,12 @@ fn watch_stop_request(
     let mut asked = FileWaiter::new(&path, opts.poll)?;
     let waker = asked.waker();
     let fallback = asked.fallback().map(str::to_string);
-    let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
+    let shared = shared.clone();
     let thread = std::thread::spawn(move || {
         loop {
             if path.exists() {
                 let _ = std::fs::remove_file(&path);
-                let mut sig = stop_signal.lock().unwrap_or_else(|e| e.into_inner());
-                if *sig == StopSignal::None {
-                    *sig = StopSignal::Term;
-                }
-                drop(sig);
-                shared.stop_all();
+                signals::stop_every(StopSignal::Term);
                 return;
             }
             if shared.lock().stopping {
@@ -80,12 +64,8 @@ pub(super) fn drive(
     let (inst, opts) = (&serving.inst, &serving.opts);
     // What aw-run never echoes: the secrets of every agent.
     let secrets = crate::run::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
-    // Block the stop signals in every thread; one thread waits for them.
-    let mut sigs = SigSet::empty();
-    sigs.add(Signal::SIGINT);
-    sigs.add(Signal::SIGTERM);
-    pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&sigs), None)
-        .map_err(|e| Error::io("<signals>", e.into()))?;
+    // Block the stop signals in every thread; one thread of the process waits for them.
+    signals::block()?;
     // The instance's budget: this run's, recorded, else the one recorded before; spending
     // counts from what the instance spent before.
     let (budget, ledger) = crate::run::ledger::apply(inst, opts.budget)?;
@@ -112,20 +92,10 @@ pub(super) fn drive(
             c.stop = shared.stop.child();
         }
     }
+    // A signal, or a stop request to any serving loop of this process, stops this one.
     let stop_signal = Arc::new(Mutex::new(StopSignal::None));
-    {
-        let (shared, stop_signal) = (shared.clone(), stop_signal.clone());
-        std::thread::spawn(move || {
-            if let Ok(sig) = sigs.wait() {
-                *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) = match sig {
-                    Signal::SIGTERM => StopSignal::Term,
-                    _ => StopSignal::Int,
-                };
-                shared.stop_all();
-            }
-        });
-    }
-    let asking = watch_stop_request(inst, opts, &shared, &stop_signal)?;
+    let _registered = signals::register(&shared, &stop_signal);
+    let asking = watch_stop_request(inst, opts, &shared)?;
     let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();

@@ -1,15 +1,18 @@
 //! A workflow run: serving locks, agent registration, setup, kickoff, one controller thread
 //! per agent fed by one channel watcher, and in run mode the decision that the work is done.
 //! This file holds the two ways in, [`run`] (a workflow file) and [`serve()`] (agents
-//! registered with `aw-ctl new`), and the setup tasks; the rest is split by concept, each
-//! part using only those below it in this map:
+//! registered with `aw-ctl new`; [`serve_several`] for several instances at once), and the
+//! setup tasks; the rest is split by concept, each part using only those below it in this
+//! map:
 //!
 //! | module       | what it holds |
 //! |--------------|---------------|
+//! | `several`    | one process serving agents of several instances: a serving loop each |
 //! | `drive`      | the run loop: threads for signals, stop requests, the channel watcher and the controllers; the kickoff, tasks or iterations; how the run ended |
 //! | `quiescence` | the decision that the work is done (or, in keep mode, quiet) |
 //! | `workers`    | serving `spawn_agent` workers: adoption as they are registered, tethers to a spawner served elsewhere |
 //! | `serving`    | what a server's controllers share, and building one controller |
+//! | `signals`    | the stop signals and stop requests, which stop every serving loop of the process |
 //! | `trust`      | what a server trusts of the agents it serves, and the check of a worker against its spawner |
 //! | `start`      | what happens before the work is waited for: the document-owner election, the kickoff |
 //! | `output`     | events, the channel's new entries and the summary, as lines or JSON Lines |
@@ -26,6 +29,8 @@ mod output;
 mod preflight;
 mod quiescence;
 mod serving;
+mod several;
+mod signals;
 mod start;
 mod trust;
 mod workers;
@@ -291,6 +296,53 @@ pub fn run(
 /// Serve agents registered with `aw-ctl new` (all the runnable ones when `agents` is
 /// empty): no workflow file, no setup, no kickoff.
 pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) -> Result<u8> {
+    match prepare_serve(inst, root, agents, opts)? {
+        Ok(p) => drive(
+            Arc::new(p.serving),
+            p.controllers,
+            p.before,
+            Start::default(),
+        ),
+        Err(code) => Ok(code),
+    }
+}
+
+/// Serve the agents of each instance of `groups` (all its runnable ones when its list is
+/// empty) in this one process, a serving loop each (see `several`). Everything is
+/// checked, and every serving lock taken, before any loop starts: a refusal serves
+/// nothing. The exit code is the highest of the loops'.
+pub fn serve_several(
+    root: &Path,
+    groups: &[(Instance, Vec<String>)],
+    opts: &Options,
+) -> Result<u8> {
+    let mut prepared = Vec::new();
+    for (inst, agents) in groups {
+        match prepare_serve(inst, root, agents, opts)? {
+            Ok(p) => prepared.push((p.serving, p.controllers, p.before)),
+            Err(code) => return Ok(code),
+        }
+    }
+    several::drive_all(prepared, opts.ready.clone())
+}
+
+/// What `aw-run --serve` serves of one instance, its serving locks taken, ready to be
+/// driven.
+struct Prepared {
+    serving: Serving,
+    controllers: Vec<super::controller::Controller>,
+    /// The newest entry when it started: entries after it are printed.
+    before: u64,
+}
+
+/// Choose the agents of [`serve`], take their serving locks and build their controllers;
+/// `Err(code)` once the named agents that cannot be served were reported.
+fn prepare_serve(
+    inst: &Instance,
+    root: &Path,
+    agents: &[String],
+    opts: &Options,
+) -> Result<std::result::Result<Prepared, u8>> {
     check_serve_instance(inst)?;
     let reg = registry::Registry::load(inst)?;
     let chosen: Vec<&Agent> = if agents.is_empty() {
@@ -342,7 +394,7 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
             for e in &problems {
                 crate::warn::report("aw-run", e);
             }
-            return Ok(first.exit_code());
+            return Ok(Err(first.exit_code()));
         }
         v
     };
@@ -412,7 +464,11 @@ pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) ->
         })
         .collect::<Result<Vec<_>>>()?;
     let before = Channel::new(inst).last_id().unwrap_or(0);
-    drive(Arc::new(serving), controllers, before, Start::default())
+    Ok(Ok(Prepared {
+        serving,
+        controllers,
+        before,
+    }))
 }
 
 /// The caps of a server run with `opts`, from now.

@@ -32,4 +32,7 @@ pub struct Options {
     pub ready: Option<Arc<std::fs::File>>,
     /// Run the workflow's one agent on its kickoff over many iterations (`--iter`).
     pub iter: Option<crate::run::iter::Plan>,
+    /// The instance, when the process serves several (`aw-run --serve a@one b@two`): every
+    /// line and JSON object printed says which instance it is for.
+    pub label: Option<String>,
 }

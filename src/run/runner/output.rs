@@ -24,13 +24,14 @@ pub(super) fn reporter(
     let quiet = opts.quiet && !json;
     // Iterations have lines of their own: only what went wrong is told.
     let only_failures = opts.iter.is_some();
+    let label = opts.label.is_some();
     Arc::new(move |ev: &Event| {
         live.attempt(&ev.agent, ev.start);
         if quiet || (only_failures && (ev.start || ev.status == crate::run::backend::Status::Ok)) {
             return live.refresh(&shared);
         }
         if json {
-            let v = if ev.start {
+            let mut v = if ev.start {
                 json!({
                     "event": "start",
                     "agent": ev.agent,
@@ -54,11 +55,14 @@ pub(super) fn reporter(
                     "stderr_tail": ev.stderr_tail,
                 })
             };
+            if label {
+                v["instance"] = json!(ev.instance);
+            }
             live.around(&shared, || {
                 let _ = writeln!(std::io::stdout().lock(), "{v}");
             });
         } else {
-            let line = event_line(ev);
+            let line = event_line(ev, label);
             live.around(&shared, || {
                 let _ = writeln!(std::io::stderr().lock(), "{line}");
             });
@@ -69,10 +73,15 @@ pub(super) fn reporter(
 /// Most senders named in an attempt's start line; the rest are counted.
 const WOKEN_BY_SHOWN: usize = 3;
 
-/// An event as a line for people.
-fn event_line(ev: &Event) -> String {
+/// An event as a line for people; with `label`, the agent is named with its instance.
+fn event_line(ev: &Event, label: bool) -> String {
+    let agent = if label {
+        format!("{}@{}", ev.agent, ev.instance)
+    } else {
+        ev.agent.clone()
+    };
     if ev.start {
-        let mut line = format!("aw-run: {}: run {}", ev.agent, ev.run);
+        let mut line = format!("aw-run: {agent}: run {}", ev.run);
         if ev.attempt > 1 {
             line.push_str(&format!(" attempt {}", ev.attempt));
         }
@@ -93,8 +102,7 @@ fn event_line(ev: &Event) -> String {
         return line;
     }
     let mut line = format!(
-        "aw-run: {}: run {} {} {:.2} s",
-        ev.agent,
+        "aw-run: {agent}: run {} {} {:.2} s",
         ev.run,
         ev.status.name(),
         ev.duration.as_secs_f64()
@@ -131,6 +139,8 @@ pub(super) struct Printer {
     pub(super) secrets: Vec<String>,
     /// The status line kept below what is printed.
     pub(super) live: Option<(Arc<crate::run::live::Live>, Arc<Shared>)>,
+    /// The instance, said on every entry when the process serves several.
+    label: Option<String>,
 }
 
 impl Printer {
@@ -142,6 +152,7 @@ impl Printer {
             stderr,
             secrets: Vec::new(),
             live: None,
+            label: opts.label.clone(),
         }
     }
 
@@ -175,10 +186,16 @@ impl Printer {
                     serde_json::from_str(&e.to_json()).unwrap_or_default();
                 if let Some(m) = v.as_object_mut() {
                     m.insert("event".into(), json!("entry"));
+                    if let Some(i) = &self.label {
+                        m.insert("instance".into(), json!(i));
+                    }
                 }
                 v.to_string()
             } else {
-                crate::channel::human_entry(e, None)
+                match &self.label {
+                    Some(i) => format!("[{i}] {}", crate::channel::human_entry(e, None)),
+                    None => crate::channel::human_entry(e, None),
+                }
             };
             let _ = writeln!(out, "{line}");
             self.after = e.id;
@@ -196,6 +213,12 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
     if opts.quiet && !json {
         return;
     }
+    // `summary of INSTANCE` when the process serves several.
+    let of = opts
+        .label
+        .as_ref()
+        .map(|i| format!(" of {i}"))
+        .unwrap_or_default();
     let mut total = crate::usage::Usage::default();
     for a in st.agents.values() {
         total.add(&a.usage);
@@ -211,11 +234,11 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
                 (n.clone(), v)
             })
             .collect();
-        let _ = writeln!(
-            std::io::stdout().lock(),
-            "{}",
-            json!({"event": "summary", "agents": agents, "usage": total})
-        );
+        let mut v = json!({"event": "summary", "agents": agents, "usage": total});
+        if let Some(i) = &opts.label {
+            v["instance"] = json!(i);
+        }
+        let _ = writeln!(std::io::stdout().lock(), "{v}");
     } else if table {
         let rows: Vec<crate::run::live::Row<'_>> = st
             .agents
@@ -230,7 +253,7 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
             .collect();
         let _ = write!(
             std::io::stderr().lock(),
-            "aw-run: summary:\n{}",
+            "aw-run: summary{of}:\n{}",
             crate::run::live::summary_table(&rows)
         );
     } else {
@@ -262,7 +285,7 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
         }
         let _ = writeln!(
             std::io::stderr().lock(),
-            "aw-run: summary: {}{all}",
+            "aw-run: summary{of}: {}{all}",
             parts.join(", ")
         );
     }
