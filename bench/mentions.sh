@@ -3,10 +3,11 @@
 # with a cursor, and one never mentioned and never acked), aw-ctl ls, aw-ctl status, and
 # aw-peek -n 0 (the whole channel), as processes on channels of M entries: median wall time
 # and peak RSS (GNU time's %M) of REPS runs each; then a kept agent's wake: one
-# `aw-run --keep --detach` serving bob (a mock agent) on the same channel, its ready time
-# and VmHWM ("keep-ready"), the median wall time of REPS `aw-send -t bob --wait` (send until
-# bob's reply is there) with the server's VmHWM after them ("keep-wake"), and the server's
-# CPU per message over them ("keep-cpu", utime + stime in ms, 10 ms ticks).
+# `aw-run --keep --detach` serving bob and dave (mock agents; dave never mentioned, never
+# acked) on the same channel, its ready time and VmHWM ("keep-ready"), the median wall time
+# of REPS `aw-send -t bob --wait` (send until bob's reply is there) with the server's VmHWM
+# after them ("keep-wake"), and the server's CPU per message over them ("keep-cpu", utime +
+# stime in ms, 10 ms ticks).
 #
 # Usage: bash bench/mentions.sh [--sizes "10000 100000 1000000"] [--reps N]
 #                               [--before DIR] [--after DIR]
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=$2; shift 2 ;;
 	--before) BEFORE=$2; shift 2 ;;
 	--after) AFTER=$2; shift 2 ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
 	*) echo "bench/mentions.sh: unknown argument '$1' (hint: --help)" >&2; exit 64 ;;
 	esac
 done
@@ -91,10 +92,12 @@ run_set() {
 	keep_set "$bin" "$root"
 }
 
-# keep_set BIN ROOT: the kept agent's wake (bob, acked first, served by one aw-run --keep).
+# keep_set BIN ROOT: the kept agent's wake (bob, acked first, and dave, served by one
+# aw-run --keep).
 keep_set() {
 	bin=$1 root=$2
-	printf 'name: big\nagents:\n  bob:\n    mock:\n      replies: ["ok"]\n' >"$tmp/keep.yaml"
+	printf 'name: big\nagents:\n' >"$tmp/keep.yaml"
+	printf '  %s:\n    mock:\n      replies: ["ok"]\n' bob dave >>"$tmp/keep.yaml"
 	"$bin/aw-ctl" --root "$root" -i big ack bob >/dev/null
 	t0=$EPOCHREALTIME
 	pid=$("$bin/aw-run" --root "$root" -i big --keep --detach -q --max-runs 1000000 "$tmp/keep.yaml")
