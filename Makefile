@@ -60,7 +60,7 @@ bench: build
 bench-scale: build
 	bin="$${AW_BENCH_BIN_DIR:-$(CURDIR)/$(OUT)}"; \
 	set -- --after "$$bin" $${BENCH_BEFORE:+--before "$$BENCH_BEFORE"}; \
-	bash bench/agents.sh "$$@" && bash bench/chain.sh "$$@" --cap 600 && \
+	bash bench/agents.sh "$$@" --cap 600 && bash bench/chain.sh "$$@" --cap 600 && \
 	bash bench/mentions.sh "$$@" --sizes "10000 100000 1000000 10000000" --reps 3
 
 # Formatting, lints, unused dependencies and man page lint (mandoc, when installed).

@@ -49,9 +49,8 @@ one() {
 	t1=$EPOCHREALTIME
 	pid=$PID
 	ready=$(ms "$t0" "$t1")
-	set -- $(proc_mem "$pid")
-	rss=$1 hwm=$2 threads=$3
-	fds=$(ls "/proc/$pid/fd" | wc -l)
+	read -r rss hwm threads < <(proc_mem "$pid")
+	fds=$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
 	c0=$(cpu_ms "$pid")
 	sleep "$IDLE"
 	c1=$(cpu_ms "$pid")
@@ -72,8 +71,8 @@ one() {
 	entries_since "$bin" scale "$last" "^(user|a$n)\$" |
 		awk '$1 == "user" { u = $2; next }
 			u != "" { d = $2 - u; if (d < 0) d += 86400000; print d; u = "" }' >>"$tmp/wake"
-	set -- $(proc_mem "$pid")
-	echo "$ready $rss $hwm $threads $fds $idle $cpu $2"
+	read -r _ hwm_after _ < <(proc_mem "$pid")
+	echo "$ready $rss $hwm $threads $fds $idle $cpu $hwm_after"
 	stop_pid "$pid"
 }
 

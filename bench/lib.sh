@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers of the growth-curve benchmarks (bench/agents.sh, bench/chain.sh, bench/mentions.sh),
 # sourced by them: process figures from /proc, medians, and stopping the servers they start.
 # SERVERS holds the pids of the servers started and not yet stopped.

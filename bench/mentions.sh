@@ -103,8 +103,8 @@ keep_set() {
 	pid=$("$bin/aw-run" --root "$root" -i big --keep --detach -q --max-runs 1000000 "$tmp/keep.yaml")
 	t1=$EPOCHREALTIME
 	SERVERS="$SERVERS $pid"
-	set -- $(proc_mem "$pid")
-	echo "keep-ready $(ms "$t0" "$t1") $2"
+	read -r _ hwm _ < <(proc_mem "$pid")
+	echo "keep-ready $(ms "$t0" "$t1") $hwm"
 	: >"$tmp/ms"
 	c0=$(cpu_ms "$pid")
 	for i in $(seq "$REPS"); do
@@ -115,8 +115,8 @@ keep_set() {
 		echo >>"$tmp/ms"
 	done
 	c1=$(cpu_ms "$pid")
-	set -- $(proc_mem "$pid")
-	echo "keep-wake $(median_or_cap <"$tmp/ms") $2"
+	read -r _ hwm _ < <(proc_mem "$pid")
+	echo "keep-wake $(median_or_cap <"$tmp/ms") $hwm"
 	echo "keep-cpu $(awk -v a="$c0" -v b="$c1" -v m="$REPS" 'BEGIN { printf "%.1f", (b - a) / m }') -"
 	stop_pid "$pid"
 }
