@@ -50,7 +50,7 @@ stop_pid() {
 # argument, such as the server an `aw-run --detach` cut short by the cap had started.
 stop_root() {
 	for p in /proc/[0-9]*; do
-		if tr '\0' '\n' <"$p/cmdline" 2>/dev/null | grep -qxF -- "$1"; then
+		if tr '\0' '\n' 2>/dev/null <"$p/cmdline" | grep -qxF -- "$1"; then
 			stop_pid "${p#/proc/}"
 		fi
 	done
@@ -91,7 +91,7 @@ parse_args() {
 # checked_setup SIZES NUMBER...: exit 64 unless SIZES and every NUMBER are positive whole
 # numbers; the builds (--after target/release when neither --before nor --after is given)
 # must hold aw-run (else exit 66); then the soft descriptor limit is raised to the hard one
-# (a server of the older builds holds one per agent) and TMP, a scratch directory, is made.
+# (a server of the older builds holds one per agent) and $tmp, a scratch directory, is made.
 checked_setup() {
 	[ -n "$1" ] || usage "--sizes is empty"
 	for v in $1 "${@:2}"; do
@@ -103,14 +103,14 @@ checked_setup() {
 	done
 	ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 	tmp=$(mktemp -d)
-	trap 'stop_servers; rm -rf "$tmp"' EXIT
+	trap 'stop_servers; stop_root "$tmp/root"; rm -rf "$tmp"' EXIT
 	trap 'exit 130' INT TERM
 }
 
 # start_server BIN INSTANCE WORKFLOW: `aw-run --keep --detach` of WORKFLOW on a new root
 # $tmp/root, within CAP seconds (DEADLINE is set to the end of the cap). Sets PID and
 # returns 0 once it serves; returns 1 past the cap, having stopped what it started; exits
-# 1 when aw-run fails.
+# 1 when aw-run fails. The run limit is set out of reach (--max-runs): it is not measured.
 start_server() {
 	root=$tmp/root
 	rm -rf "$root"
