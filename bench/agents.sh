@@ -86,10 +86,11 @@ echo "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 # row N BUILD: the table row of a case.
 row() {
 	wake=$(median_or_cap <"$tmp/wake")
-	mean=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n; else print "-" }' "$tmp/wake")
-	printf '| %s | %s | %s ms | %s | %s | %s | %s | %s ms/s | %s ms | %s | %s ms, %s ms |\n' \
+	mean=$(awk '{ s += $1; n++ } END { if (n) printf "%.1f", s / n }' "$tmp/wake")
+	[ "$wake" = "> cap" ] || wake="$wake ms, $mean ms"
+	printf '| %s | %s | %s ms | %s | %s | %s | %s | %s ms/s | %s ms | %s | %s |\n' \
 		"$1" "$2" "$(col 1)" "$(kb "$(col 2)")" "$(kb "$(col 3)")" "$(col 4)" "$(col 5)" \
-		"$(col 6)" "$(col 7)" "$(kb "$(col 8)")" "$wake" "$mean" |
+		"$(col 6)" "$(col 7)" "$(kb "$(col 8)")" "$wake" |
 		sed 's#> cap ms/s#> cap#g; s/> cap ms/> cap/g'
 }
 each_case row
