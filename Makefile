@@ -27,7 +27,7 @@ MAN7 = $(wildcard man/*.7)
 FUZZ_TIME ?= 60
 FUZZ_SMOKE_TIME ?= 10
 
-.PHONY: all build test fuzz fuzz-smoke bench check man completions demo interop install uninstall clean
+.PHONY: all build test fuzz fuzz-smoke bench bench-scale check man completions demo interop install uninstall clean
 
 all: build
 
@@ -53,6 +53,15 @@ fuzz-smoke:
 # Benchmarks; figures go to BENCHMARKS.md by hand after a run.
 bench: build
 	AW_BENCH_BIN_DIR="$${AW_BENCH_BIN_DIR:-$(CURDIR)/$(OUT)}" sh bench/run.sh
+
+# The long growth curves (about 45 minutes with the build of one thread per agent): agents
+# per aw-run --keep (N = 10 ... 10,000), a chain of K = 10 ... 1,000 agents, reads at 10k ...
+# 10M entries. BENCH_BEFORE=DIR measures the aw-* binaries in DIR too (see BENCHMARKS.md).
+bench-scale: build
+	bin="$${AW_BENCH_BIN_DIR:-$(CURDIR)/$(OUT)}"; \
+	set -- --after "$$bin" $${BENCH_BEFORE:+--before "$$BENCH_BEFORE"}; \
+	bash bench/agents.sh "$$@" --cap 600 && bash bench/chain.sh "$$@" --cap 600 && \
+	bash bench/mentions.sh "$$@" --sizes "10000 100000 1000000 10000000" --reps 3
 
 # Formatting, lints, unused dependencies and man page lint (mandoc, when installed).
 check:

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run aw's benchmarks: aw-send per call, reads at 10k/100k/1M entries, follow wake latency,
-# inbox, ls and status growth curves with the channel (bench/mentions.sh),
+# inbox, ls and status growth curves with the channel (bench/mentions.sh), agents per
+# aw-run --keep and a chain of agents (bench/agents.sh, bench/chain.sh, short sizes),
 # aw-mcp start-up and tool round trips, aw-run end to end, wake latency, idle cost and
 # throughput, claiming many agents and a server's descriptors.
 # Usage: sh bench/run.sh [--quick]    (make bench runs it after make build)
@@ -64,14 +65,23 @@ for b in $BENCHES; do
 done
 
 # Growth curves of inbox reads and unread counts with the channel, as processes (the binaries
-# of make build; --quick: 10k and 100k entries only).
+# of make build; --quick: 10k and 100k entries only), and the short end of the curves of
+# agents per server and of a chain of agents (make bench-scale runs them whole).
 sizes="10000 100000 1000000"
-[ -n "$QUICK" ] && sizes="10000 100000"
+agents="10 100 1000"
+chain="10 100 300"
+if [ -n "$QUICK" ]; then
+	sizes="10000 100000"
+	agents="10 100"
+	chain="10 100"
+fi
 bin=${AW_BENCH_BIN_DIR:-target/release}
 if [ -x "$bin/aw-send" ]; then
 	bash bench/mentions.sh --after "$bin" --sizes "$sizes" | tee -a "$log"
+	bash bench/agents.sh --after "$bin" --sizes "$agents" --reps 1 | tee -a "$log"
+	bash bench/chain.sh --after "$bin" --sizes "$chain" --reps 1 | tee -a "$log"
 else
-	echo "bench/run.sh: no binaries in $bin; mention growth curves skipped (make build)" | tee -a "$log"
+	echo "bench/run.sh: no binaries in $bin; growth curves skipped (make build)" | tee -a "$log"
 fi
 
 echo "total: $(($(date +%s) - start)) s; figures saved in $log" | tee -a "$log"

@@ -5,7 +5,8 @@
 #
 # The suite needs: mandoc (man page lint), tmux (the live view is driven in a terminal),
 # GlusterFS with FUSE (the several-hosts tests mount a real volume twice), strace (the
-# system calls of a run are counted), and the nightly
+# system calls of a run are counted), jq (the growth-curve benchmarks read JSON Lines with
+# it, and their tests run them), and the nightly
 # Rust toolchain (the fuzz smoke run). Missing Debian packages are installed when this runs as
 # root on a system with apt-get (one `apt-get update`, then `apt-get install -y`); the nightly
 # toolchain is installed with rustup. Anything still missing stops here with exit 69, naming
@@ -23,6 +24,7 @@ need gluster glusterfs-server
 need mount.glusterfs glusterfs-client
 need unshare util-linux
 need strace strace
+need jq jq
 
 if [ -n "$missing" ]; then
 	# shellcheck disable=SC2086
