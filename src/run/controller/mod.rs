@@ -4,16 +4,18 @@
 //! [`RunContext::over_budget`], after each model call) the agent's own budget and the
 //! workflow's are checked: past one, every controller stops.
 //!
-//! Controllers share one [`Shared`]: a generation counter that the channel watcher bumps on
-//! every change, and each controller's state, under one mutex and condition variable. A
-//! controller that has seen the current generation and found nothing to do sleeps on the
-//! condition variable: idle costs nothing.
+//! Controllers are not threads: one dispatcher (`dispatch`) looks at the inboxes of the
+//! agents that new entries mention and runs each agent due on a thread of its own. They
+//! share one [`Shared`] with the runner: a generation counter that the channel watcher bumps
+//! on every change, the agents concerned, and each controller's state, under one mutex and
+//! condition variable. An idle agent costs nothing.
 //!
-//! This file holds the loop and one run with its retries; the rest is split by concept, each
-//! part using only those below it in this map:
+//! This file holds a look at an agent's inbox and one run with its retries; the rest is
+//! split by concept, each part using only those below it in this map:
 //!
 //! | module        | what it holds |
 //! |---------------|---------------|
+//! | `dispatch`    | the dispatcher: which agents to look at, their runs' threads, cooldowns |
 //! | `transcripts` | an attempt's log and transcript, and what an agent's transcripts say it spent |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
 //! | `loop_guard`  | the run cap, the rate limit and the pair limit, and the pauses they cause |
@@ -23,14 +25,16 @@
 
 mod budget;
 mod config;
+mod dispatch;
 mod loop_guard;
 mod rate;
 mod shared;
 mod transcripts;
 
 pub use config::{Controller, Retry};
+pub use dispatch::dispatch;
 pub use rate::{DEFAULT_PAIR, DEFAULT_RATE, Rate};
-pub use shared::{AgentState, Shared, State};
+pub use shared::{AgentState, Mail, Shared, State};
 pub use transcripts::usage_of;
 
 use std::time::{Duration, Instant};
@@ -74,163 +78,159 @@ pub type Report = dyn Fn(&Event) + Send + Sync;
 use super::redact::redact;
 pub use super::redact::secrets;
 
+/// What a look at an agent's inbox decided.
+pub(super) enum Look {
+    /// Nothing to run now: it waits for a new mention (or the end of its cooldown).
+    Wait,
+    /// Run on these messages.
+    Run(Due),
+}
+
+/// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
+/// and the run's number.
+pub(super) struct Due {
+    pub msgs: Vec<inbox::InboxMessage>,
+    pub older: Option<prompt::Older>,
+    pub run: u64,
+}
+
+/// What a controller keeps between looks, besides its [`Controller`].
+#[derive(Default)]
+pub(super) struct Waiting {
+    /// A failed run's messages are not retried before a newer message arrives or the
+    /// cooldown ends: the newest of them.
+    pub failed_upto: u64,
+    pub cooldown_end: Option<Instant>,
+    /// The loop guard paused it (its messages wait for one from outside).
+    pub paused: bool,
+}
+
+impl Waiting {
+    /// The state `aw-ctl ps` shows while it waits.
+    pub(super) fn state(&self) -> ControllerState {
+        if self.paused {
+            ControllerState::Paused
+        } else if self.failed_upto > 0 {
+            ControllerState::Cooldown
+        } else {
+            ControllerState::Idle
+        }
+    }
+}
+
 impl Controller {
-    /// The loop; returns when the runner stops.
-    pub fn run(mut self, shared: &Shared, report: &Report) {
-        let mut seen = 0;
-        let mut recheck = true;
-        // A failed run's messages are not retried before a newer message arrives or the
-        // cooldown ends.
-        let mut failed_upto = 0;
-        let mut cooldown_end: Option<Instant> = None;
-        // The loop guard paused it (its messages wait for one from outside).
-        let mut paused = false;
-        shared.agent(&self.agent).cap = self.max_runs;
-        loop {
-            if !recheck {
-                let waiting = if paused {
-                    ControllerState::Paused
-                } else if failed_upto > 0 {
-                    ControllerState::Cooldown
-                } else {
-                    ControllerState::Idle
-                };
-                self.publish(waiting);
+    /// Look at the agent's inbox: start a run on its unread messages, unless the loop guard,
+    /// the run cap or a failed run's cooldown says to wait. `registered`: the instance's
+    /// registry (keep mode), for the guard to tell agents from outsiders.
+    pub(super) fn look(
+        &mut self,
+        w: &mut Waiting,
+        shared: &Shared,
+        report: &Report,
+        registered: Option<&crate::registry::Registry>,
+    ) -> Look {
+        if w.cooldown_end.is_some_and(|end| end <= Instant::now()) {
+            // The cooldown is over: try the failed messages again.
+            w.failed_upto = 0;
+            w.cooldown_end = None;
+        }
+        // The newest unread in full, the older summarised (acked with them on success).
+        let (msgs, older) = match prompt::Inbox::unread(&self.inst, &self.agent) {
+            Ok(m) => (m.shown, m.older),
+            Err(e) => {
+                // Counted as a failure, so that run mode does not wait for it.
+                let mut a = shared.agent(&self.agent);
+                a.failed = true;
+                a.unread = true;
+                drop(a);
+                let mut ev = self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
+                ev.gave_up = true;
+                report(&ev);
+                return Look::Wait;
             }
-            {
-                let mut st = shared.lock();
-                loop {
-                    if st.stopping || self.stop.is_set() {
-                        if !st.stopping {
-                            // Closed alone: the others go on without waiting for it.
-                            let a = st.agents.entry(self.agent.clone()).or_default();
-                            a.closed = true;
-                            shared.cv.notify_all();
-                        }
-                        drop(st);
-                        self.publish(ControllerState::Stopped);
-                        return;
-                    }
-                    if recheck || st.generation != seen {
-                        break;
-                    }
-                    // Tell the runner only when this controller became idle: waking the
-                    // others on every wake-up would keep idle controllers waking each other.
-                    let a = st.agents.entry(self.agent.clone()).or_default();
-                    if a.idle_at != Some(seen) {
-                        a.idle_at = Some(seen);
-                        st.changes += 1;
-                        shared.cv.notify_all();
-                    }
-                    match cooldown_end {
-                        Some(end) => {
-                            let left = end.saturating_duration_since(Instant::now());
-                            if left.is_zero() {
-                                // The cooldown is over: try the failed messages again.
-                                failed_upto = 0;
-                                cooldown_end = None;
-                                break;
-                            }
-                            st = shared
-                                .cv
-                                .wait_timeout(st, left)
-                                .unwrap_or_else(|e| e.into_inner())
-                                .0;
-                        }
-                        None => st = shared.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
-                    }
-                }
-                seen = st.generation;
-                st.agents.entry(self.agent.clone()).or_default().idle_at = None;
-            }
-            recheck = false;
-            // The newest unread in full, the older summarised (acked with them on success).
-            let (msgs, older) = match prompt::Inbox::unread(&self.inst, &self.agent) {
-                Ok(m) => (m.shown, m.older),
-                Err(e) => {
-                    // Counted as a failure, so that run mode does not wait for it.
-                    shared.agent(&self.agent).failed = true;
-                    let mut ev =
-                        self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
-                    ev.gave_up = true;
-                    report(&ev);
-                    continue;
-                }
-            };
-            let Some(last) = msgs.last().map(|m| m.entry.id) else {
-                continue;
-            };
-            if last <= failed_upto {
-                continue;
-            }
-            // Agents served elsewhere count as agents too (a worker on a server of its own).
-            let registered = shared
-                .keep
-                .then(|| crate::registry::Registry::load(&self.inst).ok())
-                .flatten();
-            let run = {
-                let mut st = shared.lock();
-                let agents_only = match &registered {
-                    Some(r) => msgs
-                        .iter()
-                        .all(|m| m.entry.from != self.agent && r.get(&m.entry.from).is_some()),
-                    None => from_agents(&st, &self.agent, &msgs),
-                };
-                let guarded = if !shared.keep {
-                    None
-                } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs, agents_only) {
-                    Some(why)
-                } else if let Some(rate) = shared.rate {
-                    self.rate_guard(&mut st, rate, &msgs)
-                } else {
-                    None
-                };
-                if let Some(why) = guarded {
-                    drop(st);
-                    // Its messages wait for a message from outside.
-                    failed_upto = last;
-                    cooldown_end = None;
-                    paused = true;
-                    self.publish(ControllerState::Paused);
-                    if let Some(why) = why {
-                        self.announce_pause(&why);
-                    }
-                    continue;
-                }
-                let a = st.agents.entry(self.agent.clone()).or_default();
-                if a.runs >= self.max_runs {
-                    a.capped = true;
-                    continue;
-                }
-                a.capped = false;
-                paused = false;
-                a.runs += 1;
-                a.total += 1;
-                a.total
-            };
-            self.served.runs = run;
-            self.publish(ControllerState::Running);
-            let t0 = Instant::now();
-            let ok = self.one_run(shared, report, run, &msgs, older);
-            let mut st = shared.lock();
-            let a = st.agents.entry(self.agent.clone()).or_default();
-            a.failed = !ok;
-            a.busy += t0.elapsed();
-            if ok {
-                failed_upto = 0;
-                cooldown_end = None;
-            } else {
-                failed_upto = last;
-                cooldown_end = Some(crate::time::deadline(self.cooldown));
-            }
+        };
+        let Some(last) = msgs.last().map(|m| m.entry.id) else {
+            shared.agent(&self.agent).unread = false;
+            return Look::Wait;
+        };
+        shared.agent(&self.agent).unread = true;
+        if last <= w.failed_upto {
+            return Look::Wait;
+        }
+        let mut st = shared.lock();
+        // Agents served elsewhere count as agents too (a worker on a server of its own).
+        let agents_only = match registered {
+            Some(r) => msgs
+                .iter()
+                .all(|m| m.entry.from != self.agent && r.get(&m.entry.from).is_some()),
+            None => from_agents(&st, &self.agent, &msgs),
+        };
+        let guarded = if !shared.keep {
+            None
+        } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs, agents_only) {
+            Some(why)
+        } else if let Some(rate) = shared.rate {
+            self.rate_guard(&mut st, rate, &msgs)
+        } else {
+            None
+        };
+        if let Some(why) = guarded {
             drop(st);
-            // Whatever arrived during the run is looked at now.
-            recheck = true;
+            // Its messages wait for a message from outside.
+            w.failed_upto = last;
+            w.cooldown_end = None;
+            w.paused = true;
+            self.publish(ControllerState::Paused);
+            if let Some(why) = why {
+                self.announce_pause(&why);
+            }
+            return Look::Wait;
+        }
+        let a = st.agents.entry(self.agent.clone()).or_default();
+        if a.runs >= self.max_runs {
+            a.capped = true;
+            return Look::Wait;
+        }
+        a.capped = false;
+        w.paused = false;
+        a.runs += 1;
+        a.total += 1;
+        let run = a.total;
+        drop(st);
+        self.served.runs = run;
+        self.publish(ControllerState::Running);
+        Look::Run(Due { msgs, older, run })
+    }
+
+    /// Run `due` with its retries (on a thread of its own); whether it succeeded.
+    pub(super) fn run_due(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
+        self.one_run(shared, report, due.run, &due.msgs, due.older)
+    }
+
+    /// Note how a run on messages up to `last` ended, `busy` long.
+    pub(super) fn finished(
+        &self,
+        w: &mut Waiting,
+        shared: &Shared,
+        ok: bool,
+        last: u64,
+        busy: Duration,
+    ) {
+        let mut a = shared.agent(&self.agent);
+        a.failed = !ok;
+        a.busy += busy;
+        drop(a);
+        if ok {
+            w.failed_upto = 0;
+            w.cooldown_end = None;
+        } else {
+            w.failed_upto = last;
+            w.cooldown_end = Some(crate::time::deadline(self.cooldown));
         }
     }
 
     /// Record the controller's state for `aw-ctl ps`, when it changed.
-    fn publish(&mut self, state: ControllerState) {
+    pub(super) fn publish(&mut self, state: ControllerState) {
         if self.published == Some((state, self.served.runs)) {
             return;
         }

@@ -1,12 +1,16 @@
-//! What the runner and the controllers share: one generation counter that the channel
-//! watcher bumps on every change, and each controller's state, under one mutex and
-//! condition variable.
+//! What the runner, the dispatcher and the runs share: one generation counter that the
+//! channel watcher bumps on every change, the agents its new entries concern, the
+//! dispatcher's progress, and each controller's state, under one mutex and condition
+//! variable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::config::Controller;
 use super::rate::Rate;
+use crate::channel::{Channel, SCAN_CHUNK};
+use crate::instance::Instance;
 use crate::process::Stop;
 use crate::usage::{Budget, Usage};
 
@@ -35,6 +39,22 @@ pub struct State {
     pub changes: u64,
     pub stopping: bool,
     pub agents: BTreeMap<String, AgentState>,
+    /// How many of [`State::agents`] are closed.
+    pub closed: usize,
+    /// The id of the newest entry whose mentions were noted in [`State::pending`].
+    pub seen_id: u64,
+    /// Agents whose inbox the dispatcher should look at: mentioned since it last looked, or
+    /// closed.
+    pub pending: BTreeSet<String>,
+    /// The dispatcher should look at every agent (at the start; after something arrived
+    /// that no entry told of).
+    pub all_pending: bool,
+    /// The generation up to which the dispatcher has looked at every agent concerned.
+    pub handled: u64,
+    /// Runs started and not yet looked after by the dispatcher again.
+    pub in_flight: usize,
+    /// For the dispatcher: controllers to serve, runs that ended.
+    pub mail: Vec<Mail>,
     /// The budget that stopped the run, as a reason.
     pub over_budget: Option<String>,
     /// When the runs of one agent on the other's messages alone started, per pair of
@@ -47,11 +67,61 @@ pub struct State {
     pub outside_agents: BTreeMap<String, Usage>,
 }
 
+/// What the dispatcher is told.
+pub enum Mail {
+    /// Serve this controller from now on (a worker taken).
+    Add(Box<Controller>),
+    /// A run ended; the controller is given back.
+    Finished {
+        ctl: Box<Controller>,
+        ok: bool,
+        /// The newest message the run was on.
+        last: u64,
+        busy: Duration,
+    },
+}
+
+impl State {
+    /// Has the dispatcher looked at everything there is, with no run under way? (The
+    /// runner then checks on disk, under the lock, that nothing is left: see
+    /// `quiescence`.)
+    pub fn quiet(&self) -> bool {
+        self.handled == self.generation
+            && self.pending.is_empty()
+            && !self.all_pending
+            && self.mail.is_empty()
+            && self.in_flight == 0
+    }
+
+    /// Read the entries appended since the last look and name the agents they mention in
+    /// [`State::pending`]: the cost is that of what is new. Whether there were any; when
+    /// the channel cannot be read, every agent is looked at.
+    pub fn note_new_entries(&mut self, inst: &Instance) -> bool {
+        let mut last = self.seen_id;
+        let pending = &mut self.pending;
+        let read = Channel::new(inst).scan_since(self.seen_id, SCAN_CHUNK, |e| {
+            for m in &e.mentions {
+                if *m != e.from && !pending.contains(m) {
+                    pending.insert(m.clone());
+                }
+            }
+            last = e.id;
+            true
+        });
+        if read.is_err() {
+            self.all_pending = true;
+        }
+        let new = last != self.seen_id;
+        self.seen_id = last;
+        new
+    }
+}
+
 /// A controller's state as the runner sees it.
 #[derive(Debug, Default, Clone)]
 pub struct AgentState {
-    /// The generation the controller has handled, while it waits for the next one.
-    pub idle_at: Option<u64>,
+    /// Its last look found unread messages (and left them, unless a run was started).
+    pub unread: bool,
     /// Runs counted against the cap: all of them in run mode; since the workflow was last
     /// quiet in keep mode.
     pub runs: u64,
@@ -93,9 +163,11 @@ impl Shared {
         }
     }
 
-    /// Note a (possible) channel change and wake everyone.
-    pub fn bump(&self) {
+    /// Note a (possible) channel change: the agents that new entries mention are to be
+    /// looked at; wake the dispatcher and every waiter.
+    pub fn bump(&self, inst: &Instance) {
         let mut st = self.lock();
+        st.note_new_entries(inst);
         st.generation += 1;
         st.changes += 1;
         drop(st);

@@ -17,7 +17,7 @@ use super::workers::{Adopter, tether};
 use crate::error::{Error, Result, exit};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
-use crate::run::controller::{Controller, Shared};
+use crate::run::controller::{Controller, Shared, dispatch};
 use crate::serve;
 
 /// Watch for a stop request to this process (`aw-ctl stop`, from any host): on one, finish
@@ -87,6 +87,10 @@ pub(super) fn drive(
         st.outside = ledger.spent.clone();
         st.outside_agents = ledger.agents.clone();
         st.generation = 1;
+        // Entries from now on wake the agents they mention; every agent looks at its inbox
+        // once at the start.
+        st.seen_id = crate::channel::Channel::new(inst).last_id().unwrap_or(0);
+        st.all_pending = true;
         for c in &mut controllers {
             st.agents.entry(c.agent.clone()).or_default();
             c.stop = shared.stop.child();
@@ -112,16 +116,14 @@ pub(super) fn drive(
     let adopter = Arc::new(Mutex::new(Adopter {
         serving: serving.clone(),
         shared: shared.clone(),
-        report: report.clone(),
         seen: None,
         workers: BTreeMap::new(),
-        handles: Vec::new(),
         trusted: serving.trusted.clone(),
         refused: serving.refused.clone(),
     }));
     let waker = waiter.waker();
     let watching = {
-        let (shared, adopter) = (shared.clone(), adopter.clone());
+        let (shared, adopter, watched) = (shared.clone(), adopter.clone(), inst.clone());
         let mut printer = Printer::new(inst, opts, before, has_tasks);
         printer.secrets = secrets.clone();
         printer.live = Some((live.clone(), shared.clone()));
@@ -144,22 +146,23 @@ pub(super) fn drive(
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .look(false);
-                shared.bump();
+                shared.bump(&watched);
                 printer.print();
             }
         })
     };
-    let mut handles = Vec::new();
-    for c in controllers {
+    for c in &controllers {
         // A worker served from the start is closed like one taken later.
         adopter
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .workers
             .insert(c.agent.clone(), c.stop.clone());
-        let (shared, report) = (shared.clone(), report.clone());
-        handles.push(std::thread::spawn(move || c.run(&shared, &*report)));
     }
+    let dispatching = {
+        let (shared, report) = (shared.clone(), report.clone());
+        std::thread::spawn(move || dispatch(shared, report, controllers))
+    };
     // Workers registered before this server started.
     adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
     let tethered = tether(&serving, &shared, &adopter);
@@ -221,10 +224,7 @@ pub(super) fn drive(
         shared.stop_all();
     }
     waker.wake();
-    let adopted = std::mem::take(&mut adopter.lock().unwrap_or_else(|e| e.into_inner()).handles);
-    for h in handles.into_iter().chain(adopted) {
-        let _ = h.join();
-    }
+    let _ = dispatching.join();
     let _ = watching.join();
     asking.0.wake();
     let _ = asking.1.join();

@@ -1,6 +1,7 @@
-//! The decision that the work is done: every controller idle at the current generation,
-//! then under their lock no unread message and no active proposal; in keep mode, the quiet
-//! moment that starts the loop guard's counts afresh.
+//! The decision that the work is done: the dispatcher has looked at every change and no run
+//! is under way, then under the lock no entry that no wake-up told of, no unread message
+//! left and no active proposal; in keep mode, the quiet moment that starts the loop guard's
+//! counts afresh.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -13,12 +14,14 @@ use crate::run::controller::Shared;
 
 /// Wait until the work is done (exit 0), or a reason to stop with 1.
 ///
-/// Done is known, not guessed from a quiet time: every controller is idle at the current
-/// generation (it read its inbox after the last change it was told of, and its run, with
-/// the process group of its backend, has ended), and, under the controllers' lock so that
-/// none of them starts meanwhile, no agent has unread messages on disk and no proposal is
-/// active. A message posted since (by a writer outside the attempts) either wakes everyone
-/// through the channel watch before that, or stays unread for the next run.
+/// Done is known, not guessed from a quiet time: the dispatcher has looked at the inbox of
+/// every agent that the entries it was told of mention, and every run it started, with the
+/// process group of its backend, has ended and been looked after; then, under the lock so
+/// that no run starts meanwhile, the channel holds no entry that no wake-up told of, every
+/// agent whose last look left messages unread still has them on disk for a reason (failed,
+/// paused, capped), and no proposal is active. A message posted since (by a writer outside
+/// the attempts) either wakes the agents it mentions through the channel watch before that,
+/// or stays unread for the next run.
 pub(super) fn wait_done(
     inst: &Instance,
     shared: &Shared,
@@ -43,19 +46,15 @@ pub(super) fn wait_done(
             );
         }
         let generation = st.generation;
-        if !st.agents.is_empty() && st.agents.values().all(|a| a.closed) {
+        if !st.agents.is_empty() && st.closed == st.agents.len() {
             // A server of workers only, all of them closed: nothing is left to serve.
             return (exit::OK, None);
         }
-        let quiet = st
-            .agents
-            .values()
-            .all(|a| a.closed || a.idle_at == Some(generation));
-        if !quiet {
+        if !st.quiet() {
             st = wait(shared, st, left);
             continue;
         }
-        match verdict(inst, &st, opts.keep) {
+        match verdict(inst, &mut st, opts.keep) {
             Verdict::Done if opts.keep => {
                 // Quiet: the loop guard counts afresh, and nothing happens until the next
                 // change.
@@ -64,12 +63,9 @@ pub(super) fn wait_done(
                 }
                 // Until the next change, a controller closed (a worker let go, one whose
                 // spawner ended), or the end of --timeout.
-                let closed = |s: &crate::run::controller::State| {
-                    s.agents.values().filter(|a| a.closed).count()
-                };
-                let was_closed = closed(&st);
+                let was_closed = st.closed;
                 let idle = |s: &mut crate::run::controller::State| {
-                    s.generation == generation && !s.stopping && closed(s) == was_closed
+                    s.generation == generation && !s.stopping && s.closed == was_closed
                 };
                 st = match left {
                     Some(l) => {
@@ -96,7 +92,8 @@ pub(super) fn wait_done(
             }
             Verdict::Stop(why) => return (exit::NO, Some(why)),
             Verdict::Missed => {
-                // Something arrived that no wake-up announced: look again.
+                // Something arrived that no wake-up announced: look again (at every agent,
+                // when no entry tells whom it concerns).
                 st.generation += 1;
                 shared.cv.notify_all();
             }
@@ -137,13 +134,22 @@ enum Verdict {
     Wait,
 }
 
-/// With every controller quiet: is the work done? In keep mode an agent that failed for
-/// good does not end the run (it cools down).
-fn verdict(inst: &Instance, st: &crate::run::controller::State, keep: bool) -> Verdict {
+/// With the dispatcher quiet: is the work done? In keep mode an agent that failed for good
+/// does not end the run (it cools down).
+///
+/// Only the agents whose last look left messages unread are read from disk: every other
+/// agent was looked at after the last entry that mentions it, and its run (if any) acked
+/// what it was shown.
+fn verdict(inst: &Instance, st: &mut crate::run::controller::State, keep: bool) -> Verdict {
+    if st.note_new_entries(inst) || st.all_pending {
+        // Entries that no wake-up told of yet: their agents are looked at first.
+        return Verdict::Missed;
+    }
     let mut failed = Vec::new();
     let mut capped = Vec::new();
-    for (name, a) in st.agents.iter().filter(|(_, a)| !a.closed) {
-        let unread = crate::inbox::unread(inst, name).map_or(1, |(m, _)| m.len());
+    let mut missed = false;
+    for (name, a) in st.agents.iter().filter(|(_, a)| !a.closed && a.unread) {
+        let unread = crate::inbox::unread_count(inst, name).unwrap_or(1);
         if unread == 0 {
             continue;
         }
@@ -152,8 +158,12 @@ fn verdict(inst: &Instance, st: &crate::run::controller::State, keep: bool) -> V
         } else if a.failed || a.paused {
             failed.push(name.as_str());
         } else {
-            return Verdict::Missed;
+            missed = true;
         }
+    }
+    if missed {
+        st.all_pending = true;
+        return Verdict::Missed;
     }
     if !capped.is_empty() {
         // Every agent that used up its runs took part in the loop.

@@ -11,7 +11,7 @@ use super::serving::Serving;
 use super::trust::{Trusted, check_worker};
 use crate::error::{Error, Result};
 use crate::registry::{self, Agent};
-use crate::run::controller::{Report, Shared};
+use crate::run::controller::{Mail, Shared};
 use crate::serve;
 
 /// Takes the workers (`spawn_agent`) this server should serve as they are registered, and
@@ -20,12 +20,10 @@ use crate::serve;
 pub(super) struct Adopter {
     pub(super) serving: Arc<Serving>,
     pub(super) shared: Arc<Shared>,
-    pub(super) report: Arc<Report>,
     /// The registry file as last read: length, modification time, inode.
     pub(super) seen: Option<(u64, i64, i64, u64)>,
     /// The agents served, with their controllers' own stop flags.
     pub(super) workers: BTreeMap<String, crate::process::Stop>,
-    pub(super) handles: Vec<std::thread::JoinHandle<()>>,
     /// The agents served, as a trusted source defines them: those served from the start,
     /// and the workers taken since.
     pub(super) trusted: BTreeMap<String, Trusted>,
@@ -69,6 +67,7 @@ impl Adopter {
             if a.closed {
                 if let Some(stop) = self.workers.get(&a.name) {
                     stop.set();
+                    self.shared.lock().pending.insert(a.name.clone());
                     self.shared.cv.notify_all();
                 }
                 continue;
@@ -122,9 +121,8 @@ impl Adopter {
             );
         }
         self.workers.insert(a.name.clone(), c.stop.clone());
-        let (shared, report) = (self.shared.clone(), self.report.clone());
-        self.handles
-            .push(std::thread::spawn(move || c.run(&shared, &*report)));
+        self.shared.lock().mail.push(Mail::Add(Box::new(c)));
+        self.shared.cv.notify_all();
         Ok(())
     }
 }
@@ -165,6 +163,7 @@ pub(super) fn tether(
                 let ad = adopter.lock().unwrap_or_else(|e| e.into_inner());
                 if let Some(stop) = ad.workers.get(worker) {
                     stop.set();
+                    shared.lock().pending.insert(worker.clone());
                 }
                 shared.cv.notify_all();
                 false

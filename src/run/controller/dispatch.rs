@@ -1,0 +1,258 @@
+//! The dispatcher: one thread looks after every controller of a server, whatever their
+//! number. A new channel entry concerns only the agents it mentions: the channel watcher
+//! reads what is new ([`Shared::note_new_entries`]) and names them in [`State::pending`];
+//! the dispatcher looks at those inboxes alone and starts each run that is due on a
+//! thread of its own, which gives the controller back when the run ends. Idle agents cost
+//! no thread, no descriptor and no work per message; threads grow with the runs under
+//! way, not with the agents.
+//!
+//! The dispatcher tells the runner where it is: [`State::handled`] is the generation it
+//! has looked at everything up to, and [`State::in_flight`] counts the runs it has started
+//! and not yet looked after again (see [`State::quiet`]).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::shared::{Mail, Shared};
+use super::{Controller, Look, Report, Waiting};
+use crate::registry::Registry;
+use crate::serve::ControllerState;
+
+/// A controller while the dispatcher holds it; `None` while its run is under way.
+struct Slot {
+    ctl: Option<Box<Controller>>,
+    waiting: Waiting,
+}
+
+/// The registry as last read (keep mode: the loop guard tells agents from outsiders with
+/// it), read again only when its file changed.
+#[derive(Default)]
+struct Registered {
+    seen: Option<(u64, i64, i64, u64)>,
+    reg: Option<Registry>,
+}
+
+impl Registered {
+    fn get(&mut self, inst: &crate::instance::Instance) -> Option<&Registry> {
+        use std::os::unix::fs::MetadataExt;
+        let key = std::fs::metadata(inst.state_file("agents.json"))
+            .ok()
+            .map(|m| (m.len(), m.mtime(), m.mtime_nsec(), m.ino()));
+        if key.is_none() || key != self.seen {
+            self.seen = key;
+            self.reg = Registry::load(inst).ok();
+        }
+        self.reg.as_ref()
+    }
+}
+
+/// Serve `controllers` (and those mailed later, [`Mail::Add`]) until the runner stops; each
+/// publishes `stopped` as it ends.
+pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Controller>) {
+    let mut slots: BTreeMap<String, Slot> = BTreeMap::new();
+    for c in controllers {
+        add(&shared, &mut slots, Box::new(c));
+    }
+    // Cooldowns, soonest first (an entry whose slot moved on is skipped when it comes up).
+    let mut timers: BinaryHeap<Reverse<(Instant, String)>> = BinaryHeap::new();
+    let mut registered = Registered::default();
+    loop {
+        let mut st = shared.lock();
+        loop {
+            if st.stopping {
+                drop(st);
+                return shut_down(&shared, slots);
+            }
+            let due = timers.peek().map(|Reverse((t, _))| *t);
+            if !st.mail.is_empty()
+                || !st.pending.is_empty()
+                || st.all_pending
+                || st.handled != st.generation
+                || due.is_some_and(|t| t <= Instant::now())
+            {
+                break;
+            }
+            st = match due {
+                Some(t) => {
+                    let left = t.saturating_duration_since(Instant::now());
+                    shared
+                        .cv
+                        .wait_timeout(st, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+                None => shared.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+            };
+        }
+        let generation = st.generation;
+        let mail = std::mem::take(&mut st.mail);
+        let mut look: Vec<String> = std::mem::take(&mut st.pending).into_iter().collect();
+        if std::mem::take(&mut st.all_pending) {
+            look = slots.keys().cloned().collect();
+        }
+        drop(st);
+        let mut finished = 0;
+        for m in mail {
+            match m {
+                Mail::Add(c) => {
+                    look.push(c.agent.clone());
+                    add(&shared, &mut slots, c);
+                }
+                Mail::Finished {
+                    ctl,
+                    ok,
+                    last,
+                    busy,
+                } => {
+                    finished += 1;
+                    let name = ctl.agent.clone();
+                    if let Some(slot) = slots.get_mut(&name) {
+                        ctl.finished(&mut slot.waiting, &shared, ok, last, busy);
+                        if let Some(end) = slot.waiting.cooldown_end {
+                            timers.push(Reverse((end, name.clone())));
+                        }
+                        slot.ctl = Some(ctl);
+                        // Whatever arrived during the run is looked at now.
+                        look.push(name);
+                    }
+                }
+            }
+        }
+        let now = Instant::now();
+        while let Some(Reverse((t, _))) = timers.peek()
+            && *t <= now
+        {
+            let Reverse((_, name)) = timers.pop().expect("peeked");
+            look.push(name);
+        }
+        look.sort_unstable();
+        look.dedup();
+        for name in look {
+            let Some(slot) = slots.get_mut(&name) else {
+                // Mentioned but not served here.
+                continue;
+            };
+            let Some(ctl) = slot.ctl.as_mut() else {
+                // Its run is under way: looked at again when it ends.
+                continue;
+            };
+            if ctl.stop.is_set() {
+                // Closed alone (a worker let go): the others go on without waiting for it.
+                let mut ctl = slots.remove(&name).and_then(|s| s.ctl).expect("held");
+                close(&shared, &mut ctl);
+                continue;
+            }
+            let reg = if shared.keep {
+                registered.get(&ctl.inst)
+            } else {
+                None
+            };
+            match ctl.look(&mut slot.waiting, &shared, &*report, reg) {
+                Look::Wait => {
+                    let state = slot.waiting.state();
+                    ctl.publish(state);
+                    if let Some(end) = slot.waiting.cooldown_end {
+                        timers.push(Reverse((end, name.clone())));
+                    }
+                }
+                Look::Run(due) => {
+                    let mut ctl = slot.ctl.take().expect("held");
+                    let (shared, report) = (shared.clone(), report.clone());
+                    let last = due.msgs.last().map_or(0, |m| m.entry.id);
+                    shared.lock().in_flight += 1;
+                    std::thread::spawn(move || {
+                        let t0 = Instant::now();
+                        let ok = ctl.run_due(&shared, &*report, &due);
+                        let busy = t0.elapsed();
+                        shared.lock().mail.push(Mail::Finished {
+                            ctl,
+                            ok,
+                            last,
+                            busy,
+                        });
+                        shared.cv.notify_all();
+                    });
+                }
+            }
+        }
+        let mut st = shared.lock();
+        st.in_flight -= finished;
+        st.handled = generation;
+        st.changes += 1;
+        drop(st);
+        shared.cv.notify_all();
+    }
+}
+
+/// Take `c` into `slots`, known to the runner.
+fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) {
+    {
+        let mut st = shared.lock();
+        let a = st.agents.entry(c.agent.clone()).or_default();
+        a.cap = c.max_runs;
+    }
+    slots.insert(
+        c.agent.clone(),
+        Slot {
+            ctl: Some(c),
+            waiting: Waiting::default(),
+        },
+    );
+}
+
+/// A controller closed alone: the runner stops waiting for it.
+fn close(shared: &Shared, ctl: &mut Controller) {
+    {
+        let mut st = shared.lock();
+        if !st.stopping {
+            let a = st.agents.entry(ctl.agent.clone()).or_default();
+            if !a.closed {
+                a.closed = true;
+                st.closed += 1;
+            }
+            st.changes += 1;
+        }
+    }
+    shared.cv.notify_all();
+    ctl.publish(ControllerState::Stopped);
+}
+
+/// The runner stops: every controller publishes `stopped`, those running once their run
+/// ended (their backends are stopped with the runner).
+fn shut_down(shared: &Shared, slots: BTreeMap<String, Slot>) {
+    let mut running = 0;
+    for (_, slot) in slots {
+        match slot.ctl {
+            Some(mut ctl) => ctl.publish(ControllerState::Stopped),
+            None => running += 1,
+        }
+    }
+    let mut st = shared.lock();
+    while running > 0 {
+        for m in std::mem::take(&mut st.mail) {
+            match m {
+                Mail::Finished { mut ctl, .. } => {
+                    running -= 1;
+                    st.in_flight -= 1;
+                    drop(st);
+                    ctl.publish(ControllerState::Stopped);
+                    st = shared.lock();
+                }
+                Mail::Add(mut ctl) => {
+                    drop(st);
+                    ctl.publish(ControllerState::Stopped);
+                    st = shared.lock();
+                }
+            }
+        }
+        if running > 0 {
+            st = shared
+                .cv
+                .wait_timeout(st, Duration::from_secs(1))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! One dispatcher serves every agent of a server: idle agents cost no thread, and a new
+//! entry makes the server look at the inboxes of the agents it mentions and no other.
+
+mod common;
+
+use common::runner::{Server, Setup, spawn, wait_for};
+
+/// A workflow of `n` mock agents, `agent1` .. `agentN`, each answering `pong`.
+fn agents(n: usize) -> String {
+    let mut wf = String::from("name: w\nagents:\n");
+    for i in 1..=n {
+        wf.push_str(&format!(
+            "  agent{i}:\n    mock:\n      replies: ['pong {i}']\n"
+        ));
+    }
+    wf
+}
+
+/// The number of threads of process `pid`.
+fn threads(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a Threads line")
+}
+
+/// Wait until `agent` is served (its state is published once every agent is registered).
+fn served(s: &Setup, agent: &str) {
+    let state = s
+        .root
+        .inst_dir(common::runner::INST)
+        .join(format!("_state/serve/{agent}.json"));
+    wait_for(&format!("{agent} to be served"), || state.exists());
+}
+
+/// Send `text` as `user` and wait until `agent` has answered `n` times in all.
+fn ask(s: &Setup, agent: &str, text: &str, n: usize) {
+    let out = s
+        .tool_cmd("aw-send")
+        .args(["-i", common::runner::INST, "--from", "user", text])
+        .output()
+        .expect("aw-send");
+    assert!(out.status.success(), "{out:?}");
+    wait_for(&format!("{agent}'s answer number {n}"), || {
+        s.entries().iter().filter(|(f, _)| f == agent).count() >= n
+    });
+}
+
+#[test]
+fn a_kept_server_has_as_many_threads_for_200_agents_as_for_10() {
+    let (small, large) = (Setup::new(), Setup::new());
+    small.write("wf.yaml", &agents(10));
+    large.write("wf.yaml", &agents(200));
+    let a = Server::new(spawn(small.cmd(&["--keep", "-q"])));
+    let b = Server::new(spawn(large.cmd(&["--keep", "-q"])));
+    served(&small, "agent10");
+    served(&large, "agent200");
+    // Both answer, and each agent that ran is idle again.
+    ask(&small, "agent10", "@agent10 ping", 1);
+    ask(&large, "agent200", "@agent200 ping", 1);
+    // The run's own thread ends once the run is over: then both have the same threads.
+    wait_for("the two servers to have the same number of threads", || {
+        threads(a.pid()) == threads(b.pid())
+    });
+    let n = threads(b.pid());
+    assert!(n < 20, "a server of 200 agents has {n} threads");
+    for out in [a.term(), b.term()] {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+    }
+}
+
+#[test]
+fn a_mention_makes_the_server_look_at_the_inbox_of_the_agent_it_names_alone() {
+    let s = Setup::new();
+    s.write("wf.yaml", &agents(30));
+    let log = s.dir().join("strace.txt");
+    let mut c = std::process::Command::new("strace");
+    c.current_dir(s.dir())
+        .env("PATH", common::runner::path_with_bins())
+        .args(["-f", "-qq", "-e", "trace=openat", "-o"])
+        .arg(&log)
+        .arg(common::bin("aw-run"))
+        .arg("--root")
+        .arg(s.root.path())
+        .args(["-i", common::runner::INST, "--keep", "-q", "wf.yaml"]);
+    let server = Server::new(spawn(c));
+    served(&s, "agent30");
+    // Five messages to agent7, one after the other, each answered.
+    for n in 1..=5 {
+        ask(&s, "agent7", &format!("@agent7 ping {n}"), n);
+    }
+    // SIGTERM to aw-run itself (strace would only let it go), then strace ends with it.
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", server.pid()))
+        .expect("strace's children");
+    let aw_run = children
+        .split_whitespace()
+        .next()
+        .expect("aw-run under strace");
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", aw_run])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let out = server.wait();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let trace = std::fs::read_to_string(&log).expect("strace log");
+    let opens = |agent: &str| {
+        let name = format!("mentions/{agent}\"");
+        trace.lines().filter(|l| l.contains(&name)).count()
+    };
+    // agent7's inbox is read for each message.
+    assert!(
+        opens("agent7") >= 5,
+        "agent7's inbox read {} times",
+        opens("agent7")
+    );
+    // The others' once, at the start (nothing mentions them afterwards).
+    for i in (1..=30).filter(|i| *i != 7) {
+        let agent = format!("agent{i}");
+        assert!(
+            opens(&agent) <= 1,
+            "{agent}'s inbox read {} times though nothing mentions it",
+            opens(&agent)
+        );
+    }
+    // Every message was answered once, by agent7 alone.
+    let answers: Vec<String> = s
+        .entries()
+        .into_iter()
+        .filter(|(f, _)| f != "user")
+        .map(|(f, m)| format!("{f}: {m}"))
+        .collect();
+    assert_eq!(answers, vec!["agent7: pong 7"; 5]);
+}
