@@ -62,6 +62,9 @@ pub(super) fn drive(
     start: Start,
 ) -> Result<u8> {
     let (inst, opts) = (&serving.inst, &serving.opts);
+    // This process's entry in the user's registry of servers (written as the serving locks
+    // were taken) goes when the serving ends.
+    let _listed = serve::Listed(inst);
     // What aw-run never echoes: the secrets of every agent.
     let secrets = crate::run::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
     // Block the stop signals in every thread; one thread of the process waits for them.

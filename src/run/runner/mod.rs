@@ -146,7 +146,6 @@ pub fn run(
     inst.create()?;
     let names: Vec<&str> = wf.agent_names().collect();
     let mut locks = serve::take(inst, &names)?.into_iter();
-    let _listed = serve::Listed(inst);
     serve::forget_stop(inst);
     let document = match &wf.context {
         Context::File { config, .. } => config.document.as_ref().map(|d| d.value.clone()),
@@ -160,6 +159,10 @@ pub fn run(
         Some((&inst.channel_path(), &doc_path)),
     );
     setup(wf, &mut vars, opts.timeout)?;
+    // From here the agents are shown as served: a stop signal is held for the signal thread
+    // (a clean stop), never the default that kills the process. (Not before: the setup
+    // tasks' programs inherit the mask.)
+    signals::block()?;
     let mut serving = Serving {
         inst: inst.clone(),
         root: std::path::absolute(root).map_err(|e| Error::io(root, e))?,
@@ -430,8 +433,10 @@ fn prepare_serve(
         )));
     }
     let names: Vec<&str> = chosen.iter().map(|a| a.name.as_str()).collect();
+    // From here the agents are shown as served: a stop signal is held for the signal thread
+    // (a clean stop), never the default that kills the process.
+    signals::block()?;
     let locks = serve::take(inst, &names)?;
-    let _listed = serve::Listed(inst);
     serve::forget_stop(inst);
     // A worker whose workflow serves its spawner elsewhere ends with that workflow.
     let tethers = chosen
