@@ -15,8 +15,10 @@ use std::collections::{BTreeMap, BinaryHeap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::config::Controller;
+use super::event::Report;
+use super::look::{Look, Waiting};
 use super::shared::{Mail, Shared};
-use super::{Controller, Look, Report, Waiting};
 use crate::registry::Registry;
 use crate::serve::ControllerState;
 

@@ -16,6 +16,8 @@
 //! | module        | what it holds |
 //! |---------------|---------------|
 //! | `dispatch`    | the dispatcher: which agents to look at, their runs' threads, cooldowns |
+//! | `look`        | a look at an agent's inbox: is a run due, and what a run's end changes |
+//! | `event`       | [`Event`]: what a controller reports |
 //! | `transcripts` | an attempt's log and transcript, and what an agent's transcripts say it spent |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
 //! | `loop_guard`  | the run cap, the rate limit and the pair limit, and the pauses they cause |
@@ -26,6 +28,8 @@
 mod budget;
 mod config;
 mod dispatch;
+mod event;
+mod look;
 mod loop_guard;
 mod rate;
 mod shared;
@@ -33,6 +37,7 @@ mod transcripts;
 
 pub use config::{Controller, Retry};
 pub use dispatch::dispatch;
+pub use event::{Event, Report};
 pub use rate::{DEFAULT_PAIR, DEFAULT_RATE, Rate};
 pub use shared::{AgentState, Mail, Shared, State};
 pub use transcripts::usage_of;
@@ -47,188 +52,11 @@ use crate::post::{self, PostOptions};
 use crate::serve::{self, ControllerState};
 use crate::usage::Usage;
 use budget::{over_budget, priced, remaining_usd};
-use loop_guard::from_agents;
-
-/// One controller event, as reported by the runner: an attempt starts, or an attempt
-/// ended.
-pub struct Event {
-    pub agent: String,
-    pub instance: String,
-    pub run: u64,
-    pub attempt: u32,
-    /// The attempt starts: only `agent`, `run`, `attempt`, `woken_by` and `transcript` are
-    /// meaningful.
-    pub start: bool,
-    pub status: Status,
-    pub duration: Duration,
-    pub reason: Option<String>,
-    /// The last attempt failed: the messages stay unread.
-    pub gave_up: bool,
-    /// What woke the agent: the inbox entries its prompt shows, with their senders.
-    pub woken_by: Vec<(u64, String)>,
-    /// The number of the attempt's transcript (`aw-ctl runs AGENT N`); 0 when none.
-    pub transcript: u64,
-    /// The last line of the program's stderr that is not blank, when the attempt failed.
-    pub stderr_tail: Option<String>,
-}
-
-/// How events are shown.
-pub type Report = dyn Fn(&Event) + Send + Sync;
 
 use super::redact::redact;
 pub use super::redact::secrets;
 
-/// What a look at an agent's inbox decided.
-pub(super) enum Look {
-    /// Nothing to run now: it waits for a new mention (or the end of its cooldown).
-    Wait,
-    /// Run on these messages.
-    Run(Due),
-}
-
-/// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
-/// and the run's number.
-pub(super) struct Due {
-    pub msgs: Vec<inbox::InboxMessage>,
-    pub older: Option<prompt::Older>,
-    pub run: u64,
-}
-
-/// What a controller keeps between looks, besides its [`Controller`].
-#[derive(Default)]
-pub(super) struct Waiting {
-    /// A failed run's messages are not retried before a newer message arrives or the
-    /// cooldown ends: the newest of them.
-    pub failed_upto: u64,
-    pub cooldown_end: Option<Instant>,
-    /// The loop guard paused it (its messages wait for one from outside).
-    pub paused: bool,
-}
-
-impl Waiting {
-    /// The state `aw-ctl ps` shows while it waits.
-    pub(super) fn state(&self) -> ControllerState {
-        if self.paused {
-            ControllerState::Paused
-        } else if self.failed_upto > 0 {
-            ControllerState::Cooldown
-        } else {
-            ControllerState::Idle
-        }
-    }
-}
-
 impl Controller {
-    /// Look at the agent's inbox: start a run on its unread messages, unless the loop guard,
-    /// the run cap or a failed run's cooldown says to wait. `registered`: the instance's
-    /// registry (keep mode), for the guard to tell agents from outsiders.
-    pub(super) fn look(
-        &mut self,
-        w: &mut Waiting,
-        shared: &Shared,
-        report: &Report,
-        registered: Option<&crate::registry::Registry>,
-    ) -> Look {
-        if w.cooldown_end.is_some_and(|end| end <= Instant::now()) {
-            // The cooldown is over: try the failed messages again.
-            w.failed_upto = 0;
-            w.cooldown_end = None;
-        }
-        // The newest unread in full, the older summarised (acked with them on success).
-        let (msgs, older) = match prompt::Inbox::unread(&self.inst, &self.agent) {
-            Ok(m) => (m.shown, m.older),
-            Err(e) => {
-                // Counted as a failure, so that run mode does not wait for it.
-                let mut a = shared.agent(&self.agent);
-                a.failed = true;
-                a.unread = true;
-                drop(a);
-                let mut ev = self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
-                ev.gave_up = true;
-                report(&ev);
-                return Look::Wait;
-            }
-        };
-        let Some(last) = msgs.last().map(|m| m.entry.id) else {
-            shared.agent(&self.agent).unread = false;
-            return Look::Wait;
-        };
-        shared.agent(&self.agent).unread = true;
-        if last <= w.failed_upto {
-            return Look::Wait;
-        }
-        let mut st = shared.lock();
-        // Agents served elsewhere count as agents too (a worker on a server of its own).
-        let agents_only = match registered {
-            Some(r) => msgs
-                .iter()
-                .all(|m| m.entry.from != self.agent && r.get(&m.entry.from).is_some()),
-            None => from_agents(&st, &self.agent, &msgs),
-        };
-        let guarded = if !shared.keep {
-            None
-        } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs, agents_only) {
-            Some(why)
-        } else if let Some(rate) = shared.rate {
-            self.rate_guard(&mut st, rate, &msgs)
-        } else {
-            None
-        };
-        if let Some(why) = guarded {
-            drop(st);
-            // Its messages wait for a message from outside.
-            w.failed_upto = last;
-            w.cooldown_end = None;
-            w.paused = true;
-            self.publish(ControllerState::Paused);
-            if let Some(why) = why {
-                self.announce_pause(&why);
-            }
-            return Look::Wait;
-        }
-        let a = st.agents.entry(self.agent.clone()).or_default();
-        if a.runs >= self.max_runs {
-            a.capped = true;
-            return Look::Wait;
-        }
-        a.capped = false;
-        w.paused = false;
-        a.runs += 1;
-        a.total += 1;
-        let run = a.total;
-        drop(st);
-        self.served.runs = run;
-        self.publish(ControllerState::Running);
-        Look::Run(Due { msgs, older, run })
-    }
-
-    /// Run `due` with its retries (on a thread of its own); whether it succeeded.
-    pub(super) fn run_due(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
-        self.one_run(shared, report, due.run, &due.msgs, due.older)
-    }
-
-    /// Note how a run on messages up to `last` ended, `busy` long.
-    pub(super) fn finished(
-        &self,
-        w: &mut Waiting,
-        shared: &Shared,
-        ok: bool,
-        last: u64,
-        busy: Duration,
-    ) {
-        let mut a = shared.agent(&self.agent);
-        a.failed = !ok;
-        a.busy += busy;
-        drop(a);
-        if ok {
-            w.failed_upto = 0;
-            w.cooldown_end = None;
-        } else {
-            w.failed_upto = last;
-            w.cooldown_end = Some(crate::time::deadline(self.cooldown));
-        }
-    }
-
     /// Record the controller's state for `aw-ctl ps`, when it changed.
     pub(super) fn publish(&mut self, state: ControllerState) {
         if self.published == Some((state, self.served.runs)) {

@@ -1,0 +1,165 @@
+//! A look at an agent's inbox: whether a run is due (the loop guard, the run cap and a failed
+//! run's cooldown may say to wait), and what a run's end changes.
+
+use std::time::{Duration, Instant};
+
+use super::config::Controller;
+use super::event::Report;
+use super::loop_guard::from_agents;
+use super::shared::Shared;
+use crate::inbox;
+use crate::run::backend::Status;
+use crate::run::prompt;
+use crate::serve::ControllerState;
+
+/// What a look at an agent's inbox decided.
+pub(super) enum Look {
+    /// Nothing to run now: it waits for a new mention (or the end of its cooldown).
+    Wait,
+    /// Run on these messages.
+    Run(Due),
+}
+
+/// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
+/// and the run's number.
+pub(super) struct Due {
+    pub msgs: Vec<inbox::InboxMessage>,
+    pub older: Option<prompt::Older>,
+    pub run: u64,
+}
+
+/// What a controller keeps between looks, besides its [`Controller`].
+#[derive(Default)]
+pub(super) struct Waiting {
+    /// A failed run's messages are not retried before a newer message arrives or the
+    /// cooldown ends: the newest of them.
+    pub failed_upto: u64,
+    pub cooldown_end: Option<Instant>,
+    /// The loop guard paused it (its messages wait for one from outside).
+    pub paused: bool,
+}
+
+impl Waiting {
+    /// The state `aw-ctl ps` shows while it waits.
+    pub(super) fn state(&self) -> ControllerState {
+        if self.paused {
+            ControllerState::Paused
+        } else if self.failed_upto > 0 {
+            ControllerState::Cooldown
+        } else {
+            ControllerState::Idle
+        }
+    }
+}
+
+impl Controller {
+    /// Look at the agent's inbox: start a run on its unread messages, unless the loop guard,
+    /// the run cap or a failed run's cooldown says to wait. `registered`: the instance's
+    /// registry (keep mode), for the guard to tell agents from outsiders.
+    pub(super) fn look(
+        &mut self,
+        w: &mut Waiting,
+        shared: &Shared,
+        report: &Report,
+        registered: Option<&crate::registry::Registry>,
+    ) -> Look {
+        if w.cooldown_end.is_some_and(|end| end <= Instant::now()) {
+            // The cooldown is over: try the failed messages again.
+            w.failed_upto = 0;
+            w.cooldown_end = None;
+        }
+        // The newest unread in full, the older summarised (acked with them on success).
+        let (msgs, older) = match prompt::Inbox::unread(&self.inst, &self.agent) {
+            Ok(m) => (m.shown, m.older),
+            Err(e) => {
+                // Counted as a failure, so that run mode does not wait for it.
+                let mut a = shared.agent(&self.agent);
+                a.failed = true;
+                a.unread = true;
+                drop(a);
+                let mut ev = self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
+                ev.gave_up = true;
+                report(&ev);
+                return Look::Wait;
+            }
+        };
+        let Some(last) = msgs.last().map(|m| m.entry.id) else {
+            shared.agent(&self.agent).unread = false;
+            return Look::Wait;
+        };
+        shared.agent(&self.agent).unread = true;
+        if last <= w.failed_upto {
+            return Look::Wait;
+        }
+        let mut st = shared.lock();
+        // Agents served elsewhere count as agents too (a worker on a server of its own).
+        let agents_only = match registered {
+            Some(r) => msgs
+                .iter()
+                .all(|m| m.entry.from != self.agent && r.get(&m.entry.from).is_some()),
+            None => from_agents(&st, &self.agent, &msgs),
+        };
+        let guarded = if !shared.keep {
+            None
+        } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs, agents_only) {
+            Some(why)
+        } else if let Some(rate) = shared.rate {
+            self.rate_guard(&mut st, rate, &msgs)
+        } else {
+            None
+        };
+        if let Some(why) = guarded {
+            drop(st);
+            // Its messages wait for a message from outside.
+            w.failed_upto = last;
+            w.cooldown_end = None;
+            w.paused = true;
+            self.publish(ControllerState::Paused);
+            if let Some(why) = why {
+                self.announce_pause(&why);
+            }
+            return Look::Wait;
+        }
+        let a = st.agents.entry(self.agent.clone()).or_default();
+        if a.runs >= self.max_runs {
+            a.capped = true;
+            return Look::Wait;
+        }
+        a.capped = false;
+        w.paused = false;
+        a.runs += 1;
+        a.total += 1;
+        let run = a.total;
+        drop(st);
+        self.served.runs = run;
+        self.publish(ControllerState::Running);
+        Look::Run(Due { msgs, older, run })
+    }
+
+    /// Run `due` with its retries (on a thread of its own); whether it succeeded.
+    pub(super) fn run_due(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
+        self.one_run(shared, report, due.run, &due.msgs, due.older)
+    }
+
+    /// Note how a run on messages up to `last` ended, `busy` long.
+    pub(super) fn finished(
+        &self,
+        w: &mut Waiting,
+        shared: &Shared,
+        ok: bool,
+        last: u64,
+        busy: Duration,
+    ) {
+        let mut a = shared.agent(&self.agent);
+        a.failed = !ok;
+        a.busy += busy;
+        drop(a);
+        if ok {
+            w.failed_upto = 0;
+            w.cooldown_end = None;
+        } else {
+            w.failed_upto = last;
+            w.cooldown_end = Some(crate::time::deadline(self.cooldown));
+        }
+    }
+}
