@@ -8,8 +8,10 @@
 //! temp file directly. Either way the signals that end a process by default (SIGHUP, SIGINT,
 //! SIGQUIT, SIGTERM) are held while a temp file has a name, so that they end it only after
 //! the rename or the clean-up. A writer killed outright (SIGKILL, power loss) can still leave
-//! a named temp file behind: every write sweeps from its folder the temp files whose writer
-//! process no longer exists. Whether it exists is asked of the kernel only for a writer of this
+//! a named temp file behind: the first write of a process into a folder sweeps from it the
+//! temp files whose writer process no longer exists (once per folder and process, so that
+//! a write costs the same however many files its folder holds: a server writes its agents'
+//! records into one folder). Whether it exists is asked of the kernel only for a writer of this
 //! host (and pid namespace); another host's temp file is swept only once it is older than
 //! [`ABANDONED_TEMP`], which no live write ever lasts. A temp name without a host (written by a
 //! version of aw that knew none) is taken for this host's, as it was then.
@@ -306,11 +308,28 @@ fn temp_owner(name: &OsStr) -> Option<Writer> {
     })
 }
 
+/// The folders this process has swept: device, inode and path.
+static SWEPT: std::sync::Mutex<std::collections::BTreeSet<(u64, u64, std::path::PathBuf)>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Is this the first write of this process into `dir`?
+fn first_in(dir: &Dir) -> bool {
+    let Ok(st) = nix::sys::stat::fstat(dir.fd()) else {
+        return true;
+    };
+    let key = (st.st_dev, st.st_ino, dir.path().to_path_buf());
+    SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key)
+}
+
 /// Remove the temp files in `dir` left by writers that no longer run: of this host, when its
-/// pid is no running process; of another host, when older than [`ABANDONED_TEMP`]. Best
-/// effort: a failure here never stops the write.
+/// pid is no running process; of another host, when older than [`ABANDONED_TEMP`]. Done at
+/// the first write of this process into `dir` only. Best effort: a failure here never stops
+/// the write.
 fn sweep(dir: &Dir) {
     use nix::sys::signal::kill;
+    if !first_in(dir) {
+        return;
+    }
     let Ok(entries) = dir.entries() else { return };
     let me = std::process::id() as i32;
     let dead = |pid: i32| kill(nix::unistd::Pid::from_raw(pid), None) == Err(Errno::ESRCH);
