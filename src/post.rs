@@ -101,8 +101,7 @@ pub fn sync_from_env() -> bool {
 pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Result<Posted> {
     check_sender(from)?;
     crate::channel::validate_message(text)?;
-    let registry = Registry::load(inst)?;
-    let (mentions, unknown) = resolve(inst, &registry, text, opts)?;
+    let (mentions, unknown) = resolve(inst, &mut None, text, opts)?;
     let created = inst.create_new()?;
     let (entry, damage) =
         Channel::new(inst).append(from, text, mentions, opts.sync || sync_from_env())?;
@@ -133,12 +132,12 @@ pub fn post_many(
     opts: &PostOptions,
 ) -> Result<PostedMany> {
     check_sender(from)?;
-    let registry = Registry::load(inst)?;
+    let mut registry = None;
     let mut outcomes = Vec::with_capacity(texts.len());
     let mut accepted = Vec::with_capacity(texts.len());
     for text in texts {
         match crate::channel::validate_message(&text)
-            .and_then(|()| resolve(inst, &registry, &text, opts))
+            .and_then(|()| resolve(inst, &mut registry, &text, opts))
         {
             Ok((mentions, unknown)) => {
                 outcomes.push(Ok(unknown));
@@ -173,13 +172,21 @@ fn check_sender(from: &str) -> Result<()> {
 }
 
 /// Resolve the mentions of a valid `text`: the mentions, and the `@names` that are not
-/// registered agents (refused with `strict`).
+/// registered agents (refused with `strict`). The registry is read (into `registry`, where
+/// it stays for the next text) only for a text with `@names` in it.
 fn resolve(
     inst: &Instance,
-    registry: &Registry,
+    registry: &mut Option<std::sync::Arc<Registry>>,
     text: &str,
     opts: &PostOptions,
 ) -> Result<(Vec<String>, Vec<String>)> {
+    if mention::tokens(text).is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let registry = match registry {
+        Some(r) => r.clone(),
+        None => registry.insert(Registry::load_shared(inst)?).clone(),
+    };
     let (mentions, unknown) = mention::resolve(text, |n| registry.contains(n));
     if opts.strict && !unknown.is_empty() {
         return Err(Error::invalid(format!(
@@ -187,7 +194,7 @@ fn resolve(
             if unknown.len() > 1 { "s" } else { "" },
             at_names(&unknown),
             inst.name(),
-            registered(registry)
+            registered(&registry)
         )));
     }
     Ok((mentions, unknown))

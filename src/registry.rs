@@ -176,6 +176,58 @@ impl Registry {
         state::load(&inst.state_file("agents.json"))
     }
 
+    /// [`Registry::load`] for a process that reads the registry again and again (a server
+    /// resolving the mentions of every reply): the registry read last is given again while
+    /// `agents.json` is still that file, unchanged, so that a read costs a `stat`, not a
+    /// parse of every agent. The file read is kept open, so its inode cannot be reused by
+    /// another file while it is remembered; it is the same file, unchanged, when the path
+    /// names the same inode with the same size, modification and change times. (aw replaces
+    /// the registry by rename: a new inode each time.) On a network file system, whose
+    /// clients see another's changes late through `stat`, it is read afresh every time.
+    pub fn load_shared(inst: &Instance) -> Result<std::sync::Arc<Registry>> {
+        use std::sync::{Arc, Mutex};
+        /// The registry read last, per file: the open file, what identified it, its value.
+        type Remembered = (std::path::PathBuf, std::fs::File, FileId, Arc<Registry>);
+        static LAST: Mutex<Vec<Remembered>> = Mutex::new(Vec::new());
+        /// How many registries are remembered (a process serves a few instances).
+        const KEPT: usize = 8;
+        let path = inst.state_file("agents.json");
+        if crate::fs::netfs::is_network_fs(&inst.state_dir()) {
+            return Ok(Arc::new(state::load(&path)?));
+        }
+        let Ok(meta) = std::fs::metadata(&path) else {
+            return Ok(Arc::new(state::load(&path)?));
+        };
+        let id = FileId::of(&meta);
+        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, _, reg)) = last.iter().find(|(p, _, i, _)| *p == path && *i == id) {
+            return Ok(reg.clone());
+        }
+        // Opened first, then read through that descriptor: what is remembered is what
+        // the open file held, and its identity is taken from that descriptor.
+        let Ok(file) = std::fs::File::open(&path) else {
+            return Ok(Arc::new(state::load(&path)?));
+        };
+        let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(|e| Error::io(&path, e))?;
+        let reg: Registry = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            path: path.clone(),
+            why: format!("not valid state JSON: {e}"),
+        })?;
+        let reg = Arc::new(reg);
+        let id = FileId::of(&meta);
+        // Written to while it was read (never done by aw, but by hand it could be): not kept.
+        if file.metadata().is_ok_and(|m| FileId::of(&m) == id) {
+            last.retain(|(p, ..)| *p != path);
+            if last.len() >= KEPT {
+                last.remove(0);
+            }
+            last.push((path, file, id, reg.clone()));
+        }
+        Ok(reg)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Agent> {
         self.agents.iter().find(|a| a.name == name)
     }
@@ -186,6 +238,26 @@ impl Registry {
 
     pub fn names(&self) -> Vec<String> {
         self.agents.iter().map(|a| a.name.clone()).collect()
+    }
+}
+
+/// What tells one version of a file from another without reading it, while the file is
+/// held open (its inode is not reused): device, inode, size, modification and change times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileId([i64; 7]);
+
+impl FileId {
+    fn of(m: &std::fs::Metadata) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        FileId([
+            m.dev() as i64,
+            m.ino() as i64,
+            m.size() as i64,
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        ])
     }
 }
 
@@ -230,23 +302,30 @@ pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Resul
         }
     }
     state::update(inst, "agents.json", |reg: &mut Registry| {
+        // By name: a server of thousands of agents registers them all at once.
+        let mut at: std::collections::HashMap<String, usize> = reg
+            .agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.name.clone(), i))
+            .collect();
         Ok(agents
             .into_iter()
-            .map(
-                |agent| match reg.agents.iter_mut().find(|a| a.name == agent.name) {
-                    Some(existing) if replace => {
-                        let created = existing.created.clone();
-                        *existing = agent;
-                        existing.created = created;
-                        false
-                    }
-                    Some(_) => false,
-                    None => {
-                        reg.agents.push(agent);
-                        true
-                    }
-                },
-            )
+            .map(|agent| match at.get(&agent.name) {
+                Some(&i) if replace => {
+                    let existing = &mut reg.agents[i];
+                    let created = existing.created.clone();
+                    *existing = agent;
+                    existing.created = created;
+                    false
+                }
+                Some(_) => false,
+                None => {
+                    at.insert(agent.name.clone(), reg.agents.len());
+                    reg.agents.push(agent);
+                    true
+                }
+            })
             .collect())
     })
 }

@@ -332,8 +332,17 @@ async fn workers_are_served_by_the_leads_aw_run_and_stop_with_it() {
         &team,
         "agents:\n  lead:\n    mock: {}\n    collab: true\n    max_workers: 4\n",
     );
-    // The lead's MCP configuration gives it the collab tools.
-    let cfg = std::fs::read_to_string(team.inst().join("_state/mcp/lead.json")).unwrap();
+    // The lead's MCP configuration, written before its run, gives it the collab tools.
+    let cfg_path = team.inst().join("_state/mcp/lead.json");
+    let sent = command("aw-send")
+        .arg("--root")
+        .arg(&team.root)
+        .args(["-i", INSTANCE, "--from", "user", "@lead hello"])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    wait_for("the lead's MCP configuration", || cfg_path.exists());
+    let cfg = std::fs::read_to_string(&cfg_path).unwrap();
     let cfg: Value = serde_json::from_str(&cfg).unwrap();
     assert_eq!(
         cfg["mcpServers"]["aw"]["args"],

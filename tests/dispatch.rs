@@ -72,27 +72,24 @@ fn a_kept_server_has_as_many_threads_for_200_agents_as_for_10() {
     }
 }
 
-#[test]
-fn a_mention_makes_the_server_look_at_the_inbox_of_the_agent_it_names_alone() {
-    let s = Setup::new();
-    s.write("wf.yaml", &agents(30));
-    let log = s.dir().join("strace.txt");
+/// `aw-run --keep` on the setup's `wf.yaml` under strace, which logs the `calls` of every
+/// thread to `strace.txt` in the setup's folder.
+fn traced_server(s: &Setup, calls: &str) -> Server {
     let mut c = std::process::Command::new("strace");
     c.current_dir(s.dir())
         .env("PATH", common::runner::path_with_bins())
-        .args(["-f", "-y", "-qq", "-e", "trace=openat,getdents64", "-o"])
-        .arg(&log)
+        .args(["-f", "-y", "-qq", "-e", calls, "-o"])
+        .arg(s.dir().join("strace.txt"))
         .arg(common::bin("aw-run"))
         .arg("--root")
         .arg(s.root.path())
         .args(["-i", common::runner::INST, "--keep", "-q", "wf.yaml"]);
-    let server = Server::new(spawn(c));
-    served(&s, "agent30");
-    // Five messages to agent7, one after the other, each answered.
-    for n in 1..=5 {
-        ask(&s, "agent7", &format!("@agent7 ping {n}"), n);
-    }
-    // SIGTERM to aw-run itself (strace would only let it go), then strace ends with it.
+    Server::new(spawn(c))
+}
+
+/// Stop the traced server with SIGTERM to aw-run itself (strace would only let it go): it
+/// ends with 0; what strace logged.
+fn stop_traced(s: &Setup, server: Server) -> String {
     let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", server.pid()))
         .expect("strace's children");
     let aw_run = children
@@ -106,7 +103,20 @@ fn a_mention_makes_the_server_look_at_the_inbox_of_the_agent_it_names_alone() {
     assert!(killed.success());
     let out = server.wait();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let trace = std::fs::read_to_string(&log).expect("strace log");
+    std::fs::read_to_string(s.dir().join("strace.txt")).expect("strace log")
+}
+
+#[test]
+fn a_mention_makes_the_server_look_at_the_inbox_of_the_agent_it_names_alone() {
+    let s = Setup::new();
+    s.write("wf.yaml", &agents(30));
+    let server = traced_server(&s, "trace=openat,getdents64");
+    served(&s, "agent30");
+    // Five messages to agent7, one after the other, each answered.
+    for n in 1..=5 {
+        ask(&s, "agent7", &format!("@agent7 ping {n}"), n);
+    }
+    let trace = stop_traced(&s, server);
     let opens = |agent: &str| {
         let name = format!("mentions/{agent}\"");
         trace.lines().filter(|l| l.contains(&name)).count()
@@ -142,4 +152,46 @@ fn a_mention_makes_the_server_look_at_the_inbox_of_the_agent_it_names_alone() {
         .map(|(f, m)| format!("{f}: {m}"))
         .collect();
     assert_eq!(answers, vec!["agent7: pong 7"; 5]);
+}
+
+#[test]
+fn a_server_reads_the_registry_again_only_once_it_changed() {
+    let s = Setup::new();
+    // agent1 answers every message with a mention of bob, who is not registered yet.
+    let mut wf = agents(20);
+    wf = wf.replace("replies: ['pong 1']", "replies: ['@bob pong 1']");
+    s.write("wf.yaml", &wf);
+    let server = traced_server(&s, "trace=openat");
+    served(&s, "agent20");
+    let mentions_of_last = || {
+        let entries = s.root.entries(common::runner::INST);
+        let last = entries.last().expect("an entry");
+        assert_eq!(last.from, "agent1");
+        last.mentions.clone()
+    };
+    ask(&s, "agent1", "@agent1 one", 1);
+    assert_eq!(mentions_of_last(), Vec::<String>::new());
+    // Registered while the server runs: the next answer mentions bob.
+    let out = s
+        .tool_cmd("aw-ctl")
+        .args(["-i", common::runner::INST, "new", "bob"])
+        .output()
+        .expect("aw-ctl");
+    assert!(out.status.success(), "{out:?}");
+    ask(&s, "agent1", "@agent1 two", 2);
+    assert_eq!(mentions_of_last(), ["bob"]);
+    // Ten more answers with a mention each, the registry unchanged.
+    for n in 3..=12 {
+        ask(&s, "agent1", &format!("@agent1 ping {n}"), n);
+    }
+    let trace = stop_traced(&s, server);
+    // Read at the start, and again after bob was registered: not for each answer.
+    let reads = trace
+        .lines()
+        .filter(|l| l.contains("/_state/agents.json\"") && !l.contains("ENOENT"))
+        .count();
+    assert!(
+        reads <= 6,
+        "agents.json opened {reads} times for 12 answers"
+    );
 }

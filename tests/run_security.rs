@@ -252,10 +252,11 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
         INST,
         "--from",
         "user",
-        "@evil1 @evil2 @evil3 @evil4 @evil5 @evil6 @twin go",
+        "@evil1 @evil2 @evil3 @evil4 @evil5 @evil6 @twin @lead go",
     ]);
     assert_code(&common::run_with(send, None), 0);
     wait_for("the twin to run", || s.dir().join("ran-twin").exists());
+    wait_for("the lead to run", || s.dir().join("ran-lead").exists());
     wait_for("four warnings", || {
         read(&err_path).matches("not served").count() >= 4
     });

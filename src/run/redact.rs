@@ -39,6 +39,15 @@ pub fn secrets(agent_env: &[(String, String)]) -> Vec<String> {
     v
 }
 
+/// The values of an agent's environment that are long enough to be taken for secrets.
+pub fn values(agent_env: &[(String, String)]) -> Vec<String> {
+    agent_env
+        .iter()
+        .map(|(_, v)| v.clone())
+        .filter(|v| v.len() >= MIN_SECRET)
+        .collect()
+}
+
 /// The secrets of several lists in one, longest first.
 pub fn union<'a>(lists: impl IntoIterator<Item = &'a [String]>) -> Vec<String> {
     let mut v: Vec<String> = lists.into_iter().flatten().cloned().collect();

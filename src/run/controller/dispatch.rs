@@ -28,28 +28,6 @@ struct Slot {
     waiting: Waiting,
 }
 
-/// The registry as last read (keep mode: the loop guard tells agents from outsiders with
-/// it), read again only when its file changed.
-#[derive(Default)]
-struct Registered {
-    seen: Option<(u64, i64, i64, u64)>,
-    reg: Option<Registry>,
-}
-
-impl Registered {
-    fn get(&mut self, inst: &crate::instance::Instance) -> Option<&Registry> {
-        use std::os::unix::fs::MetadataExt;
-        let key = std::fs::metadata(inst.state_file("agents.json"))
-            .ok()
-            .map(|m| (m.len(), m.mtime(), m.mtime_nsec(), m.ino()));
-        if key.is_none() || key != self.seen {
-            self.seen = key;
-            self.reg = Registry::load(inst).ok();
-        }
-        self.reg.as_ref()
-    }
-}
-
 /// Serve `controllers` (and those mailed later, [`Mail::Add`]) until the runner stops; each
 /// publishes `stopped` as it ends.
 pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Controller>) {
@@ -59,7 +37,6 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
     }
     // Cooldowns, soonest first (an entry whose slot moved on is skipped when it comes up).
     let mut timers: BinaryHeap<Reverse<(Instant, String)>> = BinaryHeap::new();
-    let mut registered = Registered::default();
     loop {
         let mut st = shared.lock();
         loop {
@@ -146,12 +123,13 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
                 close(&shared, &mut ctl);
                 continue;
             }
+            // Keep mode: the loop guard tells agents from outsiders with it.
             let reg = if shared.keep {
-                registered.get(&ctl.inst)
+                Registry::load_shared(&ctl.inst).ok()
             } else {
                 None
             };
-            match ctl.look(&mut slot.waiting, &shared, &*report, reg) {
+            match ctl.look(&mut slot.waiting, &shared, &*report, reg.as_deref()) {
                 Look::Wait => {
                     let state = slot.waiting.state();
                     ctl.publish(state);

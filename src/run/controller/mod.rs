@@ -257,12 +257,12 @@ impl Controller {
         if replies.is_empty() {
             return false;
         }
-        let workers: Vec<String> = crate::registry::Registry::load(&self.inst)
+        let workers: Vec<String> = crate::registry::Registry::load_shared(&self.inst)
             .map(|r| {
                 r.agents
-                    .into_iter()
+                    .iter()
                     .filter(|a| a.spawned_by.as_deref() == Some(self.agent.as_str()))
-                    .map(|a| a.name)
+                    .map(|a| a.name.clone())
                     .collect()
             })
             .unwrap_or_default();

@@ -20,13 +20,13 @@ use crate::tools::files::FileTool;
 /// Build the backend of one agent.
 pub(super) fn backend(
     wf: &Workflow,
-    name: &str,
+    def: &crate::run::workflow::AgentDef,
     vars: &Vars,
     env: Vec<(String, String)>,
     root: &Path,
     instance: &str,
 ) -> Result<Box<dyn RunBackend>> {
-    let def = wf.agent(name).expect("agent of the workflow");
+    let name = def.name.value.as_str();
     let idle = def.idle_timeout.as_ref().map(|t| t.value);
     match def.backend.value {
         Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),

@@ -175,6 +175,15 @@ pub(super) fn drive(
     let (code, reason) = match start.begin(inst, &shared) {
         Ok(()) => {
             if let Some(ready) = &opts.ready {
+                // Ready once every inbox was looked at: what the server does from then on
+                // is what new entries ask of it.
+                let st = shared.lock();
+                drop(
+                    shared
+                        .cv
+                        .wait_while(st, |s| s.handled == 0 && !s.stopping)
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
                 let _ = (&**ready).write_all(b"1");
             }
             let done = match (&start.tasks, &start.iter) {

@@ -104,8 +104,7 @@ pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Resul
 }
 
 /// The values of an agent's `env` map, rendered.
-fn agent_env(wf: &Workflow, name: &str, vars: &Vars) -> Result<Vec<(String, String)>> {
-    let def = wf.agent(name).expect("agent of the workflow");
+fn agent_env(def: &super::workflow::AgentDef, vars: &Vars) -> Result<Vec<(String, String)>> {
     def.env
         .iter()
         .map(|(k, v)| Ok((k.value.clone(), v.value.render(vars)?)))
@@ -182,11 +181,14 @@ pub fn run(
         refused: Default::default(),
         tethers: Vec::new(),
         caps: caps(opts),
+        mcp: Default::default(),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
     let mut built = Vec::new();
     let mut agents = Vec::new();
+    // Those of aw-run's environment, read once for every agent.
+    let own_secrets = super::controller::secrets(&[]);
     for def in &wf.agents {
         let name = def.name.value.as_str();
         let system = def
@@ -194,9 +196,9 @@ pub fn run(
             .as_ref()
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
-        let env = agent_env(wf, name, &vars)?;
-        let secrets = super::controller::secrets(&env);
-        let backend = backend(wf, name, &vars, env, &serving.root, inst.name())?;
+        let env = agent_env(def, &vars)?;
+        let secrets = super::redact::union([own_secrets.as_slice(), &super::redact::values(&env)]);
+        let backend = backend(wf, def, &vars, env, &serving.root, inst.name())?;
         serving.trusted.insert(
             name.to_string(),
             Trusted {
@@ -458,6 +460,7 @@ fn prepare_serve(
         refused,
         tethers,
         caps: caps(opts),
+        mcp: Default::default(),
     };
     let controllers = chosen
         .into_iter()

@@ -9,7 +9,6 @@ use super::backends::registered_backend;
 use super::options::Options;
 use super::trust::Trusted;
 use crate::error::{Error, Result};
-use crate::fs::atomic_write_private_unsynced;
 use crate::instance::Instance;
 use crate::models::Pricing;
 use crate::process::sibling;
@@ -38,6 +37,9 @@ pub(super) struct Serving {
     pub(super) tethers: Vec<(String, String)>,
     /// The caps a detached server started for a worker is given.
     pub(super) caps: serve::Caps,
+    /// The folder of the agents' MCP configurations, made, and the `aw-mcp` they run: the
+    /// same for every agent, found once.
+    pub(super) mcp: std::sync::OnceLock<(PathBuf, PathBuf)>,
 }
 
 impl Serving {
@@ -50,20 +52,27 @@ impl Serving {
         tool_args: &[String],
     ) -> Result<Controller> {
         let inst = &self.inst;
-        // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
-        let mcp_dir = std::path::absolute(inst.state_dir().join("mcp"))
-            .map_err(|e| Error::io(inst.state_dir(), e))?;
-        // Private, whatever the umask: a configuration may hold what an agent's tools need.
-        // Not flushed: every server and every attempt writes it again before it is used.
-        crate::fs::private_dir(&mcp_dir)?;
+        let (mcp_dir, aw_mcp) = match self.mcp.get() {
+            Some(found) => found,
+            None => {
+                // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
+                let d = std::path::absolute(inst.state_dir().join("mcp"))
+                    .map_err(|e| Error::io(inst.state_dir(), e))?;
+                // Private, whatever the umask: a configuration may hold what an agent's
+                // tools need.
+                crate::fs::private_dir(&d)?;
+                self.mcp.get_or_init(|| (d, sibling("aw-mcp")))
+            }
+        };
+        // Written before every attempt, not here: a server of many agents starts without a
+        // file written for each.
         let mcp_path = mcp_dir.join(format!("{name}.json"));
         let mcp_text = crate::tools::client_config::claude_json(
-            &sibling("aw-mcp"),
+            aw_mcp,
             &self.root,
             &format!("{name}@{}", inst.name()),
             tool_args,
         );
-        atomic_write_private_unsynced(&mcp_path, mcp_text.as_bytes())?;
         let served = Served {
             instance: inst.name().to_string(),
             agent: name.to_string(),
