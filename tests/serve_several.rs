@@ -273,6 +273,42 @@ fn bad_addresses_and_repeated_instances_are_one_line_errors() {
 }
 
 #[test]
+fn the_other_tools_refuse_two_instances_instead_of_taking_the_last() {
+    let t = Two::new();
+    let before = (t.entries("one"), t.entries("two"));
+    for (tool, args) in [
+        ("aw-send", &["--from", "user", "@a hi"][..]),
+        ("aw-peek", &[][..]),
+        ("aw-ctl", &["ls"][..]),
+        ("aw-ctl", &["ps"][..]),
+        ("aw-ctl", &["ack", "a"][..]),
+        ("aw-mcp", &["--agent", "a"][..]),
+    ] {
+        let mut all = vec!["-i", "one", "-i", "two"];
+        all.extend_from_slice(args);
+        let out = t.run(tool, &all);
+        assert_code(&out, 64);
+        let err = stderr(&out);
+        assert_eq!(
+            err,
+            format!(
+                "{tool}: -i names several instances ('one', 'two'): this command works in one\n"
+            ),
+            "{tool} {args:?}"
+        );
+    }
+    assert_eq!((t.entries("one"), t.entries("two")), before);
+    // Named twice, one instance: as once.
+    let out = t.run(
+        "aw-send",
+        &["-i", "two", "-i", "two", "--from", "user", "@b hi"],
+    );
+    assert_code(&out, 0);
+    assert_eq!(t.entries("two").len(), before.1.len() + 1);
+    assert_eq!(t.entries("one"), before.0);
+}
+
+#[test]
 fn detach_serves_several_instances_in_the_background() {
     let t = Two::new();
     let out = t.run(

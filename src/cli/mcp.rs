@@ -88,8 +88,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
             "'{name}' is a reserved sender and cannot be an agent"
         )));
     }
-    let inst = match (inst_name, &common.instance) {
-        (Some(a), Some(b)) if a != *b => {
+    let inst = match (inst_name, common.named_instance()?) {
+        (Some(a), Some(b)) if a != b => {
             return Err(Error::Usage(format!(
                 "--agent names instance '{a}' but -i names '{b}'"
             )));

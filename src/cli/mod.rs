@@ -75,6 +75,8 @@ pub enum CommonKey {
 pub struct Common {
     pub root: Option<PathBuf>,
     pub instance: Option<String>,
+    /// Every instance named with `-i`, once each, in order (only `aw-run` serves several).
+    pub instances_given: Vec<String>,
 }
 
 impl Common {
@@ -92,7 +94,13 @@ impl Common {
     pub fn set(&mut self, key: CommonKey, p: &mut lexopt::Parser) -> Result<()> {
         match key {
             CommonKey::Root => self.root = Some(PathBuf::from(value(p, "--root")?)),
-            CommonKey::Instance => self.instance = Some(string(p, "--instance")?),
+            CommonKey::Instance => {
+                let name = string(p, "--instance")?;
+                if !self.instances_given.contains(&name) {
+                    self.instances_given.push(name.clone());
+                }
+                self.instance = Some(name);
+            }
         }
         Ok(())
     }
@@ -101,10 +109,27 @@ impl Common {
         Root::resolve(self.root.as_deref())
     }
 
-    /// The instance named by `-i`, `AW_INSTANCE`, or `default`.
+    /// The instance named by `-i`, `AW_INSTANCE`, or `default`; `-i` given twice with two
+    /// names is a usage error (the last one is not silently taken).
     pub fn instance(&self) -> Result<Instance> {
         self.root()
-            .instance(&instance::instance_name(self.instance.as_deref()))
+            .instance(&instance::instance_name(self.named_instance()?))
+    }
+
+    /// The instance named with `-i`, if one was; several is a usage error.
+    pub fn named_instance(&self) -> Result<Option<&str>> {
+        if self.instances_given.len() > 1 {
+            let names: Vec<String> = self
+                .instances_given
+                .iter()
+                .map(|n| format!("'{}'", crate::names::sanitize(n)))
+                .collect();
+            return Err(Error::Usage(format!(
+                "-i names several instances ({}): this command works in one",
+                names.join(", ")
+            )));
+        }
+        Ok(self.instance.as_deref())
     }
 }
 

@@ -97,8 +97,6 @@ struct Args {
     serve: bool,
     /// The workflow file, or with `--serve` the agents.
     positional: Vec<OsString>,
-    /// Every instance named with `-i`, once each, in order (`common.instance` is the last).
-    instances: Vec<String>,
     vars: Vec<String>,
     opts: Options,
     iter: Option<iter::Limit>,
@@ -123,7 +121,6 @@ fn parse() -> Result<Parsed> {
         detach: false,
         serve: false,
         positional: Vec::new(),
-        instances: Vec::new(),
         vars: Vec::new(),
         iter: None,
         agent: None,
@@ -152,11 +149,6 @@ fn parse() -> Result<Parsed> {
     while let Some(arg) = p.next().map_err(cli::lex_err)? {
         if let Some(k) = Common::key(&arg) {
             a.common.set(k, &mut p)?;
-            if let (cli::CommonKey::Instance, Some(i)) = (k, &a.common.instance)
-                && !a.instances.contains(i)
-            {
-                a.instances.push(i.clone());
-            }
             continue;
         }
         match arg {
@@ -254,14 +246,14 @@ fn parse() -> Result<Parsed> {
     if !a.serve && a.positional.is_empty() {
         return Err(Error::Usage("no workflow FILE given".into()));
     }
-    if !a.serve && a.instances.len() > 1 {
+    if !a.serve && a.common.instances_given.len() > 1 {
         return Err(Error::Usage(format!(
             "-i is given more than once ({}): a workflow runs on one instance (aw-run --serve \
              serves several)",
-            a.instances.join(", ")
+            a.common.instances_given.join(", ")
         )));
     }
-    if a.serve && a.instances.len() > 1 && !a.positional.is_empty() {
+    if a.serve && a.common.instances_given.len() > 1 && !a.positional.is_empty() {
         return Err(Error::Usage(
             "-i is given more than once with named AGENTs: name each as AGENT@INSTANCE \
              (several -i without AGENT serve every runnable agent of each)"
@@ -378,9 +370,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
 fn serve_groups(a: &Args) -> Result<Vec<(String, Vec<String>)>> {
     let here = crate::instance::instance_name(a.common.instance.as_deref());
     if a.positional.is_empty() {
-        if a.instances.len() > 1 {
+        if a.common.instances_given.len() > 1 {
             return Ok(a
-                .instances
+                .common
+                .instances_given
                 .iter()
                 .map(|i| (i.clone(), Vec::new()))
                 .collect());

@@ -27,7 +27,7 @@ pub const STOP_WAIT: Duration = Duration::from_secs(10);
 /// named with `-i` (not `AW_INSTANCE`, as for `ls`).
 fn instances(a: &Args) -> Result<Vec<Instance>> {
     let root = a.common.root();
-    if let Some(only) = &a.common.instance {
+    if let Some(only) = a.common.named_instance()? {
         let inst = root.instance(only)?;
         return Ok(if inst.exists() {
             vec![inst]
