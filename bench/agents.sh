@@ -61,7 +61,7 @@ one() {
 	while [ "$sent" -lt "$MSGS" ]; do
 		left=$((DEADLINE - $(date +%s)))
 		[ "$left" -gt 0 ] || break
-		"$bin/aw-send" --root "$tmp/root" -i scale -f user -t "a$n" --wait --timeout "$left" \
+		"$bin/aw-send" --root "$ROOT" -i scale -f user -t "a$n" --wait --timeout "$left" \
 			"ping $sent" >/dev/null || break
 		sent=$((sent + 1))
 	done

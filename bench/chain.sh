@@ -43,9 +43,9 @@ one() {
 		return
 	fi
 	last=$(newest_id "$bin" chain)
-	"$bin/aw-send" --root "$tmp/root" -i chain -f user -t c1 go >/dev/null
+	"$bin/aw-send" --root "$ROOT" -i chain -f user -t c1 go >/dev/null
 	left=$((DEADLINE - $(date +%s)))
-	if [ "$left" -le 0 ] || ! timeout "$left" "$bin/aw-peek" --root "$tmp/root" -i chain --since "$last" \
+	if [ "$left" -le 0 ] || ! timeout "$left" "$bin/aw-peek" --root "$ROOT" -i chain --since "$last" \
 		-F --json | grep -q -m 1 "\"from\":\"c$k\""; then
 		echo "- - -"
 		stop_pid "$PID"

@@ -103,24 +103,28 @@ checked_setup() {
 	done
 	ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 	tmp=$(mktemp -d)
-	trap 'stop_servers; stop_root "$tmp/root"; rm -rf "$tmp"' EXIT
+	trap 'stop_servers; for r in "$tmp"/root.*; do stop_root "$r"; done; rm -rf "$tmp"' EXIT
 	trap 'exit 130' INT TERM
 }
 
 # start_server BIN INSTANCE WORKFLOW: `aw-run --keep --detach` of WORKFLOW on a new root
-# $tmp/root, within CAP seconds (DEADLINE is set to the end of the cap). Sets PID and
-# returns 0 once it serves; returns 1 past the cap, having stopped what it started; exits
-# 1 when aw-run fails. The run limit is set out of reach (--max-runs): it is not measured.
+# ROOT, within CAP seconds (DEADLINE is set to the end of the cap). Sets PID and returns 0
+# once it serves; returns 1 past the cap, having stopped what it started; exits 1 when
+# aw-run fails. The run limit is set out of reach (--max-runs): it is not measured. The
+# roots are removed at the end, not before the next server: deleting the tens of thousands
+# of files of a large server slows the file system's next creations for a while, which
+# would be counted in the next server's ready time.
+ROOTS=0
 start_server() {
-	root=$tmp/root
-	rm -rf "$root"
+	ROOTS=$((ROOTS + 1))
+	ROOT=$tmp/root.$ROOTS
 	DEADLINE=$(($(date +%s) + CAP))
-	if PID=$(timeout "$CAP" "$1/aw-run" --root "$root" -i "$2" --keep --detach -q \
+	if PID=$(timeout "$CAP" "$1/aw-run" --root "$ROOT" -i "$2" --keep --detach -q \
 		--max-runs 1000000 "$3" 2>"$tmp/err"); then
 		SERVERS="$SERVERS $PID"
 		return 0
 	fi
-	stop_root "$root"
+	stop_root "$ROOT"
 	if [ "$(date +%s)" -lt "$DEADLINE" ]; then
 		echo "$BENCH: aw-run of $3 failed: $(tail -n 1 "$tmp/err")" >&2
 		exit 1
@@ -128,16 +132,16 @@ start_server() {
 	return 1
 }
 
-# newest_id BIN INSTANCE: the id of the newest entry of $tmp/root (0 when there is none).
+# newest_id BIN INSTANCE: the id of the newest entry of ROOT (0 when there is none).
 newest_id() {
-	id=$("$1/aw-peek" --root "$tmp/root" -i "$2" -n 1 --json | jq -r '.id')
+	id=$("$1/aw-peek" --root "$ROOT" -i "$2" -n 1 --json | jq -r '.id')
 	echo "${id:-0}"
 }
 
 # entries_since BIN INSTANCE ID REGEX: "SENDER MS" for each entry after ID whose sender
 # matches REGEX, MS being its timestamp in ms since the start of its UTC day.
 entries_since() {
-	"$1/aw-peek" --root "$tmp/root" -i "$2" --since "$3" -n 0 --json |
+	"$1/aw-peek" --root "$ROOT" -i "$2" --since "$3" -n 0 --json |
 		jq -r --arg re "$4" 'select(.from | test($re)) | "\(.from) \(.timestamp)"' |
 		awk '{ split(substr($2, 12, 12), t, ":"); print $1, t[1] * 3600000 + t[2] * 60000 + t[3] * 1000 }'
 }

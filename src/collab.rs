@@ -223,10 +223,7 @@ fn next_worker_name(reg: &Registry) -> String {
 
 /// The pid and host serving `agent`, when one does.
 fn server_of(inst: &Instance, agent: &str) -> Option<(u32, Option<String>)> {
-    serve::list(inst)
-        .into_iter()
-        .find(|s| s.agent == agent)
-        .map(|s| (s.pid, s.host))
+    serve::record(inst, agent).map(|s| (s.pid, s.host))
 }
 
 /// Who serves a worker: pid and host, when known.
@@ -260,9 +257,7 @@ fn ensure_served(inst: &Instance, caller: &str, worker: &str) -> Result<(ServedB
 /// `caller` (its budget is the instance's, kept in the ledger); its pid (`None` when another
 /// server took the worker first).
 fn start_server(inst: &Instance, caller: &str, worker: &str) -> Result<Option<u32>> {
-    let caps = serve::list(inst)
-        .into_iter()
-        .find(|s| s.agent == caller)
+    let caps = serve::record(inst, caller)
         .and_then(|s| s.caps)
         .map(|c| c.args())
         .unwrap_or_default();
@@ -377,7 +372,7 @@ fn look(inst: &Instance, agent: &str) -> Result<Waited> {
     let reg = Registry::load(inst)?;
     let closed = reg.get(agent).is_some_and(|a| a.closed);
     let unread = inbox::unread_count(inst, agent)?;
-    let served = serve::list(inst).into_iter().find(|s| s.agent == agent);
+    let served = serve::record(inst, agent);
     let state = match (&served, closed) {
         (_, true) if served.is_none() => "closed",
         (None, _) => "unserved",

@@ -176,7 +176,7 @@ fn check_sender(from: &str) -> Result<()> {
 /// it stays for the next text) only for a text with `@names` in it.
 fn resolve(
     inst: &Instance,
-    registry: &mut Option<std::sync::Arc<Registry>>,
+    registry: &mut Option<std::sync::Arc<crate::registry::Indexed>>,
     text: &str,
     opts: &PostOptions,
 ) -> Result<(Vec<String>, Vec<String>)> {

@@ -184,19 +184,19 @@ impl Registry {
     /// names the same inode with the same size, modification and change times. (aw replaces
     /// the registry by rename: a new inode each time.) On a network file system, whose
     /// clients see another's changes late through `stat`, it is read afresh every time.
-    pub fn load_shared(inst: &Instance) -> Result<std::sync::Arc<Registry>> {
+    pub fn load_shared(inst: &Instance) -> Result<std::sync::Arc<Indexed>> {
         use std::sync::{Arc, Mutex};
         /// The registry read last, per file: the open file, what identified it, its value.
-        type Remembered = (std::path::PathBuf, std::fs::File, FileId, Arc<Registry>);
+        type Remembered = (std::path::PathBuf, std::fs::File, FileId, Arc<Indexed>);
         static LAST: Mutex<Vec<Remembered>> = Mutex::new(Vec::new());
         /// How many registries are remembered (a process serves a few instances).
         const KEPT: usize = 8;
         let path = inst.state_file("agents.json");
         if crate::fs::netfs::is_network_fs(&inst.state_dir()) {
-            return Ok(Arc::new(state::load(&path)?));
+            return Ok(Arc::new(Indexed::new(state::load(&path)?)));
         }
         let Ok(meta) = std::fs::metadata(&path) else {
-            return Ok(Arc::new(state::load(&path)?));
+            return Ok(Arc::new(Indexed::new(state::load(&path)?)));
         };
         let id = FileId::of(&meta);
         let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
@@ -206,7 +206,7 @@ impl Registry {
         // Opened first, then read through that descriptor: what is remembered is what
         // the open file held, and its identity is taken from that descriptor.
         let Ok(file) = std::fs::File::open(&path) else {
-            return Ok(Arc::new(state::load(&path)?));
+            return Ok(Arc::new(Indexed::new(state::load(&path)?)));
         };
         let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
         let mut bytes = Vec::new();
@@ -215,7 +215,7 @@ impl Registry {
             path: path.clone(),
             why: format!("not valid state JSON: {e}"),
         })?;
-        let reg = Arc::new(reg);
+        let reg = Arc::new(Indexed::new(reg));
         let id = FileId::of(&meta);
         // Written to while it was read (never done by aw, but by hand it could be): not kept.
         if file.metadata().is_ok_and(|m| FileId::of(&m) == id) {
@@ -238,6 +238,41 @@ impl Registry {
 
     pub fn names(&self) -> Vec<String> {
         self.agents.iter().map(|a| a.name.clone()).collect()
+    }
+}
+
+/// A registry as read, with its agents found by name at once (a server of thousands of
+/// agents asks of each message's sender whether it is an agent).
+#[derive(Debug)]
+pub struct Indexed {
+    reg: Registry,
+    at: std::collections::HashMap<String, usize>,
+}
+
+impl Indexed {
+    fn new(reg: Registry) -> Indexed {
+        let mut at = std::collections::HashMap::with_capacity(reg.agents.len());
+        for (i, a) in reg.agents.iter().enumerate() {
+            // The first of a name, as a search from the start finds it.
+            at.entry(a.name.clone()).or_insert(i);
+        }
+        Indexed { reg, at }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Agent> {
+        self.at.get(name).map(|&i| &self.reg.agents[i])
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.at.contains_key(name)
+    }
+}
+
+impl std::ops::Deref for Indexed {
+    type Target = Registry;
+
+    fn deref(&self) -> &Registry {
+        &self.reg
     }
 }
 
@@ -265,7 +300,7 @@ impl FileId {
 /// near registered name if there is one. An agent an aw-run serves is accepted (it is
 /// being registered).
 pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
-    let reg = Registry::load(inst)?;
+    let reg = Registry::load_shared(inst)?;
     if reg.contains(name) || crate::serve::is_served(inst, name) {
         return Ok(());
     }

@@ -39,7 +39,7 @@ pub fn check_served(inst: &Instance, agent: &str) -> Result<()> {
     let end = crate::time::deadline(REGISTER_WAIT);
     let mut pause = POLL;
     loop {
-        let registry = crate::registry::Registry::load(inst)?;
+        let registry = crate::registry::Registry::load_shared(inst)?;
         if registry.get(agent).is_some() {
             return Ok(());
         }
@@ -135,10 +135,7 @@ pub fn wait_reply_with(
             ids.dedup();
             return entries(inst, &ids);
         }
-        let state = serve::list(inst)
-            .into_iter()
-            .find(|s| s.agent == agent)
-            .map(|s| s.state);
+        let state = serve::record(inst, agent).map(|s| s.state);
         if let Some(failed) = mine.iter().rev().find(|r| !r.ok)
             && matches!(state, Some(ControllerState::Cooldown))
         {

@@ -628,6 +628,18 @@ pub fn write(inst: &Instance, s: &Served) -> Result<()> {
     atomic_write_unsynced(&state_path(inst, &s.agent), &bytes)
 }
 
+/// The record of `agent` when a running process serves it: what [`list`] has of it, at
+/// the cost of that agent's files alone.
+pub fn record(inst: &Instance, agent: &str) -> Option<Served> {
+    if !is_served(inst, agent) {
+        return None;
+    }
+    let bytes = std::fs::read(state_path(inst, agent)).ok()?;
+    serde_json::from_slice::<Served>(&bytes)
+        .ok()
+        .filter(|s| s.agent == agent)
+}
+
 /// The served agents of `inst`, by name (stale records left out).
 pub fn list(inst: &Instance) -> Vec<Served> {
     let Ok(rd) = std::fs::read_dir(dir(inst)) else {

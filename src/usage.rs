@@ -134,6 +134,11 @@ enum Over {
 }
 
 impl Budget {
+    /// No limit at all: nothing is ever over it.
+    pub fn is_unlimited(&self) -> bool {
+        self.usd.is_none() && self.tokens.is_none()
+    }
+
     fn over(&self, spent: &Usage) -> Option<Over> {
         if let (Some(max), Some(cost)) = (self.usd, spent.cost_usd)
             && cost > max

@@ -195,3 +195,56 @@ fn a_server_reads_the_registry_again_only_once_it_changed() {
         "agents.json opened {reads} times for 12 answers"
     );
 }
+
+#[test]
+fn a_waiting_send_reads_its_agents_record_alone_and_the_registry_once() {
+    let s = Setup::new();
+    s.write("wf.yaml", &agents(30));
+    let server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
+    served(&s, "agent30");
+    let log = s.dir().join("send.strace");
+    let out = std::process::Command::new("strace")
+        .current_dir(s.dir())
+        .args(["-f", "-qq", "-e", "trace=openat", "-o"])
+        .arg(&log)
+        .arg(common::bin("aw-send"))
+        .arg("--root")
+        .arg(s.root.path())
+        .args([
+            "-i",
+            common::runner::INST,
+            "--from",
+            "user",
+            "--to",
+            "agent7",
+            "--wait",
+            "--timeout",
+            "60",
+            "ping",
+        ])
+        .output()
+        .expect("strace aw-send");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pong 7\n");
+    let trace = std::fs::read_to_string(&log).expect("strace log");
+    let opened = |needle: &str| {
+        trace
+            .lines()
+            .filter(|l| l.contains(needle) && !l.contains("ENOENT"))
+            .count()
+    };
+    // Whether agent7 is served and in what state: its claim and record, no other agent's.
+    for i in (1..=30).filter(|i| *i != 7) {
+        for f in [
+            format!("/serve/agent{i}.json\""),
+            format!("/serve/agent{i}.lock\""),
+        ] {
+            assert_eq!(opened(&f), 0, "{f} read by aw-send");
+        }
+    }
+    assert!(opened("/serve/agent7.json\"") >= 1);
+    // The registry (who is an agent, and is agent7 one) is parsed once.
+    assert_eq!(opened("/_state/agents.json\""), 1);
+    let out = server.term();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}

@@ -420,15 +420,27 @@ const BIG: usize = 8 << 20;
 /// Start `aw-ctl doc write big.md`, feed it `BIG` bytes of `fill`, and send it `sig` at a
 /// point chosen by `strategy`. Returns once the process is gone.
 fn interrupt_a_write(team: &Team, rng: &mut Rng, strategy: usize, fill: u8, sig: Signal) {
-    let mut child: Child = command("aw-ctl")
-        .arg("--root")
+    use std::os::unix::process::CommandExt;
+    let mut cmd = command("aw-ctl");
+    cmd.arg("--root")
         .arg(&team.root)
         .args(["doc", "write", "big.md"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    // The signals as a terminal would deliver them, even when the tests run in the
+    // background of a shell (which starts them with SIGINT ignored, and so the writer).
+    // SAFETY: between fork and exec only signal(2) is called, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            for s in [Signal::SIGINT, Signal::SIGTERM] {
+                nix::sys::signal::signal(s, nix::sys::signal::SigHandler::SigDfl)
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
+        });
+    }
+    let mut child: Child = cmd.spawn().unwrap();
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     let mut stdin = child.stdin.take().unwrap();
     let data = vec![fill; BIG];

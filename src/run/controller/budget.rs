@@ -11,11 +11,7 @@ use crate::usage::{Budget, Usage};
 /// Take the ledger's figures `l` as what is spent outside this process: the ledger less
 /// what this process's runs have spent (they are in it once written).
 fn absorb(st: &mut State, l: &crate::run::ledger::Ledger) {
-    let mut ours = Usage::default();
-    for a in st.agents.values() {
-        ours.add(&a.usage);
-    }
-    st.outside = l.spent.minus(&ours);
+    st.outside = l.spent.minus(&st.spent_here);
     st.outside_agents = l
         .agents
         .iter()
@@ -43,7 +39,10 @@ pub(super) fn priced(usage: &Usage, price: Option<&Price>) -> Usage {
 /// What `agent` and what everyone has spent, with `partial` (a running run's usage so far)
 /// added to both: the runs of this process, those under way of the other agents, and what
 /// the instance's ledger counts besides.
-fn spent(st: &State, agent: &str, partial: &Usage) -> (Usage, Usage) {
+///
+/// What everyone spent is summed only when `all_too` (a workflow budget will be checked):
+/// it costs a look at every agent.
+fn spent(st: &State, agent: &str, partial: &Usage, all_too: bool) -> (Usage, Usage) {
     let mut own = partial.clone();
     if let Some(a) = st.agents.get(agent) {
         own.add(&a.usage);
@@ -52,6 +51,9 @@ fn spent(st: &State, agent: &str, partial: &Usage) -> (Usage, Usage) {
         own.add(u);
     }
     let mut all = partial.clone();
+    if !all_too {
+        return (own, all);
+    }
     all.add(&st.outside);
     for (name, a) in &st.agents {
         all.add(&a.usage);
@@ -71,7 +73,7 @@ fn exceeded(
     budget: &Budget,
     partial: &Usage,
 ) -> Option<String> {
-    let (own, all) = spent(st, agent, partial);
+    let (own, all) = spent(st, agent, partial, !shared.budget.is_unlimited());
     budget
         .exceeded_by(agent, &own)
         .or_else(|| shared.budget.exceeded(&all))
@@ -104,7 +106,7 @@ pub(super) fn remaining_usd(
     agent: &str,
     budget: &Budget,
 ) -> Option<f64> {
-    let (own, all) = spent(st, agent, &Usage::default());
+    let (own, all) = spent(st, agent, &Usage::default(), shared.budget.usd.is_some());
     match (shared.budget.usd_left(&all), budget.usd_left(&own)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -121,6 +123,7 @@ impl Controller {
             let a = st.agents.entry(self.agent.clone()).or_default();
             a.usage.add(u);
             a.running = Usage::default();
+            st.spent_here.add(u);
             match written {
                 Ok(l) => absorb(&mut st, &l),
                 Err(e) => crate::warn::warn(

@@ -61,7 +61,7 @@ impl Controller {
         w: &mut Waiting,
         shared: &Shared,
         report: &Report,
-        registered: Option<&crate::registry::Registry>,
+        registered: Option<&crate::registry::Indexed>,
     ) -> Look {
         if w.cooldown_end.is_some_and(|end| end <= Instant::now()) {
             // The cooldown is over: try the failed messages again.
@@ -73,10 +73,10 @@ impl Controller {
             Ok(m) => (m.shown, m.older),
             Err(e) => {
                 // Counted as a failure, so that run mode does not wait for it.
-                let mut a = shared.agent(&self.agent);
-                a.failed = true;
-                a.unread = true;
-                drop(a);
+                let mut st = shared.lock();
+                st.agents.entry(self.agent.clone()).or_default().failed = true;
+                st.unread.insert(self.agent.clone());
+                drop(st);
                 let mut ev = self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
                 ev.gave_up = true;
                 report(&ev);
@@ -84,10 +84,10 @@ impl Controller {
             }
         };
         let Some(last) = msgs.last().map(|m| m.entry.id) else {
-            shared.agent(&self.agent).unread = false;
+            shared.lock().unread.remove(&self.agent);
             return Look::Wait;
         };
-        shared.agent(&self.agent).unread = true;
+        shared.lock().unread.insert(self.agent.clone());
         if last <= w.failed_upto {
             return Look::Wait;
         }
@@ -130,6 +130,7 @@ impl Controller {
         a.runs += 1;
         a.total += 1;
         let run = a.total;
+        st.ran.insert(self.agent.clone());
         drop(st);
         self.served.runs = run;
         self.publish(ControllerState::Running);

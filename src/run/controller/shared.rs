@@ -41,6 +41,12 @@ pub struct State {
     pub agents: BTreeMap<String, AgentState>,
     /// How many of [`State::agents`] are closed.
     pub closed: usize,
+    /// The agents whose last look found unread messages (and left them, unless a run was
+    /// started): the only ones the verdict of done reads from disk.
+    pub unread: BTreeSet<String>,
+    /// The agents that ran since the last quiet moment (keep mode: their loop guard counts
+    /// start afresh then), so that the reset costs what ran, not every agent.
+    pub ran: BTreeSet<String>,
     /// The id of the newest entry whose mentions were noted in [`State::pending`].
     pub seen_id: u64,
     /// Agents whose inbox the dispatcher should look at: mentioned since it last looked, or
@@ -60,6 +66,9 @@ pub struct State {
     /// When the runs of one agent on the other's messages alone started, per pair of
     /// agents (by name, in order): the pair guard's window.
     pub pairs: BTreeMap<(String, String), std::collections::VecDeque<Instant>>,
+    /// What the runs of this process spent: the sum of [`AgentState::usage`] over the
+    /// agents, kept as they spend.
+    pub spent_here: Usage,
     /// What the instance's ledger (see [`crate::run::ledger`]) counts besides the runs of this
     /// process: earlier runs, other servers. Refreshed whenever the ledger is read.
     pub outside: Usage,
@@ -120,8 +129,6 @@ impl State {
 /// A controller's state as the runner sees it.
 #[derive(Debug, Default, Clone)]
 pub struct AgentState {
-    /// Its last look found unread messages (and left them, unless a run was started).
-    pub unread: bool,
     /// Runs counted against the cap: all of them in run mode; since the workflow was last
     /// quiet in keep mode.
     pub runs: u64,

@@ -58,8 +58,10 @@ pub(super) fn wait_done(
             Verdict::Done if opts.keep => {
                 // Quiet: the loop guard counts afresh, and nothing happens until the next
                 // change.
-                for a in st.agents.values_mut() {
-                    a.runs = 0;
+                for name in std::mem::take(&mut st.ran) {
+                    if let Some(a) = st.agents.get_mut(&name) {
+                        a.runs = 0;
+                    }
                 }
                 // Until the next change, a controller closed (a worker let go, one whose
                 // spawner ended), or the end of --timeout.
@@ -148,7 +150,10 @@ fn verdict(inst: &Instance, st: &mut crate::run::controller::State, keep: bool) 
     let mut failed = Vec::new();
     let mut capped = Vec::new();
     let mut missed = false;
-    for (name, a) in st.agents.iter().filter(|(_, a)| !a.closed && a.unread) {
+    for name in &st.unread {
+        let Some(a) = st.agents.get(name).filter(|a| !a.closed) else {
+            continue;
+        };
         let unread = crate::inbox::unread_count(inst, name).unwrap_or(1);
         if unread == 0 {
             continue;
