@@ -4,7 +4,8 @@
 //!   whole life, with its pid, host name and host id inside (one a line). It is created as
 //!   a dotfile, locked, then renamed into place, so that it is never found free under its
 //!   name while its server lives; the server removes it when it ends, and a file found free
-//!   (its server died) is removed by the next server that starts there. One per server,
+//!   (its server died) is removed by the next server that starts there, as is one left under
+//!   its temporary name by a server killed while it made it. One per server,
 //!   whatever the number of agents it serves: a server's open descriptors do not grow with
 //!   its agents.
 //! - `<agent>.lock`: the agent's claim: pid, host name, host id and the name of the server
@@ -263,16 +264,47 @@ fn is_server_name(name: &str) -> bool {
         && !name.contains('/')
 }
 
-/// Remove the server files in `d` whose servers died (best effort).
+/// Remove the server files in `d` whose servers died, and those a server killed while it
+/// made its file left under their temporary name (best effort).
 fn sweep(d: &Path) {
     let Ok(rd) = std::fs::read_dir(d) else {
         return;
     };
     for e in rd.flatten() {
-        if e.file_name().to_str().is_some_and(is_server_name) {
+        let Some(name) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if is_server_name(&name) {
             let _ = crate::fs::lock::remove_if_free(&e.path());
+        } else if let Some(server) = name
+            .strip_prefix('.')
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .filter(|n| is_server_name(n))
+            && abandoned_server_temp(server, &e)
+        {
+            let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// Was the server file `name` (`<host_id>.<pid>.<stamp>.server`), found under its temporary
+/// name, left by a process that no longer makes it: of this host, one whose pid is no running
+/// process; of another host, one untouched for [`crate::fs::atomic::ABANDONED_TEMP`].
+fn abandoned_server_temp(name: &str, e: &std::fs::DirEntry) -> bool {
+    let mut parts = name.split('.');
+    let (Some(id), Some(pid)) = (
+        parts.next(),
+        parts.next().and_then(|p| p.parse::<u32>().ok()),
+    ) else {
+        return false;
+    };
+    if crate::host::valid_id(id) && crate::host::is_this(Some(id)) {
+        return pid != std::process::id() && !alive(pid);
+    }
+    e.metadata().and_then(|m| m.modified()).is_ok_and(|t| {
+        t.elapsed()
+            .is_ok_and(|age| age >= crate::fs::atomic::ABANDONED_TEMP)
+    })
 }
 
 /// The servers found dead so far by one caller, by file name (one never lives again).

@@ -122,3 +122,40 @@ fn a_detached_server_past_the_inotify_limit_warns_where_it_was_started() {
     let log = std::fs::read_to_string(s.root.inst_dir(INST).join("_state/aw-run.log")).unwrap();
     assert_one_fallback_line(&log);
 }
+
+#[test]
+fn a_server_of_two_instances_past_the_limit_names_the_instance_of_each_warning() {
+    require_userns();
+    let s = Setup::new();
+    for inst in ["one", "two"] {
+        let out = s
+            .tool_cmd("aw-ctl")
+            .args(["-i", inst, "new", "alice", "--backend", "mock"])
+            .output()
+            .expect("aw-ctl");
+        assert_code(&out, 0);
+    }
+    let mut serve = s.tool_cmd("aw-run");
+    serve.args(["--serve", "--keep", "--detach", "-i", "one", "-i", "two"]);
+    let out = run_hang_guarded(without_inotify(&serve));
+    assert_code(&out, 0);
+    let pid: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("a pid");
+    let _guard = KillOnDrop(pid);
+    let err = stderr(&out);
+    let mut lines = fallback_lines(&err);
+    lines.sort();
+    assert_eq!(lines.len(), 2, "{err}");
+    for (line, inst) in lines.iter().zip(["one", "two"]) {
+        let head = format!("aw-run: warning: instance {inst}: ");
+        assert!(line.starts_with(&head), "{line}");
+        assert!(line.contains("fs.inotify.max_user_instances"), "{line}");
+    }
+    Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    wait_for("the server to end", || !alive(pid));
+}

@@ -224,3 +224,28 @@ fn a_claim_of_an_earlier_version_still_refuses_a_new_server() {
     let server = serve_alone(&s, "alice");
     stop(&s, server, "alice");
 }
+
+#[test]
+fn a_server_file_left_half_made_by_a_killed_server_is_swept_by_the_next() {
+    let s = Setup::new();
+    s.write("wf.yaml", &mock_agents(2));
+    let dir = s.root.inst_dir(INST).join("_state/serve");
+    std::fs::create_dir_all(&dir).unwrap();
+    let here = &aw::host::this().id;
+    // A process of this host that is gone, this test (alive), and another host.
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let dead = format!(".{here}.{gone_pid}.18eb9b82c6be00b5.server.tmp");
+    let live = format!(".{here}.{}.18eb9b82c6be00b6.server.tmp", std::process::id());
+    let other = ".0123456789abcdef.7.18eb9b82c6be00b7.server.tmp".to_string();
+    for f in [&dead, &live, &other] {
+        std::fs::write(dir.join(f), "").unwrap();
+    }
+    let server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
+    wait_for("both agents to be served", || serving(&s).len() == 2);
+    assert!(!dir.join(&dead).exists(), "{dead} left");
+    assert!(dir.join(&live).exists(), "{live} swept");
+    assert!(dir.join(&other).exists(), "{other} swept though fresh");
+    stop(&s, server, "a1");
+}

@@ -107,7 +107,11 @@ pub(super) fn drive(
     // Tasks and iterations print their result on stdout.
     let has_tasks = start.tasks.is_some() || start.iter.is_some();
     if let Some(why) = waiter.fallback().or(asking.2.as_deref()) {
-        let line = format!("{why} ({FALLBACK_HINT}, or set --poll)").replace('\n', " ");
+        let mut line = format!("{why} ({FALLBACK_HINT}, or set --poll)").replace('\n', " ");
+        if let Some(i) = &opts.label {
+            // One process serving several instances: which one polls.
+            line = format!("instance {i}: {line}");
+        }
         crate::warn::warn("aw-run", &line);
         // Detached, stderr is the log: the starting process prints the line too.
         if let Some(ready) = &opts.ready {
