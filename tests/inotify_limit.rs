@@ -95,12 +95,7 @@ fn a_detached_server_past_the_inotify_limit_warns_where_it_was_started() {
     let s = Setup::new();
     s.write("wf.yaml", ALICE);
     let out = run_hang_guarded(without_inotify(&s.cmd(&["--keep", "--detach"])));
-    assert_code(&out, 0);
-    let pid: u32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a pid");
-    let _guard = KillOnDrop(pid);
+    let (pid, _guard) = detached(&out);
     assert_one_fallback_line(&stderr(&out));
     // It serves, polling: a message wakes alice.
     let sent = s
@@ -138,12 +133,7 @@ fn a_server_of_two_instances_past_the_limit_names_the_instance_of_each_warning()
     let mut serve = s.tool_cmd("aw-run");
     serve.args(["--serve", "--keep", "--detach", "-i", "one", "-i", "two"]);
     let out = run_hang_guarded(without_inotify(&serve));
-    assert_code(&out, 0);
-    let pid: u32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a pid");
-    let _guard = KillOnDrop(pid);
+    let (pid, _guard) = detached(&out);
     let err = stderr(&out);
     let mut lines = fallback_lines(&err);
     lines.sort();

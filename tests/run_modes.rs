@@ -180,12 +180,7 @@ fn detach_prints_the_pid_and_serves_in_the_background() {
     let s = Setup::new();
     s.write("wf.yaml", ALICE);
     let out = run_hang_guarded(s.cmd(&["--keep", "--detach"]));
-    assert_code(&out, 0);
-    let pid: u32 = String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .expect("a pid");
-    let _guard = KillOnDrop(pid);
+    let (pid, _guard) = detached(&out);
     assert!(alive(pid));
     assert!(served(&s, "alice"));
     assert_eq!(serve_state(&s, "alice")["pid"], pid);
