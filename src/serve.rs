@@ -536,7 +536,8 @@ impl Drop for Listed<'_> {
 }
 
 /// The instances where the user's servers run, from the registry: an entry whose process
-/// serves no agent of its instance any more is removed.
+/// is gone is removed. One whose process lives but serves no agent there is left out and
+/// kept: a server that is starting writes its entry before its agents' records.
 pub fn user_instances() -> Vec<Instance> {
     use std::os::unix::ffi::OsStrExt;
     let d = user_dir();
@@ -567,6 +568,7 @@ pub fn user_instances() -> Vec<Instance> {
                     found.push(i);
                 }
             }
+            _ if alive(pid) => {}
             _ => {
                 let _ = std::fs::remove_file(e.path());
             }

@@ -217,6 +217,41 @@ fn a_server_takes_its_entry_out_of_the_users_registry_when_it_ends() {
     assert_eq!(listed(), Vec::<String>::new());
 }
 
+#[test]
+fn an_entry_of_a_server_still_starting_is_kept_and_one_of_a_dead_process_removed() {
+    let s = Setup::new();
+    let runtime = s.dir().join("runtime");
+    let registry = runtime.join("aw/servers");
+    std::fs::create_dir_all(&registry).expect("the registry");
+    // What a server writes before its agents' records exist: its pid, the instance.
+    let inst = s.root.inst_dir(common::runner::INST);
+    std::fs::create_dir_all(&inst).expect("the instance");
+    let mut starting = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("sleep");
+    let entry = registry.join(format!("{}.{}", starting.id(), common::runner::INST));
+    let mut text = inst.into_os_string().into_encoded_bytes();
+    text.push(b'\n');
+    std::fs::write(&entry, &text).expect("the entry");
+    let ps = || {
+        let out = common::tool("aw-ctl")
+            .args(["ps", "--all-roots"])
+            .env("XDG_RUNTIME_DIR", &runtime)
+            .current_dir(s.dir())
+            .output()
+            .expect("aw-ctl ps");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(ps(), "");
+    assert!(entry.exists(), "the entry of a live process was removed");
+    starting.kill().expect("kill");
+    starting.wait().expect("wait");
+    assert_eq!(ps(), "");
+    assert!(!entry.exists(), "the entry of a dead process was kept");
+}
+
 /// The system calls of a two-agent mock run (`strace -f -c`), with `AW_SYNC` set to `sync`
 /// when given.
 fn traced_run(trace: &str, sync: Option<&str>) -> std::collections::BTreeMap<String, u64> {
