@@ -251,11 +251,7 @@ pub struct Indexed {
 
 impl Indexed {
     fn new(reg: Registry) -> Indexed {
-        let mut at = std::collections::HashMap::with_capacity(reg.agents.len());
-        for (i, a) in reg.agents.iter().enumerate() {
-            // The first of a name, as a search from the start finds it.
-            at.entry(a.name.clone()).or_insert(i);
-        }
+        let at = by_name(&reg.agents);
         Indexed { reg, at }
     }
 
@@ -266,6 +262,16 @@ impl Indexed {
     pub fn contains(&self, name: &str) -> bool {
         self.at.contains_key(name)
     }
+}
+
+/// Where each name is in `agents`: the first of a name, as a search from the start finds
+/// it (a registry edited by hand may hold one twice).
+fn by_name(agents: &[Agent]) -> std::collections::HashMap<String, usize> {
+    let mut at = std::collections::HashMap::with_capacity(agents.len());
+    for (i, a) in agents.iter().enumerate() {
+        at.entry(a.name.clone()).or_insert(i);
+    }
+    at
 }
 
 impl std::ops::Deref for Indexed {
@@ -338,12 +344,7 @@ pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Resul
     }
     state::update(inst, "agents.json", |reg: &mut Registry| {
         // By name: a server of thousands of agents registers them all at once.
-        let mut at: std::collections::HashMap<String, usize> = reg
-            .agents
-            .iter()
-            .enumerate()
-            .map(|(i, a)| (a.name.clone(), i))
-            .collect();
+        let mut at = by_name(&reg.agents);
         Ok(agents
             .into_iter()
             .map(|agent| match at.get(&agent.name) {
