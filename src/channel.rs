@@ -15,8 +15,9 @@
 //! followed by one empty line. A reader that finds a header whose body is short, whose sum does
 //! not match, or whose terminator is missing treats it as torn and skips to the next header.
 
-use std::fs::{File, OpenOptions};
 use std::io::Write;
+
+use nix::fcntl::OFlag;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, IoContext, Result};
 use crate::fs::Lock;
 use crate::fs::netfs::Fresh;
+use crate::fs::owned::{self, CREATE};
 use crate::hash::fnv1a;
 use crate::instance::Instance;
 
@@ -434,7 +436,7 @@ impl Channel {
 
     /// The log opened for reading, with its size; `None` when there is no log yet.
     pub(crate) fn open_log(&self) -> Result<Option<(Fresh, u64)>> {
-        let log = match File::open(&self.log) {
+        let log = match owned::open_read(&self.log) {
             Ok(f) => Fresh::new(f, &self.log),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(&self.log, e)),
@@ -446,7 +448,7 @@ impl Channel {
     /// Where the entry `id` lies in `log` (of `size` bytes), as the index records it and the
     /// log confirms; `None` when the index has no such record or the log disagrees.
     pub(crate) fn locate(&self, log: &Fresh, size: u64, id: u64) -> Option<Record> {
-        let recs = File::open(&self.index)
+        let recs = owned::open_read(&self.index)
             .and_then(|f| Records::open(Fresh::new(f, &self.index)))
             .ok()?;
         locate_in(&recs, log, size, id)
@@ -463,7 +465,8 @@ impl Channel {
         let Some((log, size)) = self.open_log()? else {
             return Ok(Vec::new());
         };
-        let recs = File::open(&self.index).and_then(|f| Records::open(Fresh::new(f, &self.index)));
+        let recs =
+            owned::open_read(&self.index).and_then(|f| Records::open(Fresh::new(f, &self.index)));
         let mut out = Vec::with_capacity(ids.len());
         if let Ok(recs) = &recs {
             for &id in ids {
@@ -495,16 +498,19 @@ impl Channel {
         Ok(out)
     }
 
-    /// The append of [`Channel::append_many`] (see there), with `after` called under the
-    /// lock once the entries are written: with the log, its new size, the record of the
-    /// entry before them and the new entries with their records. A failure of `after` is
-    /// returned as [`Damage::MentionsNotUpdated`]: the entries are written.
-    pub(crate) fn append_many_with(
+    /// The append of [`Channel::append_many`] (see there), with `prepare` called under the
+    /// lock with the new entries before they are written (an error there writes nothing),
+    /// and `after` once they are written: with what `prepare` gave, the log, its new size,
+    /// the record of the entry before them and the new entries with their records. A
+    /// failure of `after` is returned as [`Damage::MentionsNotUpdated`]: the entries are
+    /// written.
+    pub(crate) fn append_many_with<P>(
         &self,
         from: &str,
         messages: Vec<(String, Vec<String>)>,
         sync: bool,
-        after: impl FnOnce(&Fresh, u64, Option<Record>, &[(&Entry, Record)]) -> std::io::Result<()>,
+        prepare: impl FnOnce(&[Entry]) -> Result<P>,
+        after: impl FnOnce(P, &Fresh, u64, Option<Record>, &[(&Entry, Record)]) -> std::io::Result<()>,
     ) -> Result<(Vec<Entry>, Vec<Damage>)> {
         if messages.is_empty() {
             return Ok((Vec::new(), Vec::new()));
@@ -513,18 +519,22 @@ impl Channel {
             validate_message(message)?;
         }
         let _lock = Lock::exclusive(&self.lock)?;
-        let log = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .read(true)
-            .open(&self.log)
-            .map_err(|e| Error::create(&self.log, e))?;
+        let log = owned::open(
+            &self.log,
+            OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT,
+            CREATE,
+        )
+        .map_err(|e| Error::create(&self.log, e))?;
         // On a network file system the end of the log and of the index are read as the
         // server has them: another host's append may not be in this host's cache yet.
         let log = Fresh::new(log, &self.log);
         let size = log.size().at(&self.log)?;
         // The index is derived data: when it cannot be read, the log is parsed whole.
-        let index = self.open_index(&log, size);
+        let index = match self.open_index(&log, size) {
+            // A link or a FIFO planted as the index: refused before anything is written.
+            Err(e) if owned::is_refused(&e) => return Err(Error::io(&self.index, e)),
+            r => r,
+        };
         let base = index.as_ref().ok().and_then(|ix| ix.base);
         let unindexed = base.map_or(0, |r| r.end());
         let buf = read_range(&log, unindexed, size).at(&self.log)?;
@@ -579,20 +589,21 @@ impl Channel {
             added.push(rec);
             entries.push(entry);
         }
+        let prepared = prepare(&entries)?;
         log.file().write_all(&bytes).at(&self.log)?;
         if sync {
             log.file().sync_data().at(&self.log)?;
         }
         match index.and_then(|mut ix| ix.update(&records).map(|()| ix.marked)) {
             Ok(true) => {
-                let _ = std::fs::remove_file(&self.stale);
+                let _ = owned::remove(&self.stale);
             }
             Ok(false) => {}
             Err(e) => damage.push(Damage::IndexNotUpdated { why: e.to_string() }),
         }
         let new: Vec<(&Entry, Record)> = entries.iter().zip(added).collect();
         let size = size + bytes.len() as u64;
-        if let Err(e) = after(&log, size, before, &new) {
+        if let Err(e) = after(prepared, &log, size, before, &new) {
             damage.push(Damage::MentionsNotUpdated { why: e.to_string() });
         }
         Ok((entries, damage))
@@ -601,11 +612,8 @@ impl Channel {
     /// Under the lock: open the index and decide how much of it to keep. A last record that
     /// does not match the log (log replaced or cut) or a reader's mark discards it all.
     fn open_index(&self, log: &Fresh, size: u64) -> std::io::Result<IndexFile> {
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&self.index)?;
+        let rw = OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT;
+        let file = owned::open(&self.index, rw, CREATE)?;
         let file = Fresh::new(file, &self.index);
         let len = file.size()?;
         let whole = len - len % RECORD;
@@ -644,7 +652,7 @@ impl Channel {
         chunk: u64,
         mut f: impl FnMut(Entry) -> bool,
     ) -> Result<Vec<Damage>> {
-        let log = match File::open(&self.log) {
+        let log = match owned::open_read(&self.log) {
             Ok(f) => Fresh::new(f, &self.log),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(&self.log, e)),
@@ -716,7 +724,7 @@ impl Channel {
     }
 
     fn read(&self, want: Want) -> Result<Batch> {
-        let log = match File::open(&self.log) {
+        let log = match owned::open_read(&self.log) {
             Ok(f) => Fresh::new(f, &self.log),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Batch::default()),
             Err(e) => return Err(Error::io(&self.log, e)),
@@ -760,7 +768,7 @@ impl Channel {
     /// start, and a record that does not match the log marks the index for rebuilding.
     fn start(&self, log: &Fresh, size: u64, want: Want) -> Start {
         let Ok(recs) =
-            File::open(&self.index).and_then(|f| Records::open(Fresh::new(f, &self.index)))
+            owned::open_read(&self.index).and_then(|f| Records::open(Fresh::new(f, &self.index)))
         else {
             return FROM_THE_START;
         };
@@ -782,10 +790,8 @@ impl Channel {
     /// Ask the next append to rebuild the index. Readers never change the index itself; one
     /// that may not write to `_state/` leaves no mark.
     fn mark_stale(&self) {
-        let _ = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&self.stale);
+        let new = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL;
+        let _ = owned::open(&self.stale, new, CREATE);
     }
 }
 

@@ -32,9 +32,7 @@ pub fn this() -> &'static Host {
     static HOST: OnceLock<Host> = OnceLock::new();
     HOST.get_or_init(|| {
         let name = hostname();
-        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| name.clone());
+        let boot = boot_id().unwrap_or(&name).to_string();
         let ns = pid_namespace().unwrap_or(0);
         Host {
             id: format!(
@@ -44,6 +42,17 @@ pub fn this() -> &'static Host {
             name,
         }
     })
+}
+
+/// The kernel's boot id, new at every boot (read once); `None` where `/proc` does not tell.
+pub fn boot_id() -> Option<&'static str> {
+    static BOOT: OnceLock<Option<String>> = OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .map(|s| s.trim().to_string())
+    })
+    .as_deref()
 }
 
 /// Is `id` (a record's `host_id`) this process's host? A record without one was written by

@@ -72,11 +72,14 @@ pub fn unread_with_last(
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
     let ix = MentionIndex::for_channel(&ch);
-    if let Some(through) = ix.ready(&ch)?
+    if let Some(through) = ix.ready(&ch, agent)?
         && let Ok(ids) = ix.ids(agent, after, through)
     {
-        let msgs = ch.get_many(&ids)?.into_iter().map(message).collect();
-        return Ok((msgs, Vec::new(), through.max(after)));
+        let entries = ch.get_many(&ids)?;
+        if trusted(&ix, &ch, agent, &ids, &entries) {
+            let msgs = entries.into_iter().map(message).collect();
+            return Ok((msgs, Vec::new(), through.max(after)));
+        }
     }
     unread_scanned(inst, agent, after)
 }
@@ -105,7 +108,7 @@ pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
     let ix = MentionIndex::for_channel(&ch);
-    if let Some(through) = ix.ready(&ch)?
+    if let Some(through) = ix.ready(&ch, agent)?
         && let Ok(n) = ix.count(agent, after, through)
     {
         return Ok(n as usize);
@@ -116,6 +119,16 @@ pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
         true
     })?;
     Ok(n)
+}
+
+/// Are `entries`, read for the `ids` the mention index gave for `agent`, all there and all
+/// for `agent`? When not, the index is damaged: it is rebuilt, and the caller reads the log.
+fn trusted(ix: &MentionIndex, ch: &Channel, agent: &str, ids: &[u64], entries: &[Entry]) -> bool {
+    if entries.len() == ids.len() && entries.iter().all(|e| is_for(e, agent)) {
+        return true;
+    }
+    ix.repair(ch);
+    false
 }
 
 fn message(e: Entry) -> InboxMessage {
@@ -160,7 +173,7 @@ fn unread_ids(inst: &Instance, agent: &str) -> Result<(u64, Channel, Option<Vec<
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
     let ix = MentionIndex::for_channel(&ch);
-    let ids = match ix.ready(&ch)? {
+    let ids = match ix.ready(&ch, agent)? {
         Some(through) => ix.ids(agent, after, through).ok(),
         None => None,
     };
@@ -191,12 +204,18 @@ pub fn unread_tail(
     max_bytes: usize,
 ) -> Result<(Vec<InboxMessage>, Option<Older>)> {
     let (after, ch, ids) = unread_ids(inst, agent)?;
-    if let Some(ids) = ids {
+    'indexed: {
+        let Some(ids) = ids else { break 'indexed };
+        let ix = MentionIndex::for_channel(&ch);
         // Newest first, a small batch at a time, until one does not fit.
         let (mut shown, mut bytes, mut end) = (Vec::new(), 0usize, ids.len());
         'fill: while end > 0 {
             let start = end.saturating_sub(TAIL_BATCH);
-            for e in ch.get_many(&ids[start..end])?.into_iter().rev() {
+            let got = ch.get_many(&ids[start..end])?;
+            if !trusted(&ix, &ch, agent, &ids[start..end], &got) {
+                break 'indexed;
+            }
+            for e in got.into_iter().rev() {
                 let fits = shown.len() < max_count && bytes + e.message.len() <= max_bytes;
                 if !shown.is_empty() && !fits {
                     break 'fill;
@@ -234,10 +253,16 @@ pub fn unread_head(
     max_bytes: usize,
 ) -> Result<(Vec<InboxMessage>, Option<Older>)> {
     let (after, ch, ids) = unread_ids(inst, agent)?;
-    if let Some(ids) = ids {
+    'indexed: {
+        let Some(ids) = ids else { break 'indexed };
+        let ix = MentionIndex::for_channel(&ch);
         let mut head = Head::new(max_count, max_bytes);
         'fill: for batch in ids.chunks(TAIL_BATCH) {
-            for e in ch.get_many(batch)? {
+            let got = ch.get_many(batch)?;
+            if !trusted(&ix, &ch, agent, batch, &got) {
+                break 'indexed;
+            }
+            for e in got {
                 if !head.push(message(e)) {
                     break 'fill;
                 }

@@ -77,9 +77,12 @@ impl Root {
     /// The instance called `name` (validated; it need not exist yet).
     pub fn instance(&self, name: &str) -> Result<Instance> {
         names::check_instance(name)?;
+        let dir = self.path.join(name);
+        // Every file in it is opened beneath it, no link followed.
+        crate::fs::owned::own(&dir);
         Ok(Instance {
             name: name.to_string(),
-            dir: self.path.join(name),
+            dir,
             root: self.clone(),
         })
     }

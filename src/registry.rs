@@ -205,7 +205,7 @@ impl Registry {
         }
         // Opened first, then read through that descriptor: what is remembered is what
         // the open file held, and its identity is taken from that descriptor.
-        let Ok(file) = std::fs::File::open(&path) else {
+        let Ok(file) = crate::fs::owned::open_read(&path) else {
             return Ok(Arc::new(Indexed::new(state::load(&path)?)));
         };
         let meta = file.metadata().map_err(|e| Error::io(&path, e))?;

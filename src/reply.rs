@@ -61,7 +61,7 @@ struct Run {
 }
 
 fn read_run(path: &std::path::Path) -> Option<Run> {
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&crate::fs::owned::read(path).ok()?).ok()?;
     let ids = |k: &str| -> Vec<u64> {
         v[k].as_array()
             .map(|a| a.iter().filter_map(|x| x.as_u64()).collect())

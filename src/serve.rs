@@ -47,7 +47,7 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::fs::{Lock, atomic_write_unsynced};
+use crate::fs::{Lock, atomic_write_unsynced, owned};
 use crate::instance::Instance;
 
 crate::keyword_enum! {
@@ -198,7 +198,7 @@ pub fn my_stop_path(inst: &Instance) -> PathBuf {
 /// Remove a stop request left for a former process of this pid and host, before this one
 /// records what it serves (it would stop at once). Best effort.
 pub fn forget_stop(inst: &Instance) {
-    let _ = std::fs::remove_file(my_stop_path(inst));
+    let _ = owned::remove(&my_stop_path(inst));
 }
 
 /// How long a claim locked by someone else is tried again while it names no live server
@@ -221,7 +221,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         // Removed while still locked: whoever opened it before finds it held until the
         // lock goes with the descriptor, and nobody finds it afterwards.
-        let _ = std::fs::remove_file(self.lock.path());
+        let _ = owned::remove(self.lock.path());
     }
 }
 
@@ -282,7 +282,7 @@ fn sweep(d: &Path) {
             .filter(|n| is_server_name(n))
             && abandoned_server_temp(server, &e)
         {
-            let _ = std::fs::remove_file(e.path());
+            let _ = owned::remove(&e.path());
         }
     }
 }
@@ -404,7 +404,7 @@ fn write_claim(f: &std::fs::File, text: &[u8], old: usize, network: bool) -> std
 /// go. No descriptor stays open per agent: the claims hold this process's one server lock.
 pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Claim>> {
     let d = dir(inst);
-    std::fs::create_dir_all(&d).map_err(|e| Error::create(&d, e))?;
+    owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
     let network = crate::fs::netfs::is_network_fs(&d);
     let server = server(&d)?;
     let host = crate::host::this();
@@ -501,6 +501,7 @@ fn user_dir_made() -> Result<PathBuf> {
             )));
         }
     }
+    owned::own(&d);
     Ok(d)
 }
 
@@ -531,7 +532,7 @@ pub struct Listed<'a>(pub &'a Instance);
 
 impl Drop for Listed<'_> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(user_dir().join(entry_name(self.0)));
+        let _ = owned::remove(&user_dir().join(entry_name(self.0)));
     }
 }
 
@@ -553,7 +554,7 @@ pub fn user_instances() -> Vec<Instance> {
         let Ok(pid) = pid.parse::<u32>() else {
             continue;
         };
-        let inst = std::fs::read(e.path()).ok().and_then(|b| {
+        let inst = owned::read(&e.path()).ok().and_then(|b| {
             let p = std::path::Path::new(std::ffi::OsStr::from_bytes(b.trim_ascii_end()));
             let root = crate::instance::Root::new(p.parent()?);
             root.instance(p.file_name()?.to_str()?).ok()
@@ -570,7 +571,7 @@ pub fn user_instances() -> Vec<Instance> {
             }
             _ if alive(pid) => {}
             _ => {
-                let _ = std::fs::remove_file(e.path());
+                let _ = owned::remove(&e.path());
             }
         }
     }
@@ -619,7 +620,7 @@ fn parse(text: &[u8]) -> Holder {
 
 /// What is written in an agent's claim, read without its lock.
 fn holder(path: &Path, network: bool) -> Option<Holder> {
-    let f = std::fs::File::open(path).ok()?;
+    let f = owned::open_read(path).ok()?;
     read_claim(&f, path, network).ok().map(|t| parse(&t))
 }
 
@@ -668,7 +669,7 @@ pub fn record(inst: &Instance, agent: &str) -> Option<Served> {
     if !is_served(inst, agent) {
         return None;
     }
-    let bytes = std::fs::read(state_path(inst, agent)).ok()?;
+    let bytes = owned::read(&state_path(inst, agent)).ok()?;
     serde_json::from_slice::<Served>(&bytes)
         .ok()
         .filter(|s| s.agent == agent)
@@ -692,7 +693,7 @@ pub fn list(inst: &Instance) -> Vec<Served> {
         .into_iter()
         .filter(|n| served(inst, n, &mut dead))
         .filter_map(|n| {
-            let bytes = std::fs::read(state_path(inst, &n)).ok()?;
+            let bytes = owned::read(&state_path(inst, &n)).ok()?;
             serde_json::from_slice::<Served>(&bytes).ok()
         })
         .collect()
@@ -729,7 +730,7 @@ pub fn request_stop(inst: &Instance, s: &Served) -> Result<()> {
 /// finished): best effort.
 pub fn clear_stop(inst: &Instance, s: &Served) {
     if let Some(id) = s.host_id.as_deref().filter(|id| crate::host::valid_id(id)) {
-        let _ = std::fs::remove_file(stop_path(inst, id, s.pid));
+        let _ = owned::remove(&stop_path(inst, id, s.pid));
     }
 }
 

@@ -12,7 +12,7 @@ use crate::instance::Instance;
 
 /// Load a state file; a missing file is the default value.
 pub fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
-    match crate::fs::netfs::read_fresh(path) {
+    match crate::fs::owned::read_fresh(path) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
             path: path.to_path_buf(),
             why: format!("not valid state JSON: {e}"),

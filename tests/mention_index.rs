@@ -19,6 +19,9 @@ use common::{Entry, Rng, Root, entry_from_json, json_lines};
 
 const INST: &str = "w";
 const AGENTS: [&str; 5] = ["alice", "bob", "carol", "dave", "erin"];
+/// The length of `_state/mentions/_head`, and where it keeps the boot it was written in.
+const HEAD_LEN: usize = 56;
+const BOOT: std::ops::Range<usize> = 48..56;
 
 fn setup(root: &Root, inst: &str) {
     for a in AGENTS {
@@ -289,7 +292,7 @@ fn an_instance_written_before_the_index_is_upgraded_in_place() {
     assert_eq!(&head[..4], b"awmi");
     assert_eq!(
         u32::from_le_bytes(head[4..8].try_into().unwrap()),
-        1,
+        2,
         "version"
     );
     assert_answers_equal_scan(&root, INST);
@@ -352,7 +355,7 @@ fn an_index_left_behind_the_channel_catches_up_exactly() {
 
     // A head of a newer version is left alone, and inboxes are read from the channel.
     let mut newer = std::fs::read(&head).unwrap();
-    newer[4..8].copy_from_slice(&2u32.to_le_bytes());
+    newer[4..8].copy_from_slice(&3u32.to_le_bytes());
     std::fs::write(&head, &newer).unwrap();
     root.send(INST, &["-f", "erin"], "@bob @carol with a newer index");
     assert_answers_equal_scan(&root, INST);
@@ -646,7 +649,7 @@ fn ids_of_an_append_that_did_not_finish_are_cut_from_every_agent() {
     let root = team_with(5, "@bob");
     let dir = mentions_dir(&root, INST);
     let mut head = std::fs::read(dir.join("_head")).unwrap();
-    assert_eq!(head.len(), 40);
+    assert_eq!(head.len(), HEAD_LEN);
     head[32..40].copy_from_slice(&6u64.to_le_bytes());
     std::fs::write(dir.join("_head"), &head).unwrap();
     std::fs::write(dir.join("carol"), 6u64.to_le_bytes()).unwrap();
@@ -661,6 +664,75 @@ fn ids_of_an_append_that_did_not_finish_are_cut_from_every_agent() {
         index_ids(&root, INST, "carol").unwrap_or_default(),
         Vec::<u64>::new()
     );
+    assert_answers_equal_scan(&root, INST);
+    assert_index_equals_rebuilt(&root, INST);
+}
+
+/// What a crash can leave of an agent's file, neither it nor the head being flushed: cut
+/// through an id, emptied, or short of its last ids while the head was kept. Each is found
+/// (the file is not whole ids, or the head was written before this boot and the files do
+/// not hold what it counts): the inbox still holds every entry of the channel, and the next
+/// append repairs the index.
+#[test]
+fn an_agent_file_a_crash_damaged_is_found_and_rebuilt() {
+    type Damage = fn(&[u8]) -> Vec<u8>;
+    let cases: [(&str, Damage, bool); 4] = [
+        ("cut through an id", |b| b[..b.len() - 3].to_vec(), false),
+        (
+            "cut through an id, new boot",
+            |b| b[..b.len() - 3].to_vec(),
+            true,
+        ),
+        ("emptied", |_| Vec::new(), true),
+        (
+            "short of its last ids",
+            |b| b[..b.len() - 16].to_vec(),
+            true,
+        ),
+    ];
+    for (what, damage, new_boot) in cases {
+        let root = team_with(6, "@bob @carol");
+        let dir = mentions_dir(&root, INST);
+        let bob = std::fs::read(dir.join("bob")).unwrap();
+        assert_eq!(bob.len(), 6 * 8, "{what}");
+        let crash = || {
+            std::fs::write(dir.join("bob"), damage(&bob)).unwrap();
+            if new_boot {
+                // The crash was followed by a new boot: the head was written in another.
+                let mut head = std::fs::read(dir.join("_head")).unwrap();
+                assert_eq!(head.len(), HEAD_LEN, "{what}");
+                head[BOOT].copy_from_slice(&0x5eed_u64.to_le_bytes());
+                std::fs::write(dir.join("_head"), &head).unwrap();
+            }
+        };
+        crash();
+        let want = scanned(&root, INST);
+        let got: Vec<u64> = inbox(&root, INST, "bob").iter().map(|e| e.id).collect();
+        assert_eq!(got, want["bob"], "{what}: inbox of bob");
+        assert_answers_equal_scan(&root, INST);
+        // The next append finds it too, and leaves an index equal to a rebuilt one.
+        crash();
+        let to = if new_boot { "@carol" } else { "@bob @carol" };
+        root.send(INST, &["-f", "erin"], &format!("{to} after the crash"));
+        assert_index_equals_rebuilt(&root, INST);
+        assert_answers_equal_scan(&root, INST);
+    }
+}
+
+/// An id in an agent's file whose entry does not mention the agent (a file damaged in
+/// place): the inbox holds only the entries for the agent, and the index is rebuilt.
+#[test]
+fn an_id_whose_entry_does_not_mention_the_agent_is_never_in_its_inbox() {
+    let root = team_with(4, "@bob");
+    let other = root.send(INST, &["-f", "alice"], "@carol not for bob");
+    let dir = mentions_dir(&root, INST);
+    let mut bob = std::fs::read(dir.join("bob")).unwrap();
+    let n = bob.len();
+    bob[n - 8..].copy_from_slice(&other.to_le_bytes());
+    std::fs::write(dir.join("bob"), &bob).unwrap();
+    let got: Vec<u64> = inbox(&root, INST, "bob").iter().map(|e| e.id).collect();
+    assert_eq!(got, [1, 2, 3, 4], "inbox of bob");
+    assert_eq!(index_ids(&root, INST, "bob").unwrap(), [1, 2, 3, 4]);
     assert_answers_equal_scan(&root, INST);
     assert_index_equals_rebuilt(&root, INST);
 }

@@ -621,15 +621,12 @@ fn ready_pipe() -> Result<Option<Arc<std::fs::File>>> {
 /// Start this same command again in the background (its own session, output to
 /// `_state/aw-run.log`), wait until it serves its agents, and print its pid.
 fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use nix::fcntl::OFlag;
     let log_path = inst.state_file("aw-run.log");
-    let mut log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .mode(0o600)
-        .open(&log_path)
-        .map_err(|e| Error::create(&log_path, e))?;
+    let flags = OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT;
+    let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    let mut log =
+        crate::fs::owned::open(&log_path, flags, mode).map_err(|e| Error::create(&log_path, e))?;
     // Private, whatever the umask: the log holds what the agents said.
     crate::fs::make_private(&log, &log_path)?;
     let start = log.seek(std::io::SeekFrom::End(0)).unwrap_or(0);

@@ -111,7 +111,7 @@ fn folder_and_name(path: &Path) -> Result<(Dir, &OsStr)> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid(format!("{}: not a file name", path.display())))?;
-    Ok((Dir::open(dir).at(dir)?, name))
+    Ok((super::owned::folder(dir, false).at(dir)?, name))
 }
 
 /// [`atomic_write`] without the flushes to stable storage: readers still see the old or the
@@ -238,7 +238,9 @@ fn rename_or_remove(dir: &Dir, tmp: &OsStr, name: &OsStr) -> Result<()> {
 
 /// Flush a directory's entries (after a rename or a create) to stable storage.
 pub fn fsync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+    super::owned::folder(dir, false)
+        .and_then(|d| d.sync())
+        .at(dir)
 }
 
 /// Longest part of the target's name kept in a temp name, so that the temp name stays within

@@ -2,10 +2,13 @@
 //! files that live as long as their holder ([`Lock::create_held`], [`held`],
 //! [`remove_if_free`]).
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nix::fcntl::OFlag;
+
+use super::owned::{self, CREATE};
 use crate::error::{Error, Result};
 
 /// How long a writer waits for a lock before giving up with exit 75.
@@ -20,12 +23,7 @@ pub struct Lock {
 
 impl Lock {
     fn open(path: &Path) -> Result<File> {
-        OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
+        owned::open(path, OFlag::O_RDWR | OFlag::O_CREAT, CREATE)
             .map_err(|e| Error::create(path, e))
     }
 
@@ -86,7 +84,7 @@ impl Lock {
     /// Try a shared lock without waiting; `Ok(None)` when someone holds it exclusively.
     /// Used to probe liveness of a process that holds the lock for its whole life.
     pub fn try_shared(path: &Path) -> Result<Option<Lock>> {
-        let file = match OpenOptions::new().read(true).open(path) {
+        let file = match owned::open_read(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(path, e)),
@@ -107,14 +105,11 @@ impl Lock {
     /// name must be new; it is never reused.
     pub fn create_held(dir: &Path, name: &str, content: &[u8]) -> Result<Lock> {
         use std::io::Write;
-        let temp = dir.join(format!(".{name}.tmp"));
+        let temp_name = format!(".{name}.tmp");
+        let temp = dir.join(&temp_name);
         let path = dir.join(name);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| Error::create(&temp, e))?;
+        let new = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_EXCL;
+        let mut file = owned::open(&temp, new, CREATE).map_err(|e| Error::create(&temp, e))?;
         let made = file
             .try_lock()
             .map_err(|e| match e {
@@ -122,9 +117,9 @@ impl Lock {
                 TryLockError::WouldBlock => std::io::ErrorKind::WouldBlock.into(),
             })
             .and_then(|()| file.write_all(content))
-            .and_then(|()| std::fs::rename(&temp, &path));
+            .and_then(|()| owned::folder(dir, false)?.rename(temp_name.as_ref(), name.as_ref()));
         if let Err(e) = made {
-            let _ = std::fs::remove_file(&temp);
+            let _ = owned::remove(&temp);
             return Err(Error::create(&path, e));
         }
         Ok(Lock { file, path })
@@ -146,14 +141,14 @@ impl Lock {
 fn open_existing(path: &Path, network: bool) -> std::io::Result<Option<File>> {
     let gone =
         |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound || super::netfs::is_stale(e);
-    match File::open(path) {
+    match owned::open_read(path) {
         Ok(f) => return Ok(Some(f)),
         Err(e) if gone(&e) && network => {}
         Err(e) if gone(&e) => return Ok(None),
         Err(e) => return Err(e),
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    match super::netfs::fresh(dir, true, || File::open(path)) {
+    match super::netfs::fresh(dir, true, || owned::open_read(path)) {
         Ok(f) => Ok(Some(f)),
         Err(e) if gone(&e) => Ok(None),
         Err(e) => Err(e),
@@ -178,13 +173,13 @@ pub fn held(path: &Path, network: bool) -> Result<Option<bool>> {
 /// that died. Removed under a shared lock, so that whoever looks at it meanwhile finds it
 /// free too. `true` when removed.
 pub fn remove_if_free(path: &Path) -> Result<bool> {
-    let file = match File::open(path) {
+    let file = match owned::open_read(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(Error::io(path, e)),
     };
     match file.try_lock_shared() {
-        Ok(()) => match std::fs::remove_file(path) {
+        Ok(()) => match owned::remove(path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(Error::io(path, e)),

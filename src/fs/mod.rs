@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod beneath;
 pub mod lock;
 pub mod netfs;
+pub mod owned;
 pub mod watch;
 
 pub use atomic::{

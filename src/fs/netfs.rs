@@ -7,7 +7,7 @@
 //! GlusterFS: 19 of 20 reads right after the other host's rename). Listing the directory
 //! makes the client look every name up again; a read after the listing found the new file
 //! every time. So on a network file system a state read lists the directory first and
-//! retries a stale handle after a new listing ([`read_fresh`]). Under the lock a writer
+//! retries a stale handle after a new listing ([`super::owned::read_fresh`]). Under the lock a writer
 //! took, that read sees what the last writer committed: the rename happened before that
 //! writer released the lock, and the listing asks the server.
 //!
@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// How many times a read that met a stale file handle is tried again, each after a new
@@ -132,12 +132,6 @@ pub fn fresh<T>(dir: &Path, network: bool, mut f: impl FnMut() -> io::Result<T>)
     }
 }
 
-/// Read the file at `path` as the server has it ([`fresh`]).
-pub fn read_fresh(path: &Path) -> io::Result<Vec<u8>> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fresh(dir, is_network_fs(dir), || std::fs::read(path))
-}
-
 /// Alignment and size unit of an `O_DIRECT` read (a multiple of any logical block size).
 pub const BLOCK: usize = 4096;
 /// How much one `O_DIRECT` read asks for.
@@ -188,16 +182,18 @@ pub fn direct_len(f: &File, known: u64) -> io::Result<u64> {
     Ok(from + got.len() as u64)
 }
 
-/// Open `path` for reading with `O_DIRECT`; `None` where the file system refuses it.
-pub fn open_direct(path: &Path) -> io::Result<Option<File>> {
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_DIRECT)
-        .open(path)
-    {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.raw_os_error() == Some(nix::libc::EINVAL) => Ok(None),
-        Err(e) => Err(e),
+/// Open the file `f` is open on, again, for reading with `O_DIRECT` (through its
+/// `/proc/self/fd` link: the same file, whatever its name leads to now); `None` where the
+/// file system refuses it.
+pub fn reopen_direct(f: &File) -> io::Result<Option<File>> {
+    use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
+    let link = format!("/proc/self/fd/{}", f.as_raw_fd());
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECT | OFlag::O_CLOEXEC;
+    match nix::fcntl::open(link.as_str(), flags, nix::sys::stat::Mode::empty()) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(nix::errno::Errno::EINVAL) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -213,12 +209,12 @@ pub struct Fresh {
 }
 
 impl Fresh {
-    /// `file` was opened from `path` (just before; the `O_DIRECT` descriptor opens the name
-    /// again). Where `O_DIRECT` is refused or fails, reads go through `file`.
+    /// `file` was opened from `path` (just before; the `O_DIRECT` descriptor opens the same
+    /// file again). Where `O_DIRECT` is refused or fails, reads go through `file`.
     pub fn new(file: File, path: &Path) -> Fresh {
         let dir = path.parent().unwrap_or(Path::new("."));
         let direct = if is_network_fs(dir) {
-            open_direct(path).ok().flatten()
+            reopen_direct(&file).ok().flatten()
         } else {
             None
         };
@@ -227,8 +223,8 @@ impl Fresh {
 
     /// [`Fresh::new`] reading through `O_DIRECT` on any file system that allows it.
     #[cfg(test)]
-    fn direct(file: File, path: &Path) -> Fresh {
-        let direct = open_direct(path).ok().flatten();
+    fn direct(file: File) -> Fresh {
+        let direct = reopen_direct(&file).ok().flatten();
         Fresh { file, direct }
     }
 
@@ -315,7 +311,7 @@ mod tests {
             .collect();
         std::fs::write(&path, &data).unwrap();
         let plain = Fresh::new(File::open(&path).unwrap(), &path);
-        let direct = Fresh::direct(File::open(&path).unwrap(), &path);
+        let direct = Fresh::direct(File::open(&path).unwrap());
         if direct.direct.is_none() {
             return; // a file system without O_DIRECT (tmpfs): nothing to compare
         }

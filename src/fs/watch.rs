@@ -286,7 +286,7 @@ impl Probe {
         if self.refused || self.direct.is_some() {
             return;
         }
-        match super::netfs::open_direct(&self.path) {
+        match super::owned::open_direct(&self.path) {
             Ok(Some(f)) => {
                 self.direct = Some(f);
                 self.len = 0;

@@ -9,7 +9,6 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -52,13 +51,10 @@ impl AttemptLog {
     /// the attempt runs all the same, its transcript is written at its end).
     pub fn create(path: &Path, secrets: &[String]) -> Option<AttemptLog> {
         let open = || -> std::io::Result<File> {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .custom_flags(nix::libc::O_NOFOLLOW)
-                .open(path)
+            use nix::fcntl::OFlag;
+            let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_TRUNC;
+            let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+            crate::fs::owned::open(path, flags, mode)
         };
         match open() {
             Ok(f) => Some(AttemptLog {

@@ -192,7 +192,7 @@ pub fn records_path(inst: &Instance, agent: &str) -> PathBuf {
 /// is skipped with a warning of `tool`).
 pub fn records(inst: &Instance, agent: &str, tool: &str) -> Result<Vec<Record>> {
     let path = records_path(inst, agent);
-    let text = match std::fs::read(&path) {
+    let text = match crate::fs::owned::read(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(&path, e)),
@@ -215,18 +215,15 @@ pub fn records(inst: &Instance, agent: &str, tool: &str) -> Result<Vec<Record>> 
 
 /// Append `r` as one line, with one write on an append-only descriptor.
 fn append(inst: &Instance, agent: &str, r: &Record) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
+    use nix::fcntl::OFlag;
     let path = records_path(inst, agent);
     // Private, whatever the umask: a record holds the agent's summary.
     crate::fs::private_dir(path.parent().expect("a folder"))?;
     let mut line = serde_json::to_string(r).expect("json");
     line.push('\n');
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| Error::create(&path, e))?;
+    let flags = OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT;
+    let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    let mut f = crate::fs::owned::open(&path, flags, mode).map_err(|e| Error::create(&path, e))?;
     crate::fs::make_private(&f, &path)?;
     f.write_all(line.as_bytes())
         .and_then(|()| f.sync_data())
@@ -349,7 +346,7 @@ fn usage_of(inst: &Instance, agent: &str, entry: u64) -> Option<Usage> {
     let rd = std::fs::read_dir(transcript_dir(inst, agent)).ok()?;
     let mut total: Option<Usage> = None;
     for e in rd.flatten() {
-        let Ok(v) = std::fs::read(e.path())
+        let Ok(v) = crate::fs::owned::read(&e.path())
             .map_err(drop)
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).map_err(drop))
         else {

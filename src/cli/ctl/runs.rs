@@ -379,7 +379,7 @@ fn load(path: &Path, n: u64) -> Result<Loaded> {
     if !meta.is_file() {
         return Err(damaged("not a regular file".into()));
     }
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = crate::fs::owned::read(path).map_err(|e| Error::io(path, e))?;
     let doc: Map<String, Value> =
         serde_json::from_slice(&bytes).map_err(|e| damaged(e.to_string()))?;
     let t: Transcript =
@@ -561,7 +561,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
             let path = crate::run::attempt_log::log_path(&dir, n);
             // Whether it ended is read first: what it wrote before is all there then.
             let done = std::fs::symlink_metadata(dir.join(format!("{n}.json"))).is_ok();
-            if let Ok(mut f) = std::fs::File::open(&path) {
+            if let Ok(mut f) = crate::fs::owned::open_read(&path) {
                 f.seek(SeekFrom::Start(offset))
                     .map_err(|e| Error::io(&path, e))?;
                 let mut buf = Vec::new();

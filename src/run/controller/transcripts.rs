@@ -23,7 +23,7 @@ pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
     let rd = std::fs::read_dir(transcript_dir(inst, agent)).ok()?;
     let mut total: Option<Usage> = None;
     for e in rd.flatten() {
-        let Ok(bytes) = std::fs::read(e.path()) else {
+        let Ok(bytes) = crate::fs::owned::read(&e.path()) else {
             continue;
         };
         let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {

@@ -40,7 +40,7 @@ fn watch_stop_request(
     let thread = std::thread::spawn(move || {
         loop {
             if path.exists() {
-                let _ = std::fs::remove_file(&path);
+                let _ = crate::fs::owned::remove(&path);
                 signals::stop_every(StopSignal::Term);
                 return;
             }
