@@ -15,7 +15,7 @@
 //! followed by one empty line. A reader that finds a header whose body is short, whose sum does
 //! not match, or whose terminator is missing treats it as torn and skips to the next header.
 
-use std::io::Write;
+use std::io::{self, Write};
 
 use nix::fcntl::OFlag;
 use std::path::{Path, PathBuf};
@@ -510,7 +510,7 @@ impl Channel {
         messages: Vec<(String, Vec<String>)>,
         sync: bool,
         prepare: impl FnOnce(&[Entry]) -> Result<P>,
-        after: impl FnOnce(P, &Fresh, u64, Option<Record>, &[(&Entry, Record)]) -> std::io::Result<()>,
+        after: impl FnOnce(P, &Fresh, u64, Option<Record>, &[(&Entry, Record)]) -> io::Result<()>,
     ) -> Result<(Vec<Entry>, Vec<Damage>)> {
         if messages.is_empty() {
             return Ok((Vec::new(), Vec::new()));

@@ -8,13 +8,15 @@
 //! temp file directly. Either way the signals that end a process by default (SIGHUP, SIGINT,
 //! SIGQUIT, SIGTERM) are held while a temp file has a name, so that they end it only after
 //! the rename or the clean-up. A writer killed outright (SIGKILL, power loss) can still leave
-//! a named temp file behind: the first write of a process into a folder sweeps from it the
-//! temp files whose writer process no longer exists (once per folder and process, so that
-//! a write costs the same however many files its folder holds: a server writes its agents'
-//! records into one folder). Whether it exists is asked of the kernel only for a writer of this
-//! host (and pid namespace); another host's temp file is swept only once it is older than
-//! [`ABANDONED_TEMP`], which no live write ever lasts. A temp name without a host (written by a
-//! version of aw that knew none) is taken for this host's, as it was then.
+//! a named temp file behind: the first write of a process into a folder aw owns (in an
+//! instance directory, see [`super::owned`]; never the user's work tree, where a file of that
+//! name may be the user's) sweeps from it the temp files whose writer process no longer exists
+//! (once per folder and process, so that a write costs the same however many files its
+//! folder holds: a server writes its agents' records into one folder). Whether it exists is
+//! asked of the kernel only for a writer of this host (and pid namespace); another host's temp
+//! file is swept only once it is older than [`ABANDONED_TEMP`], which no live write ever lasts.
+//! A temp name without a host (written by a version of aw that knew none) is taken for this
+//! host's, as it was then.
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
@@ -325,11 +327,12 @@ fn first_in(dir: &Dir) -> bool {
 
 /// Remove the temp files in `dir` left by writers that no longer run: of this host, when its
 /// pid is no running process; of another host, when older than [`ABANDONED_TEMP`]. Done at
-/// the first write of this process into `dir` only. Best effort: a failure here never stops
-/// the write.
+/// the first write of this process into `dir` only, and only in a folder aw owns
+/// ([`super::owned`]): elsewhere (the user's work tree) a file named like a temp file may be
+/// the user's. Best effort: a failure here never stops the write.
 fn sweep(dir: &Dir) {
     use nix::sys::signal::kill;
-    if !first_in(dir) {
+    if !super::owned::is_owned(dir.path()) || !first_in(dir) {
         return;
     }
     let Ok(entries) = dir.entries() else { return };
@@ -512,6 +515,7 @@ mod tests {
     #[test]
     fn stale_temp_files_are_swept_and_live_ones_kept() {
         let d = tempfile::tempdir().unwrap();
+        super::super::owned::own(d.path());
         let mut dead = std::process::Command::new("true").spawn().unwrap();
         let dead_pid = dead.id();
         dead.wait().unwrap();
@@ -528,5 +532,18 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, [mine, other, "y.json".to_string()]);
+    }
+
+    #[test]
+    fn a_folder_aw_does_not_own_is_never_swept() {
+        let d = tempfile::tempdir().unwrap();
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let users = format!(".notes.txt.tmp.{dead_pid}.1");
+        fs::write(d.path().join(&users), "mine").unwrap();
+        let dir = Dir::open(d.path()).unwrap();
+        atomic_write_at(&dir, OsStr::new("notes.txt"), b"new").unwrap();
+        assert_eq!(fs::read(d.path().join(&users)).unwrap(), b"mine");
     }
 }

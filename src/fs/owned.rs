@@ -9,6 +9,9 @@
 //! file elsewhere, and a FIFO, socket or device placed there is refused at once instead of
 //! blocking the reader. A file outside every owned folder is opened from its own folder,
 //! its last component not followed.
+//!
+//! Only the folders aw owns are swept of the temp files a killed writer left
+//! ([`super::atomic`]): a file in the user's work tree is never taken for aw's.
 
 use std::ffi::OsString;
 use std::fs::File;
