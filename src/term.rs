@@ -88,6 +88,15 @@ fn push(out: &mut String, c: char) {
     }
 }
 
+/// `text` to be written on standard output: [`visible`] when it is a terminal, else as it is.
+pub fn on_stdout(text: &str) -> Cow<'_, str> {
+    if is_terminal() {
+        visible(text)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// Is the standard output a terminal?
 pub fn is_terminal() -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdout())

@@ -220,3 +220,53 @@ fn aw_run_output_and_aw_ctl_runs_show_controls_on_a_terminal() {
         );
     }
 }
+
+#[test]
+fn aw_run_results_on_a_terminal_show_controls() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let d = |p: &str| dir.path().join(p);
+    // The output of the last task, and the summary of the last iteration (outside git).
+    let printf = HOSTILE
+        .replace('\x1b', "\\033")
+        .replace('\x07', "\\007")
+        .replace('\r', "\\r");
+    let printf = format!("printf '{}\\n'", printf.replace('\u{9b}', "\\302\\233"));
+    std::fs::write(
+        d("tasks.yaml"),
+        format!(
+            "agents:\n  a:\n    mock:\n      replies: [ok]\ntasks:\n  - shell: {}\n",
+            serde_json::to_string(&printf).expect("JSON is YAML")
+        ),
+    )
+    .expect("write the workflow");
+    std::fs::write(
+        d("iter.yaml"),
+        format!(
+            "name: it\nagents:\n  coder:\n    command: [sh, -c, {}]\nkickoff: go\n",
+            serde_json::to_string(&format!("cat > /dev/null; {printf}")).expect("JSON")
+        ),
+    )
+    .expect("write the workflow");
+    for args in [vec!["tasks.yaml"], vec!["--iter", "1", "iter.yaml"]] {
+        let mut line = format!(
+            "cd {} && {}",
+            quote(&dir.path().display().to_string()),
+            quote(&bin("aw-run").display().to_string())
+        );
+        for a in &args {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        let tty = on_tty(&format!("{line} 2>/dev/null"));
+        assert_shown(&format!("{args:?}"), &tty, 1);
+        let mut c = Command::new(bin("aw-run"));
+        c.current_dir(dir.path()).args(&args);
+        let out = run_hang_guarded(c);
+        assert_code(&out, 0);
+        assert_eq!(
+            contains(&out.stdout, HOSTILE.as_bytes()),
+            1,
+            "{args:?}: {out:?}"
+        );
+    }
+}
