@@ -7,12 +7,12 @@
 //! of linked work trees, the hooks folder, the configuration files it reads), which the file
 //! tools keep out of an agent's reach.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// Settings given on every command line, after the repository's own (so they win).
+/// Settings given to every command, over the repository's own.
 const SAFE: [&str; 7] = [
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
@@ -26,30 +26,39 @@ const SAFE: [&str; 7] = [
 /// A git command run in `dir`, with stdin closed, no pager, and nothing of the
 /// repository's configuration that could execute a program: the settings of [`SAFE`], and
 /// every filter driver the repository configures emptied (no clean, smudge or process
-/// command, not required).
+/// command, not required). They are given in the environment (`GIT_CONFIG_KEY_n`), where a
+/// driver's name may hold any byte, `=` too, and added to those already there.
 pub fn command(dir: &Path) -> Command {
     let mut c = bare(dir);
-    for s in SAFE {
-        c.arg("-c").arg(s);
-    }
+    let mut set: Vec<(OsString, OsString)> = SAFE
+        .iter()
+        .filter_map(|s| s.split_once('='))
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
     for name in filter_drivers(dir) {
-        for key in ["clean", "smudge", "process"] {
-            c.arg("-c").arg(setting(&name, key, b""));
+        for (key, value) in [
+            ("clean", ""),
+            ("smudge", ""),
+            ("process", ""),
+            ("required", "false"),
+        ] {
+            let mut k = b"filter.".to_vec();
+            k.extend_from_slice(&name);
+            k.push(b'.');
+            k.extend_from_slice(key.as_bytes());
+            set.push((OsStr::from_bytes(&k).into(), value.into()));
         }
-        c.arg("-c").arg(setting(&name, "required", b"false"));
     }
+    let first: usize = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    for (i, (k, v)) in set.iter().enumerate() {
+        c.env(format!("GIT_CONFIG_KEY_{}", first + i), k)
+            .env(format!("GIT_CONFIG_VALUE_{}", first + i), v);
+    }
+    c.env("GIT_CONFIG_COUNT", (first + set.len()).to_string());
     c
-}
-
-/// `filter.NAME.KEY=VALUE`, for a name that may hold any byte but NUL.
-fn setting(name: &[u8], key: &str, value: &[u8]) -> std::ffi::OsString {
-    let mut s = b"filter.".to_vec();
-    s.extend_from_slice(name);
-    s.push(b'.');
-    s.extend_from_slice(key.as_bytes());
-    s.push(b'=');
-    s.extend_from_slice(value);
-    OsStr::from_bytes(&s).to_os_string()
 }
 
 /// git in `dir`, with stdin closed, no pager and no hook or fsmonitor: for the commands
@@ -146,5 +155,58 @@ fn ask(dir: &Path, what: &[&str]) -> Vec<PathBuf> {
             .map(|l| dir.join(OsStr::from_bytes(l)))
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .expect("git must be installed");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn no_filter_runs_whatever_its_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, marks) = (tmp.path().join("w"), tmp.path().join("marks"));
+        std::fs::create_dir_all(&marks).unwrap();
+        git(tmp.path(), &["init", "-q", "w"]);
+        std::fs::write(
+            dir.join(".gitattributes"),
+            "a.txt filter=a=b\nb.txt filter=x.y\n",
+        )
+        .unwrap();
+        for (name, mark) in [("a=b", "ab"), ("x.y", "xy")] {
+            let cmd = format!("touch {}; cat", marks.join(mark).display());
+            for key in ["clean", "smudge"] {
+                git(&dir, &["config", &format!("filter.{name}.{key}"), &cmd]);
+            }
+            git(
+                &dir,
+                &["config", &format!("filter.{name}.required"), "true"],
+            );
+        }
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        std::fs::write(dir.join("b.txt"), "b\n").unwrap();
+        for args in [
+            &["add", "-A"][..],
+            &["status", "--porcelain"],
+            &["diff", "--cached"],
+        ] {
+            let out = command(&dir).args(args).output().unwrap();
+            assert!(out.status.success(), "{args:?}: {out:?}");
+        }
+        let ran: Vec<_> = std::fs::read_dir(&marks).unwrap().collect();
+        assert!(ran.is_empty(), "{ran:?}");
+        // Without the overrides, both would have run.
+        git(&dir, &["add", "--renormalize", "."]);
+        assert!(marks.join("ab").exists() && marks.join("xy").exists());
     }
 }
