@@ -4,6 +4,7 @@
 #   sh scripts/test-deps.sh
 #
 # The suite needs: mandoc (man page lint), tmux (the live view is driven in a terminal),
+# script (what reaches a terminal is read from one),
 # GlusterFS with FUSE (the several-hosts tests mount a real volume twice), strace (the
 # system calls of a run are counted), jq (the growth-curve benchmarks read JSON Lines with
 # it, and their tests run them), and the nightly
@@ -23,6 +24,7 @@ need glusterd glusterfs-server
 need gluster glusterfs-server
 need mount.glusterfs glusterfs-client
 need unshare util-linux
+need script bsdutils
 need strace strace
 need jq jq
 

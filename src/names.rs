@@ -46,12 +46,19 @@ pub fn is_instance_name(name: &str) -> bool {
     valid(name, true)
 }
 
-/// Make a name safe to echo in an error message: control characters become `?`.
+/// Make a name safe to echo in an error message: control characters and bidirectional
+/// overrides become `?`.
 pub fn sanitize(s: &str) -> String {
     let mut out: String = s
         .chars()
         .take(80)
-        .map(|c| if c.is_control() { '?' } else { c })
+        .map(|c| {
+            if c.is_control() || crate::term::is_bidi_control(c) {
+                '?'
+            } else {
+                c
+            }
+        })
         .collect();
     if s.chars().count() > 80 {
         out.push('…');

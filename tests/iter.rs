@@ -470,3 +470,77 @@ fn bad_input_is_refused_before_anything_runs() {
     assert!(!r.exists("logs/count"), "the agent ran");
     assert_eq!(r.commits().len(), 0);
 }
+
+#[test]
+fn the_repository_configuration_runs_nothing_of_its_own() {
+    let r = Repo::new(true);
+    let marks = tempfile::tempdir().expect("temporary directory");
+    let mark = |what: &str| marks.path().join(what);
+    // Scripts that would leave a marker: an fsmonitor, hooks, a clean filter, a signing
+    // program, a textconv driver; all configured in the repository itself.
+    let script = |name: &str, body: &str| {
+        let p = marks.path().join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write a script");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        p.display().to_string()
+    };
+    let fsmonitor = script(
+        "fsmonitor",
+        &format!("touch {}\nexit 1", mark("fsmonitor").display()),
+    );
+    let clean = script("clean", &format!("touch {}\ncat", mark("clean").display()));
+    let gpg = script("gpg", &format!("touch {}\nexit 1", mark("gpg").display()));
+    let textconv = script(
+        "textconv",
+        &format!("touch {}\ncat \"$1\"", mark("textconv").display()),
+    );
+    std::fs::create_dir(r.path().join(".githooks")).expect("mkdir .githooks");
+    for hook in [
+        "pre-commit",
+        "commit-msg",
+        "post-commit",
+        "prepare-commit-msg",
+        "pre-auto-gc",
+    ] {
+        let body = format!("#!/bin/sh\ntouch {}\n", mark(hook).display());
+        let p = r.path().join(".githooks").join(hook);
+        std::fs::write(&p, body).expect("write a hook");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    r.write(".gitattributes", "*.txt filter=evil diff=evil\n");
+    r.git(&["add", ".gitattributes", ".githooks"]);
+    r.git(&["commit", "-q", "-m", "hooks"]);
+    for (k, v) in [
+        ("core.fsmonitor", fsmonitor.as_str()),
+        ("core.hooksPath", ".githooks"),
+        ("filter.evil.clean", clean.as_str()),
+        ("filter.evil.required", "true"),
+        ("diff.evil.textconv", textconv.as_str()),
+        ("commit.gpgSign", "true"),
+        ("gpg.program", gpg.as_str()),
+    ] {
+        r.git(&["config", k, v]);
+    }
+    let out = r.run(&["--iter", "2"]);
+    assert_code(&out, 0);
+    let ran: Vec<String> = std::fs::read_dir(marks.path())
+        .expect("read the markers")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|n| !["fsmonitor", "clean", "gpg", "textconv"].contains(&n.as_str()))
+        .collect();
+    assert!(ran.is_empty(), "ran: {ran:?}");
+    let subjects = r.git(&["log", "--format=%s%n%(trailers:key=Aw-Iteration,valueonly)"]);
+    assert!(
+        subjects.starts_with("Added line 2\n2/2\n\nAdded line 1\n1/2\n"),
+        "{subjects}"
+    );
+    // The commits hold the file as written: no filter changed it.
+    assert_eq!(r.git(&["show", "HEAD:work.txt"]), "line 1\nline 2\n");
+}

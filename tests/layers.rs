@@ -15,7 +15,7 @@ const LAYERS: [(&str, &[&str]); 8] = [
     (
         "base",
         &[
-            "", "error", "hash", "host", "keyword", "names", "time", "warn",
+            "", "error", "hash", "host", "keyword", "names", "term", "time", "warn",
         ],
     ),
     ("fs", &["fs"]),

@@ -20,7 +20,7 @@ pub use crate::VERSION;
 /// `tool: message` on stderr. A closed stdout (EPIPE) ends quietly with 0.
 pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
     let mut out = Out::new();
-    let r = body(&mut out).and_then(|code| out.flush().map(|()| code));
+    let r = body(&mut out).and_then(|code| out.finish().map(|()| code));
     match r {
         Ok(code) => ExitCode::from(code),
         Err(Error::Io { ref source, .. }) if source.kind() == io::ErrorKind::BrokenPipe => {
@@ -33,33 +33,78 @@ pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
     }
 }
 
-/// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised).
+/// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised). On a
+/// terminal, what is written is shown with its control characters and bidirectional
+/// overrides as escapes ([`crate::term`]), unless the output is JSON ([`Out::exact`]); a
+/// pipe or a file gets the exact bytes.
 pub struct Out {
     w: io::BufWriter<io::Stdout>,
+    /// Show controls as escapes: stdout is a terminal and the output is not JSON.
+    visible: bool,
+    /// The end of what [`Out::raw`] was given that may be a character cut in two.
+    carry: Vec<u8>,
 }
 
 impl Out {
     fn new() -> Out {
         Out {
             w: io::BufWriter::with_capacity(64 * 1024, io::stdout()),
+            visible: crate::term::is_terminal(),
+            carry: Vec::new(),
         }
+    }
+
+    /// The output is data (JSON): its bytes are written exactly, on a terminal too.
+    pub fn exact(&mut self) {
+        self.visible = false;
+    }
+
+    fn write(&mut self, s: &[u8]) -> Result<()> {
+        self.w.write_all(s).map_err(|e| Error::io("<stdout>", e))
+    }
+
+    /// Write what is left of a cut character (it was not completed).
+    fn write_carry(&mut self) -> Result<()> {
+        if self.carry.is_empty() {
+            return Ok(());
+        }
+        let carry = std::mem::take(&mut self.carry);
+        self.write(&crate::term::visible_bytes(&carry))
     }
 
     /// Write `s` followed by a newline.
     pub fn line(&mut self, s: &str) -> Result<()> {
-        self.w
-            .write_all(s.as_bytes())
-            .and_then(|()| self.w.write_all(b"\n"))
-            .map_err(|e| Error::io("<stdout>", e))
+        if self.visible {
+            self.write_carry()?;
+            self.write(crate::term::visible(s).as_bytes())?;
+        } else {
+            self.write(s.as_bytes())?;
+        }
+        self.write(b"\n")
     }
 
-    /// Write `s` as is.
+    /// Write `s` as is (on a terminal, as shown there; a character cut at the end of `s`
+    /// is kept for what comes next).
     pub fn raw(&mut self, s: &[u8]) -> Result<()> {
-        self.w.write_all(s).map_err(|e| Error::io("<stdout>", e))
+        if !self.visible {
+            return self.write(s);
+        }
+        let mut all = std::mem::take(&mut self.carry);
+        all.extend_from_slice(s);
+        let keep = crate::term::cut_tail(&all);
+        self.carry = all.split_off(all.len() - keep);
+        self.write(&crate::term::visible_bytes(&all))
     }
 
+    /// Send what was written (but a character cut in two, kept for what comes next).
     pub fn flush(&mut self) -> Result<()> {
         self.w.flush().map_err(|e| Error::io("<stdout>", e))
+    }
+
+    /// Send everything written: the end of the output.
+    fn finish(&mut self) -> Result<()> {
+        self.write_carry()?;
+        self.flush()
     }
 }
 

@@ -78,7 +78,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
             }
             Long("since") => a.since = Some(cli::number(&mut p, "--since")?),
             Short('n') | Long("limit") => a.limit = Some(cli::number(&mut p, "--limit")?),
-            Long("json") => a.json = true,
+            Long("json") => {
+                a.json = true;
+                out.exact();
+            }
             Short('F') | Long("follow") => a.follow = true,
             Long("poll") => {
                 let s: f64 = cli::number(&mut p, "--poll")?;

@@ -283,6 +283,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
         Parsed::Version => return cli::print_version(out, "aw-run"),
         Parsed::Run(a) => *a,
     };
+    if a.opts.json {
+        out.exact();
+    }
     a.opts.ready = ready_pipe()?;
     crate::process::raise_open_files();
     if a.serve {

@@ -81,7 +81,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("create") => a.create = true,
             Short('q') | Long("quiet") => a.quiet = true,
             Long("sync") => a.sync = true,
-            Long("json") => a.json = true,
+            Long("json") => {
+                a.json = true;
+                out.exact();
+            }
             Long("lines") => a.lines = true,
             Long("wait") => a.wait = true,
             Long("timeout") => a.timeout = Some(cli::duration(&mut p, "--timeout")?),

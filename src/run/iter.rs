@@ -566,7 +566,7 @@ fn finish(plan: &Plan, done: &[Record], ran: u64, finished: bool) {
         });
         let _ = writeln!(out, "{v}");
     } else if !last.is_empty() {
-        let _ = writeln!(out, "{last}");
+        let _ = writeln!(out, "{}", crate::term::on_stdout(last));
     }
     let _ = out.flush();
 }

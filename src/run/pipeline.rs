@@ -38,7 +38,7 @@ impl Outcome {
                 "duration_ms": took.as_millis() as u64});
             let _ = writeln!(out, "{v}");
         } else if let Some(o) = &self.output {
-            let _ = write!(out, "{o}");
+            let _ = write!(out, "{}", crate::term::on_stdout(o));
             if !o.is_empty() && !o.ends_with('\n') {
                 let _ = writeln!(out);
             }

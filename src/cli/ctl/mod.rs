@@ -188,7 +188,10 @@ pub fn run(out: &mut Out) -> Result<u8> {
             Long("until") => a.until = Some(cli::number(&mut p, "--until")?),
             Long("as") => a.as_agent = Some(cli::string(&mut p, "--as")?),
             Long("clear") => a.clear = true,
-            Long("json") => a.json = true,
+            Long("json") => {
+                a.json = true;
+                out.exact();
+            }
             Long("all") => a.all = true,
             Long("create") => a.create = true,
             Long("all-roots") => a.all_roots = true,
@@ -236,7 +239,11 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["propose", kind, title] => votes::propose(out, &a, kind, title),
         ["vote", id, choice] => votes::vote(out, &a, id, choice),
         ["cancel", id] => votes::cancel(out, &a, id),
-        ["mcp-config", addr] => mcp_config::mcp_config(out, &a, addr),
+        ["mcp-config", addr] => {
+            // Configuration to copy: exact on a terminal too.
+            out.exact();
+            mcp_config::mcp_config(out, &a, addr)
+        }
         ["ps"] => runs::ps(out, &a, None),
         ["ps", pattern] => runs::ps(out, &a, Some(pattern)),
         ["top"] => top::top(out, &a),

@@ -240,10 +240,9 @@ fn snapshot(inst: &Instance) -> Snapshot {
             b.entries
                 .iter()
                 .map(|e| {
+                    // One line each: newlines and tabs as spaces, other controls shown.
                     let line = crate::channel::human_entry(e, None);
-                    line.chars()
-                        .map(|c| if c.is_control() { ' ' } else { c })
-                        .collect()
+                    crate::term::visible(&line).replace(['\n', '\t'], " ")
                 })
                 .collect()
         })

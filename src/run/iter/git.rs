@@ -1,6 +1,8 @@
 //! The git side of an iterative run: find the repository, refuse a staged index, see which
 //! files an iteration changed, and commit exactly those. Every git command is an argument
 //! vector; paths are given after `--` with `--literal-pathspecs`, so no name is a pattern.
+//! Each is built by [`crate::git::command`]: nothing of the repository's configuration
+//! (hooks, `core.fsmonitor`, filters) runs.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -44,11 +46,8 @@ fn failure(what: &str, out: &Output) -> Error {
 impl Repo {
     /// The repository `dir` lies in; `None` outside one (or when git cannot be run).
     pub fn find(dir: &Path, root: &Path) -> Option<Repo> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
+        let out = crate::git::command(dir)
             .args(["rev-parse", "--show-toplevel"])
-            .stdin(Stdio::null())
             .stderr(Stdio::null())
             .output()
             .ok()?;
@@ -63,11 +62,8 @@ impl Repo {
     }
 
     fn git(&self) -> Command {
-        let mut c = Command::new("git");
-        c.arg("-C")
-            .arg(&self.top)
-            .arg("--literal-pathspecs")
-            .stdin(Stdio::null());
+        let mut c = crate::git::command(&self.top);
+        c.arg("--literal-pathspecs");
         c
     }
 
@@ -79,7 +75,13 @@ impl Repo {
     /// Refuse an index with staged changes: they would be mixed into the first commit.
     pub fn check_index(&self) -> Result<()> {
         let mut c = self.git();
-        c.args(["diff", "--cached", "--quiet", "--no-ext-diff"]);
+        c.args([
+            "diff",
+            "--cached",
+            "--quiet",
+            "--no-ext-diff",
+            "--no-textconv",
+        ]);
         let out = self.output("git diff --cached", c)?;
         match out.status.code() {
             Some(0) => Ok(()),
@@ -191,15 +193,30 @@ impl Repo {
             return Err(failure("git add", &out));
         }
         let mut diff = self.git();
-        diff.args(["diff", "--cached", "--quiet", "--no-ext-diff", "--"])
-            .args(paths());
+        diff.args([
+            "diff",
+            "--cached",
+            "--quiet",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--",
+        ])
+        .args(paths());
         if self.output("git diff --cached", diff)?.status.success() {
             // Changed back to what is committed: nothing to commit.
             return Ok(None);
         }
         let mut commit = self.git();
         commit
-            .args(["commit", "-q", "--cleanup=whitespace", "-F", "-", "--"])
+            .args([
+                "commit",
+                "-q",
+                "--no-verify",
+                "--cleanup=whitespace",
+                "-F",
+                "-",
+                "--",
+            ])
             .args(paths())
             .stdin(Stdio::piped())
             .stdout(Stdio::null())

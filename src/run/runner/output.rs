@@ -1,7 +1,7 @@
 //! What a run prints: its controllers' events (lines on stderr, or JSON Lines), the
 //! channel's new entries as they arrive, and the summary of runs and spending at the end.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use serde_json::json;
@@ -63,6 +63,12 @@ pub(super) fn reporter(
             });
         } else {
             let line = event_line(ev, label);
+            // A reason and a stderr tail come from the agent: shown, never acted on.
+            let line = if std::io::stderr().is_terminal() {
+                crate::term::visible(&line).into_owned()
+            } else {
+                line
+            };
             live.around(&shared, || {
                 let _ = writeln!(std::io::stderr().lock(), "{line}");
             });
@@ -171,11 +177,18 @@ impl Printer {
     }
 
     fn write(&mut self, entries: Vec<crate::channel::Entry>) {
-        let mut out: Box<dyn Write> = if self.stderr {
-            Box::new(std::io::stderr().lock())
+        let (mut out, tty): (Box<dyn Write>, bool) = if self.stderr {
+            let err = std::io::stderr();
+            let tty = err.is_terminal();
+            (Box::new(err.lock()), tty)
         } else {
-            Box::new(std::io::stdout().lock())
+            let out = std::io::stdout();
+            let tty = out.is_terminal();
+            (Box::new(out.lock()), tty)
         };
+        // On a terminal, an entry's controls are shown as escapes; JSON and pipes get it
+        // exactly.
+        let visible = tty && !self.json;
         for e in &entries {
             let e = &crate::channel::Entry {
                 message: crate::run::redact::redact(&e.message, &self.secrets),
@@ -196,6 +209,11 @@ impl Printer {
                     Some(i) => format!("[{i}] {}", crate::channel::human_entry(e, None)),
                     None => crate::channel::human_entry(e, None),
                 }
+            };
+            let line = if visible {
+                crate::term::visible(&line)
+            } else {
+                line.into()
             };
             let _ = writeln!(out, "{line}");
             self.after = e.id;

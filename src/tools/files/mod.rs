@@ -34,6 +34,11 @@
 //!   well as its path, so another name for it is refused too. Were they reachable, a
 //!   written file could make aw run a command: a worker added to `_state/agents.json`, a
 //!   `core.fsmonitor` in `.git/config`;
+//! - so is every folder and file git itself uses for the work tree the working folder lies
+//!   in, whatever its name, as git tells it ([`crate::git::private_paths`]): a git
+//!   directory made with `--separate-git-dir` or named by a `.git` file, the common git
+//!   directory of linked work trees, the hooks folder of `core.hooksPath` (`.githooks/`,
+//!   `.husky/`) even before it exists, and the configuration files the repository includes;
 //! - error messages name the path as it was given, never the host's absolute path.
 //!
 //! `search` skips binary files (a NUL byte in the first [`BINARY_PROBE`] bytes) and files
@@ -185,8 +190,14 @@ mod tests {
 
     impl Fixture {
         fn new() -> Fixture {
+            Fixture::with(|_| {})
+        }
+
+        /// A fixture whose working folder `setup` prepares before the sandbox is made.
+        fn with(setup: impl FnOnce(&Path)) -> Fixture {
             let tmp = tempfile::tempdir().unwrap();
             fs::create_dir_all(tmp.path().join("work")).unwrap();
+            setup(&tmp.path().join("work"));
             fs::create_dir_all(tmp.path().join("outside")).unwrap();
             fs::write(tmp.path().join("outside/secret"), "top secret\n").unwrap();
             let sb = Sandbox::new(
@@ -390,6 +401,85 @@ mod tests {
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 1);
         assert!(fs::symlink_metadata(f.work("null")).unwrap().is_symlink());
         assert!(!f.work("sub/x").exists() && !f.tmp.path().join("x").exists());
+    }
+
+    /// Run git in `dir`, which must succeed.
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .expect("git must be installed to test the file tools");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    #[test]
+    fn the_folders_git_uses_are_out_of_reach_whatever_their_names() {
+        // A git directory made with --separate-git-dir inside the tree (the work tree has a
+        // `.git` file naming it), hooks in .githooks/ (not made yet), a configuration file
+        // included from the tree.
+        let f = Fixture::with(|w| {
+            git(w, &["init", "-q", "--separate-git-dir", "store"]);
+            git(w, &["config", "core.hooksPath", ".githooks"]);
+            git(w, &["config", "include.path", "../shared.cfg"]);
+            fs::write(w.join("shared.cfg"), "[user]\n\tname = secret\n").unwrap();
+            fs::write(w.join("a.txt"), "fine\n").unwrap();
+        });
+        assert!(f.work("store/config").is_file() && f.work(".git").is_file());
+        let out = |p: &str| {
+            format!("{p}: refused: the aw root and .git folders are out of reach of the file tools")
+        };
+        for p in ["store", "store/config", "store/HEAD", "shared.cfg"] {
+            assert_eq!(f.err(ReadFile, json!({"path": p})), out(p));
+        }
+        for p in [
+            "store/config",
+            "store/hooks/pre-commit",
+            ".githooks/pre-commit",
+            "shared.cfg",
+        ] {
+            let got = f.err(
+                WriteFile,
+                json!({"path": p, "content": "#!/bin/sh\ntouch pwned\n"}),
+            );
+            assert_eq!(got, out(p));
+        }
+        assert!(
+            !fs::read_to_string(f.work("store/config"))
+                .unwrap()
+                .contains("pwned")
+        );
+        assert!(!f.work(".githooks").exists() && !f.work("store/hooks/pre-commit").exists());
+        assert_eq!(f.ok(ListFiles, json!({})), "a.txt");
+        assert_eq!(f.ok(ReadFile, json!({"path": "a.txt"})), "fine\n");
+
+        // husky's hooks folder, which exists, in an ordinary repository.
+        let f = Fixture::with(|w| {
+            git(w, &["init", "-q"]);
+            git(w, &["config", "core.hooksPath", ".husky"]);
+            fs::create_dir(w.join(".husky")).unwrap();
+            fs::write(w.join(".husky/pre-commit"), "npm test\n").unwrap();
+        });
+        for p in [".husky/pre-commit", ".husky/post-commit", "./.husky"] {
+            let got = f.err(WriteFile, json!({"path": p, "content": "touch pwned\n"}));
+            assert_eq!(got, out(p));
+        }
+        assert_eq!(
+            fs::read_to_string(f.work(".husky/pre-commit")).unwrap(),
+            "npm test\n"
+        );
+        assert_eq!(f.ok(ListFiles, json!({})), "[empty folder]");
+
+        // A working folder inside a git directory whatever its name is refused.
+        let tmp = tempfile::tempdir().unwrap();
+        git(tmp.path(), &["init", "-q", "--separate-git-dir", "store"]);
+        let e = Sandbox::new(
+            &tmp.path().join("store/refs"),
+            &tmp.path().join(".workflow"),
+            &tmp.path().join(".workflow/t"),
+        );
+        assert!(e.is_err());
     }
 
     #[test]

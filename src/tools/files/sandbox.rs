@@ -28,8 +28,10 @@ pub struct Sandbox {
     root: PathBuf,
     /// The folder, open: every file is opened beneath it.
     pub(super) dir: Dir,
-    /// Folders never reached, absolute (real paths when they exist): the aw root, or the
-    /// instance directory when the folder lies inside the aw root.
+    /// Folders and files never reached, absolute (real paths when they exist): the aw root,
+    /// or the instance directory when the folder lies inside the aw root; and what git uses
+    /// for the work tree the folder lies in, whatever its name (see
+    /// [`crate::git::private_paths`]).
     hidden: Vec<PathBuf>,
 }
 
@@ -61,20 +63,26 @@ impl Sandbox {
         let dir = Dir::open(&root).map_err(|e| Error::io(cwd, e))?;
         let aw_root = real_path(aw_root).map_err(|e| Error::io(aw_root, e))?;
         let instance = real_path(instance).map_err(|e| Error::io(instance, e))?;
+        let git: Vec<PathBuf> = crate::git::private_paths(&root)
+            .iter()
+            .filter_map(|p| real_path(p).ok())
+            .collect();
         let inside_hidden = root
             .components()
-            .any(|c| c.as_os_str().to_str().is_some_and(hidden_name));
+            .any(|c| c.as_os_str().to_str().is_some_and(hidden_name))
+            || git.iter().any(|g| root.starts_with(g));
         if root.starts_with(&instance) || inside_hidden {
             return Err(Error::denied(format!(
                 "{}: the file tools may not work inside an aw instance or a .git folder",
                 cwd.display()
             )));
         }
-        let hidden = if root.starts_with(&aw_root) {
+        let mut hidden = if root.starts_with(&aw_root) {
             vec![instance]
         } else {
             vec![aw_root]
         };
+        hidden.extend(git);
         Ok(Sandbox { root, dir, hidden })
     }
 
@@ -217,8 +225,10 @@ impl Sandbox {
                 shown: join(shown, &name),
                 kind,
             };
-            // A `.git` file (a work tree's pointer to its repository) is left out too.
-            if hidden_name(&name) || (kind == Kind::Dir && self.is_hidden(&name, &e.rel, &ids)) {
+            // A `.git` file (a work tree's pointer to its repository) is left out too, and so
+            // is a configuration file of git's; folders are also known by device and inode.
+            let ids: &[(u64, u64)] = if kind == Kind::Dir { &ids } else { &[] };
+            if self.is_hidden(&name, &e.rel, ids) {
                 continue;
             }
             if !visit(&e) {
