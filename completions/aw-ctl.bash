@@ -169,7 +169,7 @@ _aw_ctl() {
         ps/*) opts+=' --all-roots --json' ;;
         runs/*) opts+=' --json -f --follow' ;;
         budget/*) opts+=' --json' ;;
-        stop/*) opts+=' --all --timeout' ;;
+        stop/*) opts+=' --all --all-roots --timeout' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return

@@ -23,10 +23,12 @@ pub struct Root {
 }
 
 impl Root {
-    /// `--root DIR` if given, else `$AW_ROOT` if set and non-empty, else the nearest
-    /// `.workflow/` in the current directory or above it (not across a file-system
-    /// boundary), else `./.workflow`. The path is made absolute.
-    pub fn resolve(arg: Option<&Path>) -> Root {
+    /// `--root DIR` if given, else `$AW_ROOT` if set and non-empty (either one, when it
+    /// holds a `.workflow/`, means that `.workflow/`), else the nearest `.workflow/` in the
+    /// current directory or above it (not across a file-system boundary) when it is trusted
+    /// ([`crate::trust`]; one that is not is refused, exit 77), else `./.workflow`. The
+    /// path is made absolute.
+    pub fn resolve(arg: Option<&Path>) -> Result<Root> {
         let given = match arg {
             Some(p) => Some(p.to_path_buf()),
             None => match std::env::var_os("AW_ROOT") {
@@ -35,15 +37,19 @@ impl Root {
             },
         };
         if let Some(p) = given {
-            return Root::new(p);
+            let inner = p.join(DEFAULT_ROOT);
+            return Ok(Root::new(if inner.is_dir() { inner } else { p }));
         }
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         match discover(&cwd) {
-            Some(path) => Root::new(path),
-            None => Root {
+            Some((path, walked)) => {
+                crate::trust::check_found(&path, &walked)?;
+                Ok(Root::new(path))
+            }
+            None => Ok(Root {
                 path: cwd.join(DEFAULT_ROOT),
                 searched_from: Some(cwd),
-            },
+            }),
         }
     }
 
@@ -87,7 +93,7 @@ impl Root {
         })
     }
 
-    /// Names of the existing instances, sorted.
+    /// Names of the existing instances (directories with a channel or aw's state), sorted.
     pub fn instances(&self) -> Result<Vec<String>> {
         let rd = match fs::read_dir(&self.path) {
             Ok(rd) => rd,
@@ -98,7 +104,9 @@ impl Root {
         for de in rd {
             let de = de.at(&self.path)?;
             let name = de.file_name().to_string_lossy().into_owned();
-            if names::is_instance_name(&name) && de.file_type().map(|t| t.is_dir()).unwrap_or(false)
+            if names::is_instance_name(&name)
+                && de.file_type().map(|t| t.is_dir()).unwrap_or(false)
+                && is_instance_dir(&de.path())
             {
                 out.push(name);
             }
@@ -109,15 +117,18 @@ impl Root {
 }
 
 /// The nearest `.workflow/` directory in `start` or a directory above it, not crossing into
-/// another file system (as git looks for `.git`).
-fn discover(start: &Path) -> Option<PathBuf> {
+/// another file system (as git looks for `.git`), with the directories searched (`start`
+/// first, the one that holds it last).
+fn discover(start: &Path) -> Option<(PathBuf, Vec<PathBuf>)> {
     use std::os::unix::fs::MetadataExt;
     let dev = fs::metadata(start).ok()?.dev();
     let mut dir = start;
+    let mut walked = Vec::new();
     loop {
+        walked.push(dir.to_path_buf());
         let candidate = dir.join(DEFAULT_ROOT);
         if candidate.is_dir() {
-            return Some(candidate);
+            return Some((candidate, walked));
         }
         let parent = dir.parent()?;
         if fs::metadata(parent).ok()?.dev() != dev {
@@ -125,6 +136,12 @@ fn discover(start: &Path) -> Option<PathBuf> {
         }
         dir = parent;
     }
+}
+
+/// Is `dir` an instance: does it hold a channel or aw's state (every instance aw makes has
+/// `_state/`)? Other directories of a root are not instances.
+fn is_instance_dir(dir: &Path) -> bool {
+    dir.join("channel.md").is_file() || dir.join("_state").is_dir()
 }
 
 /// How to choose a root, for hints.
@@ -172,8 +189,9 @@ impl Instance {
         self.state_dir().join(name)
     }
 
+    /// Does the instance exist: a directory with a channel or aw's state?
     pub fn exists(&self) -> bool {
-        self.dir.is_dir()
+        is_instance_dir(&self.dir)
     }
 
     /// Fail with exit 66 unless the instance exists: the error names the root absolutely
@@ -257,6 +275,11 @@ impl Instance {
         }
         if !self.root.path.is_dir() {
             create_root(&self.root.path)?;
+            // A root the search did not find is made here: refuse it if someone else's
+            // appeared there meanwhile.
+            if self.root.searched_from.is_some() {
+                crate::trust::check_found(&self.root.path, &[])?;
+            }
         }
         let made = match fs::create_dir(&self.dir) {
             Ok(()) => true,

@@ -29,11 +29,14 @@
 //! flock holds across the clients of a network file system and across containers, so an
 //! agent is served by one process wherever its servers run; a `.json` left by a server that
 //! died is stale and ignored. A pid is never probed or signalled unless its record names
-//! this host ([`crate::host`]).
+//! this host ([`crate::host`]), and never signalled when it is read from a file another
+//! user owns ([`request_stop`]).
 //!
 //! Each server also leaves an entry in the user's registry of servers ([`user_dir`]): a
 //! file `<pid>.<instance>` holding the instance directory, so that `aw-ctl ps --all-roots`
-//! and `aw-ctl stop --all` find servers of every root. The server removes its entry when it
+//! and `aw-ctl stop --all-roots` find servers of every root. It is written and read only
+//! when it is private to the user (its directory and the one above are the user's, and
+//! nobody else may write in them). The server removes its entry when it
 //! ends ([`Listed`]); an entry whose process serves nothing there any more (it was killed)
 //! is ignored and removed by whoever reads it.
 
@@ -484,15 +487,25 @@ pub fn user_dir() -> PathBuf {
 /// Create the registry directory, private to the user; refuse one that another user owns
 /// (anyone may create a directory in `/tmp`).
 fn user_dir_made() -> Result<PathBuf> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    use std::os::unix::fs::DirBuilderExt;
     let d = user_dir();
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(&d)
         .map_err(|e| Error::create(&d, e))?;
-    let me = nix::unistd::getuid().as_raw();
-    for p in [d.as_path(), d.parent().unwrap_or(&d)] {
+    check_private(&d)?;
+    owned::own(&d);
+    Ok(d)
+}
+
+/// Refuse the registry directory `d` unless it and its parent are directories of this
+/// user that nobody else may write: the checks made before writing in it and before
+/// reading it.
+fn check_private(d: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let me = crate::trust::me();
+    for p in [d, d.parent().unwrap_or(d)] {
         let m = std::fs::symlink_metadata(p).map_err(|e| Error::io(p, e))?;
         if m.uid() != me || m.mode() & 0o022 != 0 || !m.is_dir() {
             return Err(Error::Denied(format!(
@@ -501,8 +514,7 @@ fn user_dir_made() -> Result<PathBuf> {
             )));
         }
     }
-    owned::own(&d);
-    Ok(d)
+    Ok(())
 }
 
 /// The name of this process's entry for `inst` in the user's registry.
@@ -538,12 +550,18 @@ impl Drop for Listed<'_> {
 
 /// The instances where the user's servers run, from the registry: an entry whose process
 /// is gone is removed. One whose process lives but serves no agent there is left out and
-/// kept: a server that is starting writes its entry before its agents' records.
-pub fn user_instances() -> Vec<Instance> {
+/// kept: a server that is starting writes its entry before its agents' records. No
+/// registry: none. A registry that is not private to the user (another user made it
+/// first in the temporary directory) is refused, exit 77, and not read.
+pub fn user_instances() -> Result<Vec<Instance>> {
     use std::os::unix::ffi::OsStrExt;
     let d = user_dir();
+    match std::fs::symlink_metadata(&d) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        _ => check_private(&d)?,
+    }
     let Ok(rd) = std::fs::read_dir(&d) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let mut found: Vec<Instance> = Vec::new();
     for e in rd.flatten() {
@@ -576,7 +594,7 @@ pub fn user_instances() -> Vec<Instance> {
         }
     }
     found.sort_by(|a, b| a.dir().cmp(b.dir()));
-    found
+    Ok(found)
 }
 
 /// Who an agent's claim names: pid, host name, host id and server file, one a line (an
@@ -699,14 +717,30 @@ pub fn list(inst: &Instance) -> Vec<Served> {
         .collect()
 }
 
+/// What [`request_stop`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// The server was asked to finish (a stop request, or SIGTERM).
+    Yes,
+    /// Nothing: the record names no host and is not a file of this user, so its pid is
+    /// not signalled; why, for people.
+    NotMine(String),
+}
+
 /// Ask the process serving `s` to finish cleanly, wherever it runs: write its stop request,
 /// which it watches for. A record of a version that knew no hosts is of a server of this host
 /// that watches for no request: that one gets SIGTERM, the signal a service manager sends
-/// (a process already gone is no error). No other process is ever signalled.
-pub fn request_stop(inst: &Instance, s: &Served) -> Result<()> {
+/// (a process already gone is no error), but only when the record is a file of this user
+/// that still names that pid; else nothing is done ([`Asked::NotMine`]). No other process is
+/// ever signalled.
+pub fn request_stop(inst: &Instance, s: &Served) -> Result<Asked> {
     let Some(id) = s.host_id.as_deref() else {
+        let path = state_path(inst, &s.agent);
+        if let Some(why) = not_mine(&path, s.pid) {
+            return Ok(Asked::NotMine(why));
+        }
         return match kill(Pid::from_raw(s.pid as i32), Signal::SIGTERM) {
-            Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(()),
+            Ok(()) | Err(nix::errno::Errno::ESRCH) => Ok(Asked::Yes),
             Err(e) => Err(Error::io(format!("<pid {}>", s.pid), e.into())),
         };
     };
@@ -723,7 +757,34 @@ pub fn request_stop(inst: &Instance, s: &Served) -> Result<()> {
         crate::host::this().name,
         crate::time::now()
     );
-    atomic_write_unsynced(&path, asked.as_bytes())
+    atomic_write_unsynced(&path, asked.as_bytes()).map(|()| Asked::Yes)
+}
+
+/// Why the pid `pid` of the record `path` must not be signalled, if it must not: the file
+/// is not this user's (read through the descriptor whose owner is checked), or no longer
+/// names that pid.
+fn not_mine(path: &Path, pid: u32) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) => return Some(format!("{}: {e}", path.display())),
+    };
+    let owner = f.metadata().map(|m| m.uid()).unwrap_or(u32::MAX);
+    if owner != crate::trust::me() {
+        return Some(format!(
+            "{} is owned by {}: pid {pid} not signalled",
+            path.display(),
+            crate::trust::user(owner)
+        ));
+    }
+    let mut bytes = Vec::new();
+    let read = (&mut f).take(1 << 20).read_to_end(&mut bytes);
+    let named = read
+        .ok()
+        .and_then(|_| serde_json::from_slice::<Served>(&bytes).ok())
+        .map(|r| r.pid);
+    (named != Some(pid)).then(|| format!("{} changed: pid {pid} not signalled", path.display()))
 }
 
 /// Take back the stop request to the server of `s` once it is no longer needed (the server

@@ -484,16 +484,29 @@ fn the_users_servers_are_listed_and_stopped_from_anywhere() {
         ]
     );
     assert!(!stale.exists(), "the dead server's entry was removed");
-    // stop --all means every server of the user.
+    // stop --all means the servers of this root: none here ...
     let out = elsewhere.run("a", "aw-ctl", &["stop", "--all"]);
     assert_code(&out, 0);
-    let text = out_str(&out);
-    assert_eq!(text.lines().count(), 2, "{text}");
-    assert!(
-        text.contains("stopped alice@w") && text.contains("stopped bob@w"),
-        "{text}"
+    assert_eq!(out_str(&out), "");
+    assert!(stderr(&out).contains("nothing to stop"), "{}", stderr(&out));
+    assert_eq!(served(&one, "a", &[]), ["alice@w"]);
+    assert_eq!(served(&two, "a", &[]), ["bob@w"]);
+    // ... alice's alone in her project ...
+    assert_eq!(
+        one.ok("a/b", "aw-ctl", &["stop", "--all"]),
+        format!("stopped alice@w (aw-run pid {})\n", s1.pid())
     );
     assert_code(&s1.wait(), 0);
+    assert_eq!(served(&two, "a", &[]), ["bob@w"]);
+    // ... and --all-roots every server of the user, each line naming its root.
+    assert_eq!(
+        elsewhere.ok("a", "aw-ctl", &["stop", "--all-roots"]),
+        format!(
+            "stopped bob@w (aw-run pid {}) in {}\n",
+            s2.pid(),
+            two.root().display()
+        )
+    );
     assert_code(&s2.wait(), 0);
     assert_eq!(elsewhere.ok("a", "aw-ctl", &["ps", "--all-roots"]), "");
     assert_eq!(std::fs::read_dir(&servers).unwrap().count(), 0);
@@ -601,4 +614,37 @@ fn a_workflow_run_from_a_subdirectory_is_shown_by_its_plain_path() {
     assert!(!text.contains(".."), "{text}");
     assert_code(&p.run("", "aw-ctl", &["stop", "@keep"]), 0);
     assert_code(&server.wait(), 0);
+}
+
+#[test]
+fn a_root_given_as_the_project_directory_means_its_workflow() {
+    let p = Project::new();
+    p.ok("", "aw-send", &["-i", "hello", "-q", "first"]);
+    for d in ["src", "target", ".workflow/notes"] {
+        std::fs::create_dir_all(p.path().join(d)).unwrap();
+    }
+    let top = p.path();
+    let top = top.to_str().unwrap();
+    // From anywhere, --root naming the project lists the instances of its .workflow/, and
+    // only directories with a channel or aw's state are instances.
+    let ls = p.ok("a", "aw-ctl", &["--root", top, "ls"]);
+    assert_eq!(ls.lines().count(), 1, "{ls}");
+    assert!(ls.starts_with("hello\t"), "{ls}");
+    let out = p.run("a", "aw-peek", &["--root", top, "-i", "notes"]);
+    assert_code(&out, 66);
+    // A write goes into .workflow/, never beside it; AW_ROOT reads the same way.
+    p.ok(
+        "a",
+        "aw-send",
+        &["--root", top, "-i", "hello", "-q", "second"],
+    );
+    p.ok("a", "aw-send", &["--root", top, "-q", "to default"]);
+    assert!(!p.path().join("hello").exists() && !p.path().join("default").exists());
+    assert!(p.root().join("default/channel.md").is_file());
+    let mut peek = p.cmd("a", "aw-peek", &["-i", "hello", "-n", "0"]);
+    peek.env("AW_ROOT", top);
+    let out = run_with(peek, None);
+    assert_code(&out, 0);
+    let text = out_str(&out);
+    assert!(text.contains("first") && text.contains("second"), "{text}");
 }

@@ -94,7 +94,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 "--agent names instance '{a}' but -i names '{b}'"
             )));
         }
-        (Some(i), _) => common.root().instance(&i)?,
+        (Some(i), _) => common.root()?.instance(&i)?,
         (None, _) => common.instance()?,
     };
     inst.check_new(create)?;

@@ -150,14 +150,15 @@ impl Common {
         Ok(())
     }
 
-    pub fn root(&self) -> Root {
+    /// The root of `--root`, `AW_ROOT` or the search ([`Root::resolve`]).
+    pub fn root(&self) -> Result<Root> {
         Root::resolve(self.root.as_deref())
     }
 
     /// The instance named by `-i`, `AW_INSTANCE`, or `default`; `-i` given twice with two
     /// names is a usage error (the last one is not silently taken).
     pub fn instance(&self) -> Result<Instance> {
-        self.root()
+        self.root()?
             .instance(&instance::instance_name(self.named_instance()?))
     }
 

@@ -149,10 +149,10 @@ fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
                     crate::names::sanitize(&t)
                 )));
             }
-            Target::Instance(i) => inst = a.common.root().instance(&i)?,
+            Target::Instance(i) => inst = a.common.root()?.instance(&i)?,
             Target::Agent { name, instance } => {
                 if let Some(i) = instance {
-                    inst = a.common.root().instance(&i)?;
+                    inst = a.common.root()?.instance(&i)?;
                 }
                 a.inbox = Some(name);
             }

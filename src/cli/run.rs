@@ -289,7 +289,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     a.opts.ready = ready_pipe()?;
     crate::process::raise_open_files();
     if a.serve {
-        let root = a.common.root();
+        let root = a.common.root()?;
         let groups = serve_groups(&a)?
             .into_iter()
             .map(|(i, agents)| Ok((root.instance(&i)?, agents)))
@@ -549,7 +549,7 @@ fn place(a: &Args, wf: &Workflow, vars: &Vars) -> Result<(Root, Instance)> {
         _ => None,
     };
     let Some(dir) = dir else {
-        let root = a.common.root();
+        let root = a.common.root()?;
         let inst = root.instance(&instance_name(a, wf))?;
         return Ok((root, inst));
     };

@@ -120,7 +120,7 @@ fn send(out: &mut Out, a: Args) -> Result<u8> {
     let target = a.to.as_deref().map(Target::parse).transpose()?;
     let mut inst = a.common.instance()?;
     if let Some(i) = target.as_ref().and_then(|t| t.instance()) {
-        inst = a.common.root().instance(i)?;
+        inst = a.common.root()?.instance(i)?;
     }
     if a.dash && !a.words.is_empty() {
         return Err(Error::Usage("give MESSAGE words or -, not both".into()));

@@ -111,7 +111,7 @@ pub(super) fn rm(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 }
 
 pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
-    let root = a.common.root();
+    let root = a.common.root()?;
     let only = a.common.named_instance()?.map(str::to_string);
     if let Some(o) = &only {
         names::check_instance(o)?;

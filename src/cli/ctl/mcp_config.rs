@@ -54,7 +54,7 @@ pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         )));
     }
     let exe = aw_mcp_path()?;
-    let root = absolute(a.common.root().path())?;
+    let root = absolute(a.common.root()?.path())?;
     let agent = format!("{name}@{}", inst.name());
     if a.collab && a.delegate {
         return Err(Error::Usage(

@@ -56,7 +56,7 @@ Commands:
                          --all-roots: the user's servers of every root)
   top                    a full-screen live view of the instance's agents and channel
                          (q quits)
-  stop AGENT[@INSTANCE] | PATTERN | @INSTANCE | --all
+  stop AGENT[@INSTANCE] | PATTERN | @INSTANCE | --all | --all-roots
                          ask the aw-run serving them, on any host, to finish; wait up
                          to 10 s (--timeout)
   runs [AGENT] [--json]  the transcripts of the agents' runs
@@ -79,11 +79,10 @@ Options:
       --until ID       (ack) acknowledge up to entry ID
       --as AGENT       (doc, propose, vote, cancel) act as AGENT
       --clear          (doc owner) remove the document owner
-      --all            (proposals) list closed proposals too; (stop) every server of
-                       the user, of every root (only the root's with --root or
-                       AW_ROOT, only the instance's with -i)
-      --all-roots      (ps) the served agents of every root, from the user's registry
-                       of servers
+      --all            (proposals) list closed proposals too; (stop) every served
+                       agent of the root (only the instance's with -i)
+      --all-roots      (ps, stop) the served agents of every root, from the user's
+                       registry of servers (stop names the root on each line)
       --create         (new, doc write/append/create) create the instance even if an
                        existing one has a near name
   -f, --follow         (runs) follow the agent's attempts as they run
@@ -110,7 +109,8 @@ Options:
 Exit status: 0 ok, 1 no document owner set (doc owner) or not served (stop), 64 usage,
 65 bad name or data, 66 no such instance, agent, document or run, 73 cannot create
 (exists), 74 I/O error, 75 lock timeout or still served after the wait (stop), 77 not
-the document owner or permission denied, 130 interrupted.
+the document owner, a root found above that is not trusted, a server record of another
+user (stop) or permission denied, 130 interrupted.
 ";
 
 #[derive(Debug, Default)]
@@ -294,7 +294,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
 
 /// Say on stderr where a listing that found nothing looked.
 pub(super) fn say_empty(a: &Args, what: &str) {
-    let root = a.common.root();
+    let Ok(root) = a.common.root() else {
+        return;
+    };
     let msg = match root.missing() {
         Some(why) => format!("{what}: {why}"),
         None => format!("{what} under {}", root.path().display()),
@@ -306,7 +308,7 @@ pub(super) fn say_empty(a: &Args, what: &str) {
 pub(super) fn agent_instance(a: &Args, addr: &str) -> Result<(String, Instance)> {
     let (name, inst) = names::parse_agent_address(addr)?;
     let instance = match inst {
-        Some(i) => a.common.root().instance(&i)?,
+        Some(i) => a.common.root()?.instance(&i)?,
         None => a.common.instance()?,
     };
     Ok((name, instance))

@@ -26,7 +26,7 @@ pub const STOP_WAIT: Duration = Duration::from_secs(10);
 /// The instances `ps` and `stop --all` look at: every instance of the root, or only the one
 /// named with `-i` (not `AW_INSTANCE`, as for `ls`).
 fn instances(a: &Args) -> Result<Vec<Instance>> {
-    let root = a.common.root();
+    let root = a.common.root()?;
     if let Some(only) = a.common.named_instance()? {
         let inst = root.instance(only)?;
         return Ok(if inst.exists() {
@@ -44,21 +44,13 @@ fn instances(a: &Args) -> Result<Vec<Instance>> {
 /// The instances of every root where the user's servers run (the user's registry of
 /// servers), and those of the current root.
 fn all_roots(a: &Args) -> Result<Vec<Instance>> {
-    let mut all = serve::user_instances();
+    let mut all = serve::user_instances()?;
     for i in instances(a)? {
         if !all.iter().any(|o| o.dir() == i.dir()) {
             all.push(i);
         }
     }
     Ok(all)
-}
-
-/// Does `stop --all` mean every server of the user? Yes unless a root (`--root`,
-/// `AW_ROOT`) or an instance (`-i`) narrows it.
-fn all_means_user(a: &Args) -> bool {
-    a.common.root.is_none()
-        && a.common.instance.is_none()
-        && std::env::var_os("AW_ROOT").is_none_or(|v| v.is_empty())
 }
 
 /// Every served agent of `instances`, with its instance.
@@ -104,14 +96,14 @@ fn matching(a: &Args, pattern: &str) -> Result<Vec<(Instance, Served)>> {
     let insts = match inst {
         Some(i) if i.contains(['*', '?', '[']) => {
             let ip = crate::cli::pattern(i)?;
-            let root = a.common.root();
+            let root = a.common.root()?;
             root.instances()?
                 .iter()
                 .filter(|n| ip.matches_with(n, crate::cli::MATCH))
                 .map(|n| root.instance(n))
                 .collect::<Result<Vec<_>>>()?
         }
-        Some(i) => vec![a.common.root().instance(i)?],
+        Some(i) => vec![a.common.root()?.instance(i)?],
         None => vec![a.common.instance()?],
     };
     Ok(served(insts)
@@ -200,24 +192,27 @@ pub(super) fn ps(out: &mut Out, a: &Args, pattern: Option<&str>) -> Result<u8> {
     Ok(0)
 }
 
-/// `aw-ctl stop AGENT[@INSTANCE] | @INSTANCE | --all`: a stop request to each process that
-/// serves them, wherever it runs, then wait (`--timeout`, else [`STOP_WAIT`]) until nothing
-/// serves the agents those processes served.
+/// `aw-ctl stop AGENT[@INSTANCE] | @INSTANCE | --all | --all-roots`: a stop request to each
+/// process that serves them, wherever it runs, then wait (`--timeout`, else [`STOP_WAIT`])
+/// until nothing serves the agents those processes served. `--all` is the root's agents
+/// (the instance's with `-i`), `--all-roots` those of every root, each line then naming
+/// the root.
 pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> {
-    let chosen: Vec<(Instance, Served)> = match (target, a.all) {
+    let every = a.all || a.all_roots;
+    let chosen: Vec<(Instance, Served)> = match (target, every) {
         (Some(_), true) => {
             return Err(Error::Usage(
-                "stop takes a target or --all, not both".into(),
+                "stop takes a target, --all or --all-roots, not two of them".into(),
             ));
         }
         (None, false) => {
             return Err(Error::Usage(
-                "stop needs AGENT, AGENT@INSTANCE, @INSTANCE or --all".into(),
+                "stop needs AGENT, AGENT@INSTANCE, @INSTANCE, --all or --all-roots".into(),
             )
             .hint("see aw-ctl --help"));
         }
         (None, true) => {
-            let all = served(if all_means_user(a) {
+            let all = served(if a.all_roots {
                 all_roots(a)?
             } else {
                 instances(a)?
@@ -239,7 +234,7 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
         }
         (Some(t), false) => match Target::parse(t)? {
             Target::Instance(name) => {
-                let inst = a.common.root().instance(&name)?;
+                let inst = a.common.root()?.instance(&name)?;
                 inst.require()?;
                 let list = served(vec![inst]);
                 if list.is_empty() {
@@ -251,7 +246,7 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
             }
             Target::Agent { name, instance } => {
                 let inst = match instance {
-                    Some(i) => a.common.root().instance(&i)?,
+                    Some(i) => a.common.root()?.instance(&i)?,
                     None => a.common.instance()?,
                 };
                 inst.require()?;
@@ -272,29 +267,51 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
         },
     };
     let chosen = with_other_instances(chosen);
-    // One request to each server (a server stops every agent it serves).
+    // One request to each server (a server stops every agent it serves); a server whose
+    // record is another user's is not asked, and its agents not waited for.
     let mut asked: Vec<(&Instance, &Served)> = Vec::new();
+    let mut refused: Vec<(&Instance, &Served, String)> = Vec::new();
     for (inst, s) in &chosen {
-        if !asked
-            .iter()
-            .any(|(i, t)| i.dir() == inst.dir() && key(t) == key(s))
-        {
-            serve::request_stop(inst, s)?;
-            asked.push((inst, s));
+        let same = |i: &Instance, t: &Served| i.dir() == inst.dir() && key(t) == key(s);
+        if asked.iter().any(|(i, t)| same(i, t)) || refused.iter().any(|(i, t, _)| same(i, t)) {
+            continue;
+        }
+        match serve::request_stop(inst, s)? {
+            serve::Asked::Yes => asked.push((inst, s)),
+            serve::Asked::NotMine(why) => refused.push((inst, s, why)),
         }
     }
     let wait = a.timeout.map_or(STOP_WAIT, Duration::from_secs);
     let end = crate::time::deadline(wait);
     let mut still = Vec::new();
+    let in_root = |inst: &Instance| match (a.all_roots, inst.dir().parent()) {
+        (true, Some(root)) => format!(" in {}", root.display()),
+        _ => String::new(),
+    };
     for (inst, s) in &chosen {
+        if refused
+            .iter()
+            .any(|(i, t, _)| i.dir() == inst.dir() && key(t) == key(s))
+        {
+            continue;
+        }
         let left = end.saturating_duration_since(Instant::now());
         if serve::wait_unserved(inst, &s.agent, left) {
             out.line(&format!(
-                "stopped {}@{} (aw-run pid {})",
-                s.agent, s.instance, s.pid
+                "stopped {}@{} (aw-run pid {}){}",
+                s.agent,
+                s.instance,
+                s.pid,
+                in_root(inst)
             ))?;
         } else {
-            still.push(format!("{}@{} ({})", s.agent, s.instance, server_of(s)));
+            still.push(format!(
+                "{}@{} ({}){}",
+                s.agent,
+                s.instance,
+                server_of(s),
+                in_root(inst)
+            ));
         }
     }
     // A request whose server finished is no longer needed; one still served stays for its
@@ -315,6 +332,13 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
             still.join(", ")
         )));
     }
+    if !refused.is_empty() {
+        let what: Vec<String> = refused
+            .iter()
+            .map(|(_, s, why)| format!("{}@{} ({why})", s.agent, s.instance))
+            .collect();
+        return Err(Error::Denied(format!("not stopped: {}", what.join(", "))));
+    }
     Ok(0)
 }
 
@@ -323,7 +347,8 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
 /// user's registry of servers, so that they are waited for too.
 fn with_other_instances(mut chosen: Vec<(Instance, Served)>) -> Vec<(Instance, Served)> {
     let servers: Vec<_> = chosen.iter().map(|(_, s)| key(s)).collect();
-    for (inst, s) in served(serve::user_instances()) {
+    // A registry that is refused adds nothing (`ps --all-roots` says why).
+    for (inst, s) in served(serve::user_instances().unwrap_or_default()) {
         let known = chosen
             .iter()
             .any(|(i, t)| i.dir() == inst.dir() && t.agent == s.agent);
