@@ -70,6 +70,30 @@ pub fn check_agent(name: &str) -> Result<()> {
     }
 }
 
+/// Why a valid agent name cannot be given to a new agent: one that ends in `-` could never
+/// be mentioned (in `@bob-` the `-` is punctuation, so it mentions `bob`).
+pub fn unmentionable(name: &str) -> Option<String> {
+    name.ends_with('-').then(|| {
+        format!(
+            "invalid agent name '{}': a name ending in '-' could never be mentioned (@{} \
+             mentions {})",
+            sanitize(name),
+            sanitize(name),
+            sanitize(name.trim_end_matches('-'))
+        )
+    })
+}
+
+/// [`check_agent`] for a name a new agent is given (`aw-ctl new`, a workflow's agents,
+/// `spawn_agent`): a name that ends in `-` is refused too (see [`unmentionable`]).
+pub fn check_new_agent(name: &str) -> Result<()> {
+    check_agent(name)?;
+    match unmentionable(name) {
+        Some(why) => Err(Error::invalid(why)),
+        None => Ok(()),
+    }
+}
+
 pub fn check_instance(name: &str) -> Result<()> {
     if is_instance_name(name) {
         Ok(())
@@ -152,6 +176,14 @@ mod tests {
         assert!(!is_agent_name("a.b"));
         assert!(!is_agent_name(&"a".repeat(65)));
         assert!(is_instance_name("9a"));
+        assert!(check_new_agent("a-b").is_ok());
+        assert_eq!(
+            check_new_agent("bob-").unwrap_err().to_string(),
+            "invalid agent name 'bob-': a name ending in '-' could never be mentioned (@bob- \
+             mentions bob)"
+        );
+        // Still a name of the channel (an agent registered before may have it).
+        assert!(check_agent("bob-").is_ok());
     }
 
     #[test]

@@ -334,7 +334,7 @@ pub fn register(inst: &Instance, agent: Agent, replace: bool) -> Result<bool> {
 /// each, whether it was new. Nothing is written when one name is refused.
 pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Result<Vec<bool>> {
     for agent in &agents {
-        names::check_agent(&agent.name)?;
+        names::check_new_agent(&agent.name)?;
         if names::RESERVED_SENDERS.contains(&agent.name.as_str()) {
             return Err(Error::invalid(format!(
                 "'{}' is a reserved sender name and cannot be an agent",
