@@ -105,6 +105,23 @@ pub fn check_instance(name: &str) -> Result<()> {
     }
 }
 
+/// Most names a message lists (of the registered agents, say) before it gives the count of
+/// the others.
+pub const LISTED: usize = 10;
+
+/// `names` for a message: joined with `, `, the first [`LISTED`] of them then
+/// `… and N more`; `none` when there are none.
+pub fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        return "none".to_string();
+    }
+    let shown = names[..names.len().min(LISTED)].join(", ");
+    match names.len().saturating_sub(LISTED) {
+        0 => shown,
+        more => format!("{shown}, … and {more} more"),
+    }
+}
+
 /// A parsed send target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
@@ -184,6 +201,17 @@ mod tests {
         );
         // Still a name of the channel (an agent registered before may have it).
         assert!(check_agent("bob-").is_ok());
+    }
+
+    #[test]
+    fn long_lists_of_names_are_cut_with_a_count() {
+        let names = |n: usize| (1..=n).map(|i| format!("a{i}")).collect::<Vec<_>>();
+        assert_eq!(listed(&[]), "none");
+        assert_eq!(listed(&names(2)), "a1, a2");
+        assert_eq!(listed(&names(LISTED)).matches(", ").count(), LISTED - 1);
+        let many = listed(&names(5000));
+        assert!(many.starts_with("a1, a2, "), "{many}");
+        assert!(many.ends_with(", a10, … and 4990 more"), "{many}");
     }
 
     #[test]

@@ -315,11 +315,7 @@ pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
         "no agent '{name}' in instance '{}'{} (registered: {})",
         inst.name(),
         crate::suggest::suggestion(name, known.iter().map(String::as_str)),
-        if known.is_empty() {
-            "none".to_string()
-        } else {
-            known.join(", ")
-        }
+        names::listed(&known)
     ))
     .hint("register it with aw-ctl new, or leave out -t and mention it with @name"))
 }
