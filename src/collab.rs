@@ -80,7 +80,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
     }
     crate::channel::validate_message(&req.prompt)?;
     if let Some(n) = &req.name {
-        names::check_agent(n)?;
+        names::check_new_agent(n)?;
         if names::RESERVED_SENDERS.contains(&n.as_str()) {
             return Err(Error::invalid(format!(
                 "'{n}' is a reserved sender name and cannot be an agent"

@@ -77,6 +77,30 @@ pub fn check_agent(name: &str) -> Result<()> {
     }
 }
 
+/// Why a valid agent name cannot be given to a new agent: one that ends in `-` could never
+/// be mentioned (in `@bob-` the `-` is punctuation, so it mentions `bob`).
+pub fn unmentionable(name: &str) -> Option<String> {
+    name.ends_with('-').then(|| {
+        format!(
+            "invalid agent name '{}': a name ending in '-' could never be mentioned (@{} \
+             mentions {})",
+            sanitize(name),
+            sanitize(name),
+            sanitize(name.trim_end_matches('-'))
+        )
+    })
+}
+
+/// [`check_agent`] for a name a new agent is given (`aw-ctl new`, a workflow's agents,
+/// `spawn_agent`): a name that ends in `-` is refused too (see [`unmentionable`]).
+pub fn check_new_agent(name: &str) -> Result<()> {
+    check_agent(name)?;
+    match unmentionable(name) {
+        Some(why) => Err(Error::invalid(why)),
+        None => Ok(()),
+    }
+}
+
 pub fn check_instance(name: &str) -> Result<()> {
     if is_instance_name(name) {
         Ok(())
@@ -85,6 +109,23 @@ pub fn check_instance(name: &str) -> Result<()> {
             "invalid instance name '{}': expected [A-Za-z0-9][A-Za-z0-9_-]*, at most {MAX_NAME} characters",
             sanitize(name)
         )))
+    }
+}
+
+/// Most names a message lists (of the registered agents, say) before it gives the count of
+/// the others.
+pub const LISTED: usize = 10;
+
+/// `names` for a message: joined with `, `, the first [`LISTED`] of them then
+/// `… and N more`; `none` when there are none.
+pub fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        return "none".to_string();
+    }
+    let shown = names[..names.len().min(LISTED)].join(", ");
+    match names.len().saturating_sub(LISTED) {
+        0 => shown,
+        more => format!("{shown}, … and {more} more"),
     }
 }
 
@@ -159,6 +200,25 @@ mod tests {
         assert!(!is_agent_name("a.b"));
         assert!(!is_agent_name(&"a".repeat(65)));
         assert!(is_instance_name("9a"));
+        assert!(check_new_agent("a-b").is_ok());
+        assert_eq!(
+            check_new_agent("bob-").unwrap_err().to_string(),
+            "invalid agent name 'bob-': a name ending in '-' could never be mentioned (@bob- \
+             mentions bob)"
+        );
+        // Still a name of the channel (an agent registered before may have it).
+        assert!(check_agent("bob-").is_ok());
+    }
+
+    #[test]
+    fn long_lists_of_names_are_cut_with_a_count() {
+        let names = |n: usize| (1..=n).map(|i| format!("a{i}")).collect::<Vec<_>>();
+        assert_eq!(listed(&[]), "none");
+        assert_eq!(listed(&names(2)), "a1, a2");
+        assert_eq!(listed(&names(LISTED)).matches(", ").count(), LISTED - 1);
+        let many = listed(&names(5000));
+        assert!(many.starts_with("a1, a2, "), "{many}");
+        assert!(many.ends_with(", a10, … and 4990 more"), "{many}");
     }
 
     #[test]

@@ -57,7 +57,7 @@ impl Posted {
         Ok(Some(format!(
             "{} not an agent here (agents: {}); nobody was notified for it.",
             at_names(&self.unknown),
-            reg.names().join(", ")
+            names::listed(&reg.names())
         )))
     }
 }
@@ -82,11 +82,7 @@ pub fn at_names(names: &[String]) -> String {
 
 /// The registered agents, or `none`.
 fn registered(reg: &Registry) -> String {
-    if reg.agents.is_empty() {
-        "none".to_string()
-    } else {
-        reg.names().join(", ")
-    }
+    names::listed(&reg.names())
 }
 
 /// Is durability requested through the environment (`AW_SYNC=1`)?

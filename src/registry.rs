@@ -315,11 +315,7 @@ pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
         "no agent '{name}' in instance '{}'{} (registered: {})",
         inst.name(),
         crate::suggest::suggestion(name, known.iter().map(String::as_str)),
-        if known.is_empty() {
-            "none".to_string()
-        } else {
-            known.join(", ")
-        }
+        names::listed(&known)
     ))
     .hint("register it with aw-ctl new, or leave out -t and mention it with @name"))
 }
@@ -334,7 +330,7 @@ pub fn register(inst: &Instance, agent: Agent, replace: bool) -> Result<bool> {
 /// each, whether it was new. Nothing is written when one name is refused.
 pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Result<Vec<bool>> {
     for agent in &agents {
-        names::check_agent(&agent.name)?;
+        names::check_new_agent(&agent.name)?;
         if names::RESERVED_SENDERS.contains(&agent.name.as_str()) {
             return Err(Error::invalid(format!(
                 "'{}' is a reserved sender name and cannot be an agent",

@@ -693,6 +693,30 @@ fn a_worker_on_a_detached_server_stays_under_the_workflow_budget() {
 }
 
 #[test]
+fn a_workflow_whose_worker_on_a_polling_server_passed_the_budget_exits_1() {
+    // The lead ends its turn at once; its worker, served by a detached server under
+    // --poll 4, spends 2,000 tokens a call. The workflow is not done while its worker
+    // works: the worker's spending passes the budget by one call at most, and the
+    // workflow exits 1 with the budget's line, as when it serves the worker itself.
+    let s = Setup::new();
+    let (url, handed) = lead_and_worker(Duration::ZERO, Duration::from_millis(100), 2000);
+    let out = run(&s, LEAD, &url, &["--poll", "4"]);
+    let err = stderr(&out);
+    assert_code(&out, 1);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("aw-run: budget: ") && l.contains("over the 3000 token budget")),
+        "{err}"
+    );
+    wait_for("the detached server to end", || ps(&s).is_empty());
+    let (_, b) = budget(&s, &[]);
+    let spent = b["spent"]["tokens"].as_u64().unwrap();
+    assert_eq!(spent, handed.load(Ordering::SeqCst), "{b}");
+    // The budget, and at most one call of each agent past it.
+    assert!(spent > 3000 && spent <= 3000 + 2000 + 20, "{b}");
+}
+
+#[test]
 fn a_detached_worker_server_ends_with_the_workflow_that_spawned_it() {
     // The worker would go on for ever (100 tokens a call, well under the budget): its
     // server ends once the lead's workflow has ended.

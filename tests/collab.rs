@@ -517,3 +517,94 @@ fn mcp_config_starts_the_server_with_the_collab_or_delegate_tools() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn a_worker_closed_by_an_edit_in_place_of_the_registry_is_let_go() {
+    // agents.json rewritten in place, the same size, its modification time put back: only
+    // its change time tells that it changed, and the worker closed in it is let go all the
+    // same.
+    let team = Team::new();
+    let mut run = keep_run(
+        &team,
+        "agents:\n  lead:\n    mock: {}\n    collab: true\n    max_workers: 4\n",
+    );
+    let lead = team
+        .join_with("lead", &["--collab", "--max-workers", "4"])
+        .await;
+    let r = lead
+        .ok("spawn_agent", json!({"prompt": "go", "backend": "mock"}))
+        .await;
+    assert_eq!(r.data["served_by"], run.id(), "{}", r.text);
+    let runs = team.inst().join("_state/runs/worker-1");
+    let transcripts = || {
+        std::fs::read_dir(&runs).map_or(0, |d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+    };
+    wait_for("the worker's first run", || transcripts() == 1);
+    // A message to the worker: the server has looked at the registry as it is now.
+    let send = |text: &str| {
+        let sent = command("aw-send")
+            .arg("--root")
+            .arg(&team.root)
+            .args(["-i", INSTANCE, "--from", "user", text])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    send("@worker-1 one");
+    wait_for("the worker's second run", || transcripts() == 2);
+    // Past the granularity of the clock of the change times.
+    std::thread::sleep(Duration::from_millis(20));
+    let file = team.inst().join("_state/agents.json");
+    let before = std::fs::metadata(&file).unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let from = "\"spawned_by\": \"lead\"";
+    assert_eq!(text.matches(from).count(), 1, "{text}");
+    let mut edited = text.replace(from, &format!("{from}, \"closed\": true"));
+    // As many bytes of indentation out as went in: a space of each indented line.
+    let extra = edited.len() - text.len();
+    let mut from_line = 0;
+    for _ in 0..extra {
+        let at = from_line + edited[from_line..].find("\n  ").unwrap() + 1;
+        edited.remove(at);
+        from_line = at;
+    }
+    assert_eq!(edited.len(), text.len());
+    assert!(serde_json::from_str::<Value>(&edited).is_ok(), "{edited}");
+    {
+        use std::io::{Seek, Write};
+        let mut f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.write_all(edited.as_bytes()).unwrap();
+        f.set_modified(before.modified().unwrap()).unwrap();
+    }
+    let after = std::fs::metadata(&file).unwrap();
+    assert_eq!(
+        (after.len(), after.modified().unwrap()),
+        (before.len(), before.modified().unwrap())
+    );
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert_ne!(
+            (after.ctime(), after.ctime_nsec()),
+            (before.ctime(), before.ctime_nsec())
+        );
+    }
+    assert_eq!(registered(&team, "worker-1")["closed"], true);
+    // A change of the channel makes the server look at the registry again.
+    send("@worker-1 more");
+    wait_for("the worker to be let go", || {
+        !served(&team).iter().any(|(a, _)| a == "worker-1")
+    });
+    assert_eq!(transcripts(), 2);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(run.wait().unwrap().code(), Some(0));
+    lead.quit().await;
+}

@@ -46,3 +46,45 @@ async fn unnamed_workers_after_the_largest_number_get_free_names() {
     }
     lead.quit().await;
 }
+
+/// A name that ends in `-` could never be mentioned (`@bob-` mentions `bob`): `aw-ctl new`,
+/// a workflow file and `spawn_agent` all refuse it, with one line that says why, and nothing
+/// is registered.
+#[tokio::test]
+async fn a_name_ending_in_a_dash_is_refused_wherever_an_agent_is_named() {
+    let team = Team::new();
+    let why = "invalid agent name 'bob-': a name ending in '-' could never be mentioned \
+               (@bob- mentions bob)";
+    let out = team.run("aw-ctl", &["new", "bob-", "--backend", "mock"]);
+    assert_eq!(out.status.code(), Some(65));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.lines().next(),
+        Some(&*format!("aw-ctl: {why}")),
+        "{err}"
+    );
+    let wf = team.base.join("wf.yaml");
+    std::fs::write(&wf, "agents:\n  bob-:\n    mock: {}\n").unwrap();
+    let wf = wf.to_str().unwrap();
+    let out = team.run("aw-run", &["--check", wf]);
+    assert_eq!(out.status.code(), Some(65));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("wf.yaml:2:3: agents: {why}")),
+        "{err}"
+    );
+    let lead = team.join_with("lead", &["--collab"]).await;
+    let text = lead
+        .fail(
+            "spawn_agent",
+            json!({"prompt": "go", "backend": "mock", "name": "bob-"}),
+        )
+        .await;
+    assert!(text.contains(why), "{text}");
+    assert!(
+        !team.state("agents.json").to_string().contains("bob-"),
+        "{}",
+        team.state("agents.json")
+    );
+    lead.quit().await;
+}

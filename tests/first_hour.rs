@@ -319,6 +319,46 @@ fn an_explicit_recipient_must_be_registered() {
 }
 
 #[test]
+fn an_unknown_name_among_thousands_of_agents_lists_a_few_and_a_count() {
+    let p = Project::new();
+    p.ok(
+        "",
+        "aw-ctl",
+        &["--create", "new", "sleeper@team", "--backend", "mock"],
+    );
+    let inst = aw::instance::Root::new(p.root()).instance("team").unwrap();
+    let agents = (1..5000)
+        .map(|i| aw::registry::Agent {
+            name: format!("agent-{i:04}"),
+            backend: "mock".into(),
+            ..Default::default()
+        })
+        .collect();
+    aw::registry::register_all(&inst, agents, false).unwrap();
+    let listed = "(registered: sleeper, agent-0001, agent-0002, agent-0003, agent-0004, \
+                  agent-0005, agent-0006, agent-0007, agent-0008, agent-0009, … and 4990 more)";
+    let out = p.run("", "aw-send", &["-i", "team", "@ghost are you there"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "aw-send: warning: @ghost is not an agent of instance 'team' {listed}; not a mention\n"
+        )
+    );
+    let out = p.run("", "aw-send", &["-i", "team", "-t", "ghost", "wake up"]);
+    assert_code(&out, 65);
+    let err = stderr(&out);
+    assert_eq!(
+        err.lines().next(),
+        Some(&*format!(
+            "aw-send: no agent 'ghost' in instance 'team' {listed}"
+        )),
+        "{err}"
+    );
+    assert!(err.len() < 1000, "{err}");
+}
+
+#[test]
 fn doc_list_takes_a_pattern() {
     let p = Project::new();
     for f in [

@@ -19,12 +19,21 @@ struct Two {
 
 impl Two {
     fn new() -> Two {
+        Two::with(|_, _| vec!["--backend".into(), "mock".into()])
+    }
+
+    /// `a` in `one` and `b` in `two`, registered with the `aw-ctl new` arguments that
+    /// `backend` gives for (instance, agent).
+    fn with(backend: impl Fn(&Two, &str) -> Vec<String>) -> Two {
         let t = Two {
             s: Setup::new(),
             runtime: tempfile::tempdir().expect("runtime dir"),
         };
         for (inst, agent) in [("one", "a"), ("two", "b")] {
-            let out = t.run("aw-ctl", &["-i", inst, "new", agent, "--backend", "mock"]);
+            let mut args = vec!["-i", inst, "new", agent];
+            let more = backend(&t, inst);
+            args.extend(more.iter().map(String::as_str));
+            let out = t.run("aw-ctl", &args);
             assert_code(&out, 0);
         }
         t
@@ -374,4 +383,57 @@ fn an_instance_that_cannot_start_is_named_and_the_others_are_served() {
     wait_for("a's reply", || t.entries("one").len() == 4);
     assert_code(&t.run("aw-ctl", &["stop", "@one"]), 0);
     wait_for("the server to end", || !alive(pid));
+}
+
+#[test]
+fn a_loop_across_the_instances_of_one_server_is_stopped_by_the_pair_guard() {
+    // a answers in two to b, b answers in one to a: neither instance registers the other's
+    // agent, yet one process serves both, and to its loop guard both are agents.
+    let t = Two::with(|t, inst| {
+        let other = if inst == "one" { "two b" } else { "one a" };
+        let script = t.s.script(
+            &format!("cross-{inst}.sh"),
+            "cat >/dev/null\naw-send -i \"$1\" \"@$2 again\" >/dev/null\n",
+        );
+        let mut args = vec!["--backend".to_string(), "exec".into(), "--".into()];
+        args.push(script.display().to_string());
+        args.extend(other.split(' ').map(str::to_string));
+        args
+    });
+    let server = t.serve(&["--keep", "--debounce", "0.01s", "a@one", "b@two"]);
+    let pid = server.pid();
+    t.wait_served(pid);
+    t.send("one", "@a go");
+    let notice = |t: &Two| {
+        ["one", "two"].iter().find_map(|i| {
+            t.entries(i).into_iter().find(|(f, m)| {
+                f == "system" && m.contains("mentioned each other 10 times within 60 s")
+            })
+        })
+    };
+    wait_for("the pair guard", || notice(&t).is_some());
+    let (_, why) = notice(&t).unwrap();
+    assert!(
+        why.starts_with("loop guard: a and b mentioned")
+            || why.starts_with("loop guard: b and a mentioned"),
+        "{why}"
+    );
+    // Settled: no new entry in either instance for 0.8 s; at most 11 answers of each.
+    let count = |t: &Two| t.entries("one").len() + t.entries("two").len();
+    let mut n = 0;
+    wait_for("the instances to settle", || {
+        let before = count(&t);
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        n = count(&t);
+        n == before
+    });
+    assert!(
+        n <= 1 + 2 * 11 + 2,
+        "{n}: {:?} {:?}",
+        t.entries("one"),
+        t.entries("two")
+    );
+    assert!(alive(pid));
+    let (_, err) = texts(&server.term());
+    assert!(err.contains(&format!("aw-run: {why}")), "{err}");
 }

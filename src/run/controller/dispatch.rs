@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use super::config::Controller;
 use super::event::Report;
 use super::look::{Look, Waiting};
+use super::loop_guard::{note_served, note_unserved};
 use super::shared::{Mail, Shared};
 use crate::registry::Registry;
 use crate::serve::ControllerState;
@@ -173,6 +174,7 @@ fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) 
         let a = st.agents.entry(c.agent.clone()).or_default();
         a.cap = c.max_runs;
     }
+    note_served(&c.agent);
     slots.insert(
         c.agent.clone(),
         Slot {
@@ -184,6 +186,7 @@ fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) 
 
 /// A controller closed alone: the runner stops waiting for it.
 fn close(shared: &Shared, ctl: &mut Controller) {
+    note_unserved(&ctl.agent);
     {
         let mut st = shared.lock();
         if !st.stopping {
@@ -203,7 +206,8 @@ fn close(shared: &Shared, ctl: &mut Controller) {
 /// ended (their backends are stopped with the runner).
 fn shut_down(shared: &Shared, slots: BTreeMap<String, Slot>) {
     let mut running = 0;
-    for (_, slot) in slots {
+    for (name, slot) in slots {
+        note_unserved(&name);
         match slot.ctl {
             Some(mut ctl) => ctl.publish(ControllerState::Stopped),
             None => running += 1,

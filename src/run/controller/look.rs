@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::config::Controller;
 use super::event::Report;
-use super::loop_guard::from_agents;
+use super::loop_guard::{from_agents, served_here};
 use super::shared::Shared;
 use crate::inbox;
 use crate::run::backend::Status;
@@ -92,11 +92,13 @@ impl Controller {
             return Look::Wait;
         }
         let mut st = shared.lock();
-        // Agents served elsewhere count as agents too (a worker on a server of its own).
+        // Agents served elsewhere count as agents too (a worker on a server of its own), and
+        // so do those this process serves in its other instances.
         let agents_only = match registered {
-            Some(r) => msgs
-                .iter()
-                .all(|m| m.entry.from != self.agent && r.get(&m.entry.from).is_some()),
+            Some(r) => msgs.iter().all(|m| {
+                m.entry.from != self.agent
+                    && (r.get(&m.entry.from).is_some() || served_here(&m.entry.from))
+            }),
             None => from_agents(&st, &self.agent, &msgs),
         };
         let guarded = if !shared.keep {

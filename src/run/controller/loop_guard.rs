@@ -1,7 +1,13 @@
 //! The loop guard: a run cap per agent, a rate limit on the runs that only other agents'
 //! messages started, and in keep mode a limit on the mentions between two agents; a guard
 //! pauses an agent until a message from someone else arrives.
+//!
+//! An agent this process serves is an agent in every instance it serves: two agents of
+//! `aw-run --serve a@one b@two` that answer each other in the other's instance are a loop
+//! like two agents of one instance, though neither instance registers the other's agent.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use super::config::Controller;
@@ -10,10 +16,42 @@ use super::shared::{AgentState, Shared, State};
 use crate::inbox;
 use crate::post::{self, PostOptions};
 
-/// Are `msgs` all from agents served here other than `agent` (a run on them may be a loop)?
+/// The agents this process serves, in any of its instances, each with the number of
+/// instances it is served in.
+static SERVED: Mutex<BTreeMap<String, usize>> = Mutex::new(BTreeMap::new());
+
+fn served() -> std::sync::MutexGuard<'static, BTreeMap<String, usize>> {
+    SERVED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `agent` is served by this process (in one more instance).
+pub(super) fn note_served(agent: &str) {
+    *served().entry(agent.to_string()).or_default() += 1;
+}
+
+/// `agent` is no longer served in one of the instances of this process.
+pub(super) fn note_unserved(agent: &str) {
+    let mut s = served();
+    if let Some(n) = s.get_mut(agent) {
+        *n -= 1;
+        if *n == 0 {
+            s.remove(agent);
+        }
+    }
+}
+
+/// Does this process serve `agent`, in any of its instances?
+pub(super) fn served_here(agent: &str) -> bool {
+    served().contains_key(agent)
+}
+
+/// Are `msgs` all from agents other than `agent` that this process serves, in this
+/// instance or another (a run on them may be a loop)?
 pub(super) fn from_agents(st: &State, agent: &str, msgs: &[inbox::InboxMessage]) -> bool {
-    msgs.iter()
-        .all(|m| m.entry.from != agent && st.agents.contains_key(&m.entry.from))
+    msgs.iter().all(|m| {
+        m.entry.from != agent
+            && (st.agents.contains_key(&m.entry.from) || served_here(&m.entry.from))
+    })
 }
 
 /// The key of the pair guard's window for two agents: their names in order.
@@ -24,7 +62,7 @@ fn pair(a: &str, b: &str) -> (String, String) {
 
 impl Controller {
     /// The loop guard in keep mode, before the rate check: a message from outside the
-    /// agents of the instance (`agents_only` false: a user, the kickoff) lifts a pause and
+    /// agents (`agents_only` false: a user, the kickoff) lifts a pause and
     /// starts the run count afresh (steady outside traffic is no loop); on other agents'
     /// messages alone (served here or elsewhere), a paused agent stays paused, and one that
     /// reached its run cap or exchanged too many mentions with one other agent
@@ -107,8 +145,9 @@ impl Controller {
     /// The loop guard's rate check before a run on `msgs`: `None` when the run may go;
     /// `Some` when the agent is paused, with the reason when it was paused just now.
     ///
-    /// Only runs that messages from other agents served here started count: a message
-    /// from anyone else (a user, the kickoff) is no loop, and it ends a pause.
+    /// Only runs that messages from other agents served by this process (in any of its
+    /// instances) started count: a message from anyone else (a user, the kickoff) is no
+    /// loop, and it ends a pause.
     pub(super) fn rate_guard(
         &self,
         st: &mut State,

@@ -1,7 +1,9 @@
 //! The decision that the work is done: the dispatcher has looked at every change and no run
 //! is under way, then under the lock no entry that no wake-up told of, no unread message
 //! left and no active proposal; in keep mode, the quiet moment that starts the loop guard's
-//! counts afresh.
+//! counts afresh. A workflow is not done while a worker of its agents that another server
+//! serves is at work: what that worker spends counts against the workflow's budget, however
+//! the servers are woken.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -11,6 +13,7 @@ use super::workers::Adopter;
 use crate::error::exit;
 use crate::instance::Instance;
 use crate::run::controller::Shared;
+use crate::serve::ControllerState;
 
 /// Wait until the work is done (exit 0), or a reason to stop with 1.
 ///
@@ -85,9 +88,28 @@ pub(super) fn wait_done(
             }
             Verdict::Done => {
                 // A worker registered just now may not have been taken yet.
+                let ours: Vec<String> = st.agents.keys().cloned().collect();
                 drop(st);
                 let taken = adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
+                let elsewhere = !taken && worker_at_work_elsewhere(inst, &ours);
+                let over = elsewhere
+                    && crate::run::ledger::load(inst)
+                        .is_ok_and(|l| shared.budget.exceeded(&l.spent).is_some());
                 st = shared.lock();
+                if over {
+                    // Said (exit 1) as the run ends.
+                    return (exit::NO, None);
+                }
+                if elsewhere {
+                    // Its state is in a file, not the channel: looked at again soon.
+                    let t = left.map_or(WORKERS_LOOK, |l| l.min(WORKERS_LOOK));
+                    st = shared
+                        .cv
+                        .wait_timeout(st, t)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                    continue;
+                }
                 if !taken {
                     return (exit::OK, None);
                 }
@@ -110,6 +132,45 @@ pub(super) fn wait_done(
             }
         }
     }
+}
+
+/// How often a workflow that waits for its workers on other servers looks at them.
+const WORKERS_LOOK: Duration = Duration::from_millis(200);
+
+/// Whether a worker that `ours` (the agents of this run) spawned, or one of their workers
+/// spawned, is served by another server and at work there: running, or idle with messages
+/// to read.
+fn worker_at_work_elsewhere(inst: &Instance, ours: &[String]) -> bool {
+    let Ok(reg) = crate::registry::Registry::load_shared(inst) else {
+        return false;
+    };
+    let mut spawners: std::collections::BTreeSet<&str> = ours.iter().map(String::as_str).collect();
+    let mut workers = Vec::new();
+    loop {
+        let found: Vec<&str> = reg
+            .agents
+            .iter()
+            .filter(|a| !a.closed && !spawners.contains(a.name.as_str()))
+            .filter(|a| {
+                a.spawned_by
+                    .as_deref()
+                    .is_some_and(|s| spawners.contains(s))
+            })
+            .map(|a| a.name.as_str())
+            .collect();
+        if found.is_empty() {
+            break;
+        }
+        spawners.extend(&found);
+        workers.extend(found);
+    }
+    workers.into_iter().any(|w| {
+        crate::serve::record(inst, w).is_some_and(|r| match r.state {
+            ControllerState::Running => true,
+            ControllerState::Idle => crate::inbox::unread_count(inst, w).is_ok_and(|n| n > 0),
+            _ => false,
+        })
+    })
 }
 
 fn wait<'a>(

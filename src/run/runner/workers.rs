@@ -20,8 +20,10 @@ use crate::serve;
 pub(super) struct Adopter {
     pub(super) serving: Arc<Serving>,
     pub(super) shared: Arc<Shared>,
-    /// The registry file as last read: length, modification time, inode.
-    pub(super) seen: Option<(u64, i64, i64, u64)>,
+    /// The registry file as last read: length, modification and change times, inode (an
+    /// edit in place that keeps the size and puts the modification time back still changes
+    /// the change time).
+    pub(super) seen: Option<(u64, i64, i64, i64, i64, u64)>,
     /// The agents served, with their controllers' own stop flags.
     pub(super) workers: BTreeMap<String, crate::process::Stop>,
     /// The agents served, as a trusted source defines them: those served from the start,
@@ -40,7 +42,16 @@ impl Adopter {
         let inst = &serving.inst;
         let key = std::fs::metadata(inst.state_file("agents.json"))
             .ok()
-            .map(|m| (m.len(), m.mtime(), m.mtime_nsec(), m.ino()));
+            .map(|m| {
+                (
+                    m.len(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec(),
+                    m.ino(),
+                )
+            });
         if key.is_none() || (!force && key == self.seen) {
             return false;
         }

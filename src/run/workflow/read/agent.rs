@@ -70,6 +70,8 @@ fn check_agent_name(r: &mut Reader, name: &Spanned<&str>) {
             sanitize(name.value),
             names::MAX_NAME
         )
+    } else if let Some(why) = names::unmentionable(name.value) {
+        why
     } else if names::RESERVED_SENDERS.contains(&name.value) {
         format!(
             "'{}' is reserved for a sender that is not an agent",
