@@ -65,10 +65,10 @@ pub fn url_credentials(value: &str) -> Vec<String> {
             let query = &url[q + 1..];
             let query = &query[..query.find('#').unwrap_or(query.len())];
             for pair in query.split('&') {
-                if let Some((k, v)) = pair.split_once('=') {
-                    if is_secret_name(k) {
-                        out.push(v.to_string());
-                    }
+                if let Some((k, v)) = pair.split_once('=')
+                    && is_secret_name(k)
+                {
+                    out.push(v.to_string());
                 }
             }
         }
