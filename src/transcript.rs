@@ -1,10 +1,13 @@
 //! Where the transcripts of an agent's runs live: `_state/runs/<agent>/<n>.json`, one per
 //! attempt, numbered from 1 (the attempt's output as it comes is `<n>.log` beside it). The
-//! runner writes them; `aw-ctl runs`, `aw-ctl top` and the reply wait read them.
+//! runner writes them; `aw-ctl runs`, `aw-ctl status`, `aw-ctl top` and the reply wait read
+//! them, through [`numbered`] and [`read_all`]: the `<n>.json` files, never the logs.
 
 use std::path::PathBuf;
 
+use crate::error::{Error, Result};
 use crate::instance::Instance;
+use crate::usage::Usage;
 
 /// `_state/runs/<agent>`.
 pub fn transcript_dir(inst: &Instance, agent: &str) -> PathBuf {
@@ -22,4 +25,56 @@ pub fn next_transcript(inst: &Instance, agent: &str) -> u64 {
     })
     .max()
     .map_or(1, |m| m + 1)
+}
+
+/// The transcripts of `agent`, by number: the files named `<n>.json` (`n` from 1, written
+/// without leading zeros), never the attempt logs `<n>.log` beside them.
+pub fn numbered(inst: &Instance, agent: &str) -> Result<Vec<(u64, PathBuf)>> {
+    let dir = transcript_dir(inst, agent);
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(&dir, e)),
+    };
+    let mut found: Vec<(u64, PathBuf)> = rd
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let n: u64 = name.strip_suffix(".json")?.parse().ok()?;
+            (n > 0 && name == format!("{n}.json")).then(|| (n, dir.join(&name)))
+        })
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Every transcript of `agent` that reads as JSON, in order; those that cannot be read are
+/// left out.
+pub fn read_all(inst: &Instance, agent: &str) -> Vec<(u64, serde_json::Value)> {
+    numbered(inst, agent)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|(n, path)| {
+            let bytes = crate::fs::owned::read(&path).ok()?;
+            Some((n, serde_json::from_slice(&bytes).ok()?))
+        })
+        .collect()
+}
+
+/// What the transcripts of `agent` that `which` takes report it spent, summed; `None` when
+/// none reports usage.
+pub fn usage_of(
+    inst: &Instance,
+    agent: &str,
+    which: impl Fn(&serde_json::Value) -> bool,
+) -> Option<Usage> {
+    let mut total: Option<Usage> = None;
+    for (_, v) in read_all(inst, agent) {
+        if !which(&v) {
+            continue;
+        }
+        if let Ok(u) = serde_json::from_value::<Usage>(v["usage"].clone()) {
+            total.get_or_insert_with(Usage::default).add(&u);
+        }
+    }
+    total
 }

@@ -893,3 +893,46 @@ fn a_worker_is_priced_by_the_workflows_pricing() {
     );
     assert_eq!(api.requests().len(), 3);
 }
+
+/// `aw-ctl -i INST ARGS...`, its standard output (exit 0).
+fn ctl_out(s: &Setup, args: &[&str]) -> String {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST]).args(args);
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn status_and_runs_count_the_tokens_of_a_run_once_as_budget_does() {
+    let s = Setup::new();
+    // One call of 300 + 208 tokens: the attempt log beside the transcript holds that call's
+    // line too, and is no transcript.
+    let api = FakeApi::start(vec![answer(json!([text("Done.")]), "end_turn", 300, 208)]);
+    let out = run_api(&s, ANTHROPIC_WF, &api, &[]);
+    assert_code(&out, 0);
+    let state = s.root.inst_dir(INST).join("_state/runs/alice");
+    assert!(state.join("1.log").exists() && state.join("1.json").exists());
+
+    let budget: Value = serde_json::from_str(&ctl_out(&s, &["budget", "--json"])).unwrap();
+    assert_eq!(budget["agents"]["alice"]["tokens"], 508, "{budget}");
+    let status: Value = serde_json::from_str(&ctl_out(&s, &["status", "--json"])).unwrap();
+    assert_eq!(
+        status["agents"][0]["usage"]["input_tokens"], 300,
+        "{status}"
+    );
+    assert_eq!(
+        status["agents"][0]["usage"]["output_tokens"], 208,
+        "{status}"
+    );
+    assert_eq!(status["usage"]["input_tokens"], 300, "{status}");
+    let text = ctl_out(&s, &["status"]);
+    assert!(text.contains("  508 tokens"), "{text}");
+    assert!(text.contains("total 508 tokens"), "{text}");
+    let runs: Vec<Value> = ctl_out(&s, &["runs", "--json"])
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["usage"]["output_tokens"], 208);
+}

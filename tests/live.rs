@@ -587,3 +587,60 @@ fn ps_has_a_header_row_on_a_terminal_only() {
     assert_code(&stop, 0);
     assert_code(&wait_hang_guarded(server), 0);
 }
+
+#[test]
+fn agents_nobody_serves_show_as_unserved_in_status_and_top() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {replies: [done]}\n  bob:\n    mock: {}\nkickoff: '@alice go'\n",
+    );
+    let server = spawn(s.cmd(&["--keep", "-q"]));
+    wait_for("both agents served", || serving(&s).len() == 2);
+    let status = || {
+        let out = s
+            .tool_cmd("aw-ctl")
+            .args(["-i", INST, "status"])
+            .output()
+            .unwrap();
+        assert_code(&out, 0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let row = |text: &str, agent: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(agent))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    wait_for("alice's reply", || {
+        s.entries().iter().any(|(f, _)| f == "alice")
+    });
+    let served = status();
+    assert!(row(&served, "bob").contains(" idle "), "{served}");
+    let stop = s.tool_cmd("aw-ctl").args(["stop", "@w"]).output().unwrap();
+    assert_code(&stop, 0);
+    assert_code(&wait_hang_guarded(server), 0);
+    // A person's agent is never served by aw-run: its own state stays.
+    let out = s
+        .tool_cmd("aw-ctl")
+        .args(["-i", INST, "new", "carol"])
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let after = status();
+    for agent in ["alice", "bob"] {
+        let r = row(&after, agent);
+        assert!(r.contains(" unserved "), "{after}");
+        assert!(!r.contains("idle"), "{after}");
+    }
+    assert!(row(&after, "carol").contains(" idle "), "{after}");
+    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["-i", INST, "top"]));
+    t.wait_for("top to show alice and bob unserved", |sc| {
+        top_row_has(sc, "alice", 1, "unserved")
+            && top_row_has(sc, "bob", 1, "unserved")
+            && top_row_has(sc, "carol", 1, "idle")
+    });
+    t.keys(&["q"]);
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+}

@@ -302,3 +302,44 @@ fn the_result_of_tasks_shows_no_secret_of_a_reply() {
         assert!(printed.contains("alice has [redacted]"), "{printed}");
     }
 }
+
+#[test]
+fn ordinary_env_values_are_shown_and_only_secrets_redacted() {
+    let s = Setup::new();
+    let key = secret();
+    // Every value of the agent's env, and a password inside a URL of aw-run's environment.
+    s.script(
+        "alice.sh",
+        "cat > /dev/null\n\
+         echo \"@user $GREETING world, the mode is $MODE, base $OPENAI_BASE_URL, \
+         token $GH_TOKEN, own $PLAIN_WORDS, proxy $MY_PROXY\"\n",
+    );
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    command: [./alice.sh]\n    env:\n      GREETING: hello\n\
+         \x20     MODE: fast\n      OPENAI_BASE_URL: http://127.0.0.1:9/v1\n\
+         \x20     GH_TOKEN: ghp-tok-123\n      PLAIN_WORDS: not for anyone\n\
+         \x20   secrets: [PLAIN_WORDS]\nkickoff: '@alice go'\n",
+    );
+    let mut c = s.cmd(&["-q", "--retries", "1"]);
+    c.env("MY_PROXY", format!("https://bob:{key}@proxy.example:3128/"));
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    let entries = s.entries();
+    let reply = &entries[1].1;
+    assert!(
+        reply.contains(
+            "hello world, the mode is fast, base http://127.0.0.1:9/v1, token [redacted], \
+             own [redacted], proxy https://bob:[redacted]@proxy.example:3128/"
+        ),
+        "{reply}"
+    );
+    let t = s.transcript("alice", 1);
+    let stdout = t["stdout"].as_str().unwrap();
+    assert!(stdout.contains("hello world, the mode is fast"), "{stdout}");
+    for (path, text) in files(&s.root.inst_dir(INST)) {
+        for secret in [key.as_str(), "ghp-tok-123", "not for anyone"] {
+            assert!(!text.contains(secret), "{path}: {secret}");
+        }
+    }
+}

@@ -24,7 +24,6 @@ use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::reply::{reply_text, wait_reply};
-use crate::transcript::transcript_dir;
 use crate::usage::Usage;
 
 pub mod git;
@@ -343,23 +342,11 @@ fn resumed(inst: &Instance, plan: &Plan) -> Result<(String, Vec<Record>, Duratio
 
 /// What the transcripts of the runs that handled `entry` report about usage.
 fn usage_of(inst: &Instance, agent: &str, entry: u64) -> Option<Usage> {
-    let rd = std::fs::read_dir(transcript_dir(inst, agent)).ok()?;
-    let mut total: Option<Usage> = None;
-    for e in rd.flatten() {
-        let Ok(v) = crate::fs::owned::read(&e.path())
-            .map_err(drop)
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).map_err(drop))
-        else {
-            continue;
-        };
-        let mine = v["inbox"]
+    crate::transcript::usage_of(inst, agent, |v| {
+        v["inbox"]
             .as_array()
-            .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(entry)));
-        if let (true, Ok(u)) = (mine, serde_json::from_value::<Usage>(v["usage"].clone())) {
-            total.get_or_insert_with(Usage::default).add(&u);
-        }
-    }
-    total
+            .is_some_and(|a| a.iter().any(|x| x.as_u64() == Some(entry)))
+    })
 }
 
 /// The agent's status update time, and whether it says `done`.

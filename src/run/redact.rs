@@ -1,6 +1,9 @@
-//! Secrets that aw never stores or echoes: the values of an agent's own environment (`env`)
-//! and those of aw-run's environment whose names say they are secret. Whatever aw writes or
-//! prints of a run — transcripts, failure reasons, the reply it posts for an agent, the
+//! Secrets that aw never stores or echoes: the values of environment variables whose names
+//! say they are secret ([`is_secret_name`]: an API key, a token, a password, ...), those an
+//! agent's `secrets:` names, and credentials written inside a URL (`https://user:pass@host`,
+//! `?token=...`); of an agent's own environment (`env`) and of aw-run's. Ordinary values (a
+//! greeting, a mode, a base URL) are not secrets and are shown as written. Whatever aw writes
+//! or prints of a run — transcripts, failure reasons, the reply it posts for an agent, the
 //! iteration records, commit messages and summaries of `--iter`, the entries it echoes (and
 //! so the log of `--detach`) — goes through [`redact`] first.
 //!
@@ -15,37 +18,103 @@ pub const MIN_SECRET: usize = 4;
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted]";
 
-/// Parts of an environment variable's name that make its value a secret (any case).
-pub const MARKS: [&str; 5] = ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"];
+/// Parts of an environment variable's name that make its value a secret (any case), found
+/// anywhere in the name (`APIKEY`, `GH_TOKEN`, `DB_PASSWORD`).
+pub const MARKS: [&str; 7] = [
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATE",
+];
 
-/// What must never be shown: the values of `agent_env`, and those of aw-run's environment
-/// whose names contain one of [`MARKS`]; at least [`MIN_SECRET`] bytes each, longest first.
-pub fn secrets(agent_env: &[(String, String)]) -> Vec<String> {
-    let own = std::env::vars_os().filter_map(|(k, v)| {
-        let k = k.to_string_lossy().to_ascii_uppercase();
-        MARKS
-            .iter()
-            .any(|m| k.contains(m))
-            .then(|| v.to_string_lossy().into_owned())
-    });
-    let mut v: Vec<String> = agent_env
-        .iter()
-        .map(|(_, v)| v.clone())
-        .chain(own)
-        .filter(|v| v.len() >= MIN_SECRET)
-        .collect();
-    v.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-    v.dedup();
-    v
+/// Words of an environment variable's name (between `_`) that make its value a secret (any
+/// case): whole words only, so that `GIT_AUTHOR_NAME` is not one.
+pub const WORDS: [&str; 6] = ["AUTH", "OAUTH", "AUTHORIZATION", "PASS", "COOKIE", "PAT"];
+
+/// Whether a variable's name says its value is secret: it contains one of [`MARKS`], or one
+/// of its words is one of [`WORDS`].
+pub fn is_secret_name(name: &str) -> bool {
+    let n = name.to_ascii_uppercase();
+    MARKS.iter().any(|m| n.contains(m)) || n.split('_').any(|w| WORDS.contains(&w))
 }
 
-/// The values of an agent's environment that are long enough to be taken for secrets.
-pub fn values(agent_env: &[(String, String)]) -> Vec<String> {
-    agent_env
-        .iter()
-        .map(|(_, v)| v.clone())
-        .filter(|v| v.len() >= MIN_SECRET)
-        .collect()
+/// The credentials written inside a URL in `value`: the user information before `@`
+/// (`user:password` gives the password, a lone user is taken for a token), and the values of
+/// query parameters whose names say they are secret (`?api_key=...`).
+pub fn url_credentials(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("://") {
+        let after = &rest[at + 3..];
+        let end = after
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '>')
+            .unwrap_or(after.len());
+        let url = &after[..end];
+        let authority = &url[..url.find(['/', '?', '#']).unwrap_or(url.len())];
+        if let Some(at) = authority.rfind('@') {
+            let info = &authority[..at];
+            match info.split_once(':') {
+                Some((_, pass)) => out.push(pass.to_string()),
+                None => out.push(info.to_string()),
+            }
+        }
+        if let Some(q) = url.find('?') {
+            let query = &url[q + 1..];
+            let query = &query[..query.find('#').unwrap_or(query.len())];
+            for pair in query.split('&') {
+                if let Some((k, v)) = pair.split_once('=')
+                    && is_secret_name(k)
+                {
+                    out.push(v.to_string());
+                }
+            }
+        }
+        rest = &after[end..];
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// The secrets among the variables `vars`: the values of those whose names say so
+/// ([`is_secret_name`]) or that `named` lists, and the credentials inside URLs in any value;
+/// at least [`MIN_SECRET`] bytes each, longest first.
+pub fn secrets_of<'a>(
+    vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+    named: &[String],
+) -> Vec<String> {
+    let mut v = Vec::new();
+    for (k, value) in vars {
+        if is_secret_name(k) || named.iter().any(|n| n == k) {
+            v.push(value.to_string());
+        }
+        v.extend(url_credentials(value));
+    }
+    v.retain(|s| s.len() >= MIN_SECRET);
+    union([v.as_slice()])
+}
+
+/// The secrets of aw-run's own environment (see [`secrets_of`]), with those `named` lists.
+pub fn secrets(named: &[String]) -> Vec<String> {
+    let own: Vec<(String, String)> = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    secrets_of(own.iter().map(|(k, v)| (k.as_str(), v.as_str())), named)
+}
+
+/// The secrets of an agent's environment (see [`secrets_of`]), with those `named` lists.
+pub fn values(agent_env: &[(String, String)], named: &[String]) -> Vec<String> {
+    secrets_of(
+        agent_env.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        named,
+    )
 }
 
 /// The secrets of several lists in one, longest first.
@@ -111,6 +180,49 @@ mod tests {
 
     fn list(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn only_what_is_secret_is_taken() {
+        let env = |v: &[(&str, &str)]| {
+            v.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let e = env(&[
+            ("GREETING", "hello"),
+            ("MODE", "fast"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+            ("GIT_AUTHOR_NAME", "Alice Example"),
+            ("OPENAI_API_KEY", "sk-abcdef"),
+            ("GH_AUTH", "ghp-000111"),
+            ("db_password", "hunter22"),
+            ("PROXY", "https://bob:s3cr3t-pw@proxy.example/x?a=1"),
+            (
+                "HOOK",
+                "https://hooks.example/x?channel=dev&token=t0k3n-9&x=y",
+            ),
+            ("TOKEN_URL", "https://ghp-777@github.com/x.git"),
+            ("PLAIN", "my own words"),
+        ]);
+        let mut got = values(&e, &list(&["PLAIN"]));
+        got.sort();
+        let mut want = list(&[
+            "sk-abcdef",
+            "ghp-000111",
+            "hunter22",
+            "s3cr3t-pw",
+            "t0k3n-9",
+            "ghp-777",
+            "https://ghp-777@github.com/x.git",
+            "my own words",
+        ]);
+        want.sort();
+        assert_eq!(got, want);
+        assert_eq!(
+            redact("hello world, the mode is fast", &got),
+            "hello world, the mode is fast"
+        );
     }
 
     #[test]

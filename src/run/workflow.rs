@@ -180,6 +180,8 @@ pub struct AgentDef {
     pub cwd: Option<Spanned<PathBuf>>,
     /// In file order.
     pub env: Vec<(Spanned<String>, Spanned<Template>)>,
+    /// Names of variables whose values are secret although their names do not say so.
+    pub secrets: Vec<String>,
     /// `exec` only, never empty.
     pub command: Option<Vec<Spanned<Template>>>,
     /// `mock` only.

@@ -258,7 +258,8 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
             ag["name"].as_str().unwrap_or(""),
             shown_state(
                 ag["state"].as_str().unwrap_or(""),
-                controller.and_then(|c| c["state"].as_str())
+                controller.and_then(|c| c["state"].as_str()),
+                ag["backend"].as_str().unwrap_or("")
             ),
             ag["unread"]
         );
@@ -290,14 +291,20 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
 
 /// The one state `status` shows of an agent: what its aw-run's controller says when one
 /// serves it (`running`, `cooldown`, `paused`, `stopped`; `idle` unless the agent said it is
-/// `done`), else what the agent said of itself (`aw-ctl`, MCP).
-pub(super) fn shown_state<'a>(own: &'a str, controller: Option<&'a str>) -> &'a str {
+/// `done`); for an agent that aw-run runs (any backend but `external`) and that no server
+/// serves, `unserved` unless it said it is `done`, since nothing answers its mentions; else
+/// what the agent said of itself (`aw-ctl`, MCP).
+pub(super) fn shown_state<'a>(own: &'a str, controller: Option<&'a str>, backend: &str) -> &'a str {
     match controller {
         Some("idle") if own == "done" => own,
         Some(c) => c,
+        None if backend != crate::registry::Backend::External.name() && own != "done" => UNSERVED,
         None => own,
     }
 }
+
+/// The state shown of an agent that aw-run would run and that no server serves.
+pub(super) const UNSERVED: &str = "unserved";
 
 /// The controller of an agent that an aw-run serves, as `status --json` shows it.
 fn controller(s: &Served) -> serde_json::Value {

@@ -5,7 +5,7 @@
 //! `_state/iterations/<agent>.jsonl` (which run was which iteration of `aw-run --iter`);
 //! `stop` also writes stop requests there (see [`serve::request_stop`]).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde::Deserialize;
@@ -437,25 +437,6 @@ fn agents_with_runs(inst: &Instance) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The transcript numbers of `agent`, in order, with their files.
-fn transcripts(inst: &Instance, agent: &str) -> Result<Vec<(u64, PathBuf)>> {
-    let dir = transcript_dir(inst, agent);
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(&dir, e)),
-    };
-    let mut found: Vec<(u64, PathBuf)> = rd
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            let n: u64 = name.strip_suffix(".json")?.parse().ok()?;
-            (n > 0 && name == format!("{n}.json")).then(|| (n, dir.join(&name)))
-        })
-        .collect();
-    found.sort();
-    Ok(found)
-}
-
 /// Refuse an agent that has no transcripts and is not registered either (exit 66).
 fn require_agent(inst: &Instance, agent: &str) -> Result<()> {
     if transcript_dir(inst, agent).is_dir() || Registry::load(inst)?.contains(agent) {
@@ -489,7 +470,7 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
     let mut rows = Vec::new();
     for agent in &agents {
         let iterations = crate::run::iter::records(&inst, agent, "aw-ctl")?;
-        for (n, path) in transcripts(&inst, agent)? {
+        for (n, path) in crate::transcript::numbered(&inst, agent)? {
             match load(&path, n) {
                 Ok(mut l) => {
                     l.iteration = iterations
@@ -641,7 +622,7 @@ fn show(out: &mut Out, a: &Args, inst: &Instance, agent: &str, n: &str) -> Resul
     })?;
     let path = transcript_dir(inst, agent).join(format!("{n}.json"));
     if std::fs::symlink_metadata(&path).is_err() {
-        let have = transcripts(inst, agent)?;
+        let have = crate::transcript::numbered(inst, agent)?;
         let known = match (have.first(), have.last()) {
             (Some(f), Some(l)) => format!("it has {} to {}", f.0, l.0),
             _ => "it has none".to_string(),

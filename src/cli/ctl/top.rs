@@ -219,7 +219,8 @@ fn snapshot(inst: &Instance) -> Snapshot {
         .map(|m| {
             let name = m.agent.name.clone();
             let controller = served.get(&name).map(|s| s.state.name());
-            let state = super::agents::shown_state(m.state.name(), controller).to_string();
+            let state = super::agents::shown_state(m.state.name(), controller, &m.agent.backend)
+                .to_string();
             let attempt = (controller == Some("running"))
                 .then(|| current_attempt(inst, &name))
                 .flatten();

@@ -20,20 +20,7 @@ use crate::usage::Usage;
 /// What `agent`'s runs spent, summed over its transcripts; `None` when no transcript
 /// reports usage.
 pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
-    let rd = std::fs::read_dir(transcript_dir(inst, agent)).ok()?;
-    let mut total: Option<Usage> = None;
-    for e in rd.flatten() {
-        let Ok(bytes) = crate::fs::owned::read(&e.path()) else {
-            continue;
-        };
-        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-            continue;
-        };
-        if let Ok(u) = serde_json::from_value::<Usage>(v["usage"].clone()) {
-            total.get_or_insert_with(Usage::default).add(&u);
-        }
-    }
-    total
+    crate::transcript::usage_of(inst, agent, |_| true)
 }
 
 impl Controller {

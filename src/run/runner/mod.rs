@@ -197,7 +197,12 @@ pub fn run(
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
         let env = agent_env(def, &vars)?;
-        let secrets = super::redact::union([own_secrets.as_slice(), &super::redact::values(&env)]);
+        let named = &def.secrets;
+        let own = match named.is_empty() {
+            true => own_secrets.clone(),
+            false => super::controller::secrets(named),
+        };
+        let secrets = super::redact::union([own.as_slice(), &super::redact::values(&env, named)]);
         let backend = backend(wf, def, &vars, env, &serving.root, inst.name())?;
         serving.trusted.insert(
             name.to_string(),

@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 20] = [
+const AGENT_KEYS: [&str; 21] = [
     "backend",
     "model",
     "system_prompt",
@@ -30,6 +30,7 @@ const AGENT_KEYS: [&str; 20] = [
     "max_runs",
     "cwd",
     "env",
+    "secrets",
     "command",
     "mock",
     "reply_fallback",
@@ -130,6 +131,10 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         env: f
             .get("env")
             .map(|n| read_env(r, n, &p("env")))
+            .unwrap_or_default(),
+        secrets: f
+            .get("secrets")
+            .map(|n| read_secret_names(r, n, &p("secrets")))
             .unwrap_or_default(),
         command: f
             .get("command")
@@ -441,6 +446,25 @@ fn read_env(r: &mut Reader, node: &Node, path: &str) -> Vec<(Spanned<String>, Sp
         };
         if let Some(t) = r.scalar_template(value, &text, &vpath, Use::TEXT) {
             out.push((Spanned::new(name.to_string(), key.pos), t));
+        }
+    }
+    out
+}
+
+/// `secrets:`: names of variables (of the agent's `env` or aw-run's environment) whose
+/// values are secret although their names do not say so.
+fn read_secret_names(r: &mut Reader, node: &Node, path: &str) -> Vec<String> {
+    let names = r.strings(node, path).unwrap_or_default();
+    let mut out = Vec::new();
+    for n in names {
+        if is_env_name(&n.value) {
+            out.push(n.value);
+        } else {
+            let msg = format!(
+                "invalid variable name '{}': expected [A-Za-z_][A-Za-z0-9_]*",
+                sanitize(&n.value)
+            );
+            r.error(n.pos, path, &msg);
         }
     }
     out
