@@ -13,7 +13,7 @@
 //! | cli | `cli` | the command lines: options, output, `--json`, errors to exit codes |
 //! | front ends | `run`, `mcp` | `aw-run`'s runner (workflows, controllers, backends); `aw-mcp`'s server |
 //! | tools | `tools` | the tools an agent has: names, schemas, arguments, dispatch |
-//! | domain | every other module | the instance and what is in it: `channel`, `inbox`, `document`, `proposal`, `registry`, `collab`, `serve` (who serves which agent), `git` (every git command aw runs), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) ... |
+//! | domain | every other module | the instance and what is in it: `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `proposal`, `registry`, `collab`, `serve` (who serves which agent), `git` (every git command aw runs), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) ... |
 //! | fs | `fs` | the only code that calls rename, flock and inotify: atomic writes, locks, watches |
 //! | base | `error`, `hash`, `host`, `keyword`, `names`, `term`, `time`, `warn` | errors, a checksum, this host, keyword enums, names, text shown on a terminal, clocks, messages on stderr |
 
@@ -26,15 +26,11 @@ pub mod fs;
 pub mod git;
 pub mod hash;
 pub mod host;
-pub mod inbox;
 pub mod instance;
 pub mod keyword;
 pub mod mcp;
-pub mod mention;
-pub mod mention_index;
 pub mod models;
 pub mod names;
-pub mod post;
 pub mod process;
 pub mod proposal;
 pub mod registry;
@@ -55,6 +51,9 @@ pub mod usage;
 pub mod warn;
 
 pub use error::{Error, Result};
+
+// Files of `channel/` that every tool uses: posting, inboxes, mentions.
+pub use channel::{inbox, mention, post};
 
 /// The version every tool prints with `--version`, and `aw-mcp` reports to its client.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -3,9 +3,11 @@
 //! Every file's references to other modules of the crate — `use crate::…` and `use super::…`
 //! trees, `use` of a child module, and paths written inline (`crate::a::b::f()`) — are
 //! resolved to the file that defines the module, comments, strings and `#[cfg(test)]`
-//! modules aside. The check fails, naming the edges, on a cycle between files or on an
-//! arrow against the layer order: base < fs < domain < tools < {run, mcp} < cli < bin, where
-//! run and mcp never import each other and nothing but cli imports run.
+//! modules aside. A module named again by `pub use` (`pub use channel::inbox;` in `lib.rs`)
+//! is that module's file wherever the new name is used, and the `pub use` itself is no
+//! reference. The check fails, naming the edges, on a cycle between files or on an arrow
+//! against the layer order: base < fs < domain < tools < {run, mcp} < cli < bin, where run
+//! and mcp never import each other and nothing but cli imports run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -119,6 +121,34 @@ fn the_check_reports_cycles_and_arrows_against_the_layers() {
     );
 }
 
+#[test]
+fn a_module_named_again_is_its_file() {
+    let tree = [
+        (
+            "src/lib.rs",
+            "pub mod channel; pub mod error; pub mod time;\npub use channel::inbox;\n\
+             pub(crate) use channel::{post as posting};",
+        ),
+        ("src/channel/mod.rs", "pub mod inbox; pub mod post;"),
+        ("src/channel/inbox.rs", ""),
+        ("src/channel/post.rs", ""),
+        ("src/error.rs", "use crate::inbox::Cursor;"),
+        ("src/time.rs", "fn f() { crate::posting::post(); }"),
+    ];
+    let files: Vec<(String, String)> = tree
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    // The new names lead to the modules' files; lib.rs naming them depends on nothing.
+    assert_eq!(
+        check(&files, &[]),
+        [
+            "upward: src/error.rs (base) -> src/channel/inbox.rs (domain)",
+            "upward: src/time.rs (base) -> src/channel/post.rs (domain)",
+        ]
+    );
+}
+
 /// Every `.rs` file under `dir` (relative to `base`), with its text.
 fn read_tree(base: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
     let mut entries: Vec<_> = std::fs::read_dir(base.join(dir))
@@ -152,7 +182,7 @@ fn check(files: &[(String, String)], pending: &[(&str, &str)]) -> Vec<String> {
         }
         m
     };
-    let by_module: BTreeMap<Vec<String>, &str> = files
+    let mut by_module: BTreeMap<Vec<String>, &str> = files
         .iter()
         .filter(|(p, _)| !p.starts_with("src/bin/"))
         .map(|(p, _)| (module_of(p), p.as_str()))
@@ -171,6 +201,27 @@ fn check(files: &[(String, String)], pending: &[(&str, &str)]) -> Vec<String> {
         }
         code.insert(path.as_str(), kept);
     }
+    // Modules named again: the new name leads to the module's file.
+    let mut renames = BTreeSet::new();
+    for (path, text) in &code {
+        if path.starts_with("src/bin/") {
+            continue;
+        }
+        let here = module_of(path);
+        for (r, name) in reexports(text) {
+            let segs: Vec<&str> = r.split("::").collect();
+            let Some((mut m, rest)) = anchor(&segs, &here, false, &by_module) else {
+                continue;
+            };
+            m.extend(rest.iter().map(|s| s.to_string()));
+            if let Some(&file) = by_module.get(&m) {
+                let mut alias = here.clone();
+                alias.push(name);
+                by_module.insert(alias, file);
+                renames.insert((path.to_string(), r));
+            }
+        }
+    }
     let mut edges: BTreeSet<(String, String)> = BTreeSet::new();
     let mut pending_seen = BTreeSet::new();
     for (path, text) in &code {
@@ -180,6 +231,9 @@ fn check(files: &[(String, String)], pending: &[(&str, &str)]) -> Vec<String> {
         let bin = path.starts_with("src/bin/");
         let here = if bin { Vec::new() } else { module_of(path) };
         for r in references(text) {
+            if renames.contains(&(path.to_string(), r.clone())) {
+                continue;
+            }
             let segs: Vec<&str> = r.split("::").collect();
             let Some(to) = resolve(&segs, &here, bin, &by_module) else {
                 continue;
@@ -236,38 +290,7 @@ fn resolve<'a>(
     bin: bool,
     by_module: &BTreeMap<Vec<String>, &'a str>,
 ) -> Option<&'a str> {
-    let mut m: Vec<String>;
-    let mut rest = segs;
-    match segs.first().copied() {
-        Some("aw") if bin => {
-            m = Vec::new();
-            rest = &segs[1..];
-        }
-        _ if bin => return None,
-        Some("crate") => {
-            m = Vec::new();
-            rest = &segs[1..];
-        }
-        Some("self" | "super") => {
-            m = here.to_vec();
-            while let Some(s @ ("self" | "super")) = rest.first().copied() {
-                if s == "super" {
-                    m.pop()?;
-                }
-                rest = &rest[1..];
-            }
-        }
-        Some(first) => {
-            // A child module of this one (`use backend::Stop;` in run/mod.rs).
-            m = here.to_vec();
-            m.push(first.to_string());
-            if !by_module.contains_key(&m) {
-                return None;
-            }
-            rest = &segs[1..];
-        }
-        None => return None,
-    }
+    let (mut m, rest) = anchor(segs, here, bin, by_module)?;
     for s in rest {
         m.push(s.to_string());
         if !by_module.contains_key(&m) {
@@ -276,6 +299,51 @@ fn resolve<'a>(
         }
     }
     by_module.get(&m).copied()
+}
+
+/// The module a path of the crate starts from (`crate`, `self`, `super`, a child module of
+/// `here`, or `aw` in a binary), and the segments after it. `None` for a path outside the
+/// crate.
+fn anchor<'s>(
+    segs: &'s [&'s str],
+    here: &[String],
+    bin: bool,
+    by_module: &BTreeMap<Vec<String>, &str>,
+) -> Option<(Vec<String>, &'s [&'s str])> {
+    let mut rest = segs;
+    let m = match segs.first().copied() {
+        Some("aw") if bin => {
+            rest = &segs[1..];
+            Vec::new()
+        }
+        _ if bin => return None,
+        Some("crate") => {
+            rest = &segs[1..];
+            Vec::new()
+        }
+        Some("self" | "super") => {
+            let mut m = here.to_vec();
+            while let Some(s @ ("self" | "super")) = rest.first().copied() {
+                if s == "super" {
+                    m.pop()?;
+                }
+                rest = &rest[1..];
+            }
+            m
+        }
+        Some(first) => {
+            // A child module of this one (`use backend::Stop;` in run/mod.rs).
+            let mut m = here.to_vec();
+            m.push(first.to_string());
+            if !by_module.contains_key(&m) {
+                return None;
+            }
+            rest = &segs[1..];
+            m
+        }
+        None => return None,
+    };
+    Some((m, rest))
 }
 
 /// The text with comments, string and character literals blanked out.
@@ -420,7 +488,9 @@ fn references(text: &str) -> Vec<String> {
         other.push_str(&rest[..at]);
         let tail = &rest[at + 3..];
         let end = tail.find(';').unwrap_or(tail.len());
-        expand(&tail[..end], "", &mut refs);
+        let mut named = Vec::new();
+        expand(&tail[..end], "", &mut named);
+        refs.extend(named.into_iter().map(|(path, _)| path));
         rest = &tail[(end + 1).min(tail.len())..];
     }
     other.push_str(rest);
@@ -458,6 +528,30 @@ fn references(text: &str) -> Vec<String> {
     refs
 }
 
+/// Every path a text's `pub use` trees name (`pub(crate) use` too), with the name it is
+/// given there: `pub use a::{b, c as d};` gives (a::b, b) and (a::c, d).
+fn reexports(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = find_word(rest, "use") {
+        let before = rest[..at].trim_end();
+        // `pub(…)` as one word: what is before its parenthesis.
+        let before = match before.strip_suffix(')') {
+            Some(b) => b.rfind('(').map_or(b, |open| b[..open].trim_end()),
+            None => before,
+        };
+        let public =
+            before.ends_with("pub") && !before[..before.len() - 3].ends_with(|c: char| ident(c));
+        let tail = &rest[at + 3..];
+        let end = tail.find(';').unwrap_or(tail.len());
+        if public {
+            expand(&tail[..end], "", &mut out);
+        }
+        rest = &tail[(end + 1).min(tail.len())..];
+    }
+    out
+}
+
 /// The position of `word` standing alone in `text`.
 fn find_word(text: &str, word: &str) -> Option<usize> {
     let b = text.as_bytes();
@@ -474,8 +568,9 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     None
 }
 
-/// The paths of a use tree (`a::{b, c::{d, e as f}, self}`), each after `prefix`.
-fn expand(tree: &str, prefix: &str, out: &mut Vec<String>) {
+/// The paths of a use tree (`a::{b, c::{d, e as f}, self}`), each after `prefix`, with the
+/// name each is given (its last segment, or what follows `as`).
+fn expand(tree: &str, prefix: &str, out: &mut Vec<(String, String)>) {
     let tree = tree.trim();
     let join = |p: &str| {
         let p = p
@@ -492,7 +587,12 @@ fn expand(tree: &str, prefix: &str, out: &mut Vec<String>) {
         }
     };
     let Some(open) = tree.find('{') else {
-        out.push(join(tree));
+        let path = join(tree);
+        let name = match tree.split_once(" as ") {
+            Some((_, name)) => name.trim().to_string(),
+            None => path.rsplit("::").next().unwrap_or("").to_string(),
+        };
+        out.push((path, name));
         return;
     };
     let head = join(tree[..open].trim().trim_end_matches("::"));

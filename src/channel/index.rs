@@ -27,7 +27,8 @@ use std::path::{Path, PathBuf};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
-use crate::channel::{Channel, Damage, Entry, RECORD, Record, SCAN_CHUNK, record_valid};
+use super::format::{Entry, RECORD, Record};
+use super::log::{Log, SCAN_CHUNK, record_valid};
 use crate::error::{Error, Result};
 use crate::fs::Lock;
 use crate::fs::netfs::Fresh;
@@ -94,22 +95,24 @@ fn refused(e: &io::Error) -> bool {
 }
 
 /// Files opened under the channel lock before an append writes its entries.
-pub(crate) struct Prepared {
+pub(super) struct Prepared {
     /// The head, opened for writing; `None` when there is none.
     head: io::Result<Option<Fresh>>,
     /// The files of the agents the new entries mention, opened for appending.
     files: BTreeMap<String, Fresh>,
 }
 
-/// The mention index of one channel.
-pub struct MentionIndex {
+/// The mention index of one channel, kept from its log.
+pub(super) struct MentionIndex<'a> {
     dir: PathBuf,
+    chan: &'a Log,
 }
 
-impl MentionIndex {
-    pub(crate) fn for_channel(ch: &Channel) -> MentionIndex {
+impl<'a> MentionIndex<'a> {
+    pub(super) fn for_log(chan: &'a Log) -> MentionIndex<'a> {
         MentionIndex {
-            dir: ch.state_dir().join(DIR),
+            dir: chan.state_dir().join(DIR),
+            chan,
         }
     }
 
@@ -143,7 +146,7 @@ impl MentionIndex {
     /// Under the channel lock, before an append of `entries`: open the head and the files
     /// of the agents they mention. A link or a FIFO in their place is refused here, before
     /// anything is written.
-    pub(crate) fn prepare(&self, entries: &[Entry]) -> Result<Prepared> {
+    pub(super) fn prepare(&self, entries: &[Entry]) -> Result<Prepared> {
         let path = self.head_path();
         let head = match owned::open(&path, OFlag::O_RDWR, Mode::empty()) {
             Ok(f) => Ok(Some(Fresh::new(f, &path))),
@@ -186,9 +189,8 @@ impl MentionIndex {
     /// Under the channel lock, after an append of `new` to a log (now `size` bytes) whose
     /// last entry was `before`: record the new entries' mentions, or catch up from the log.
     /// With `sync`, the ids and the head are flushed to stable storage with the entries.
-    pub(crate) fn appended(
+    pub(super) fn appended(
         &self,
-        ch: &Channel,
         prepared: Prepared,
         (log, size): (&Fresh, u64),
         before: Option<Record>,
@@ -200,16 +202,16 @@ impl MentionIndex {
         };
         let Prepared { head, mut files } = prepared;
         let Some(f) = head? else {
-            return self.catch_up(ch, log, size, sync);
+            return self.catch_up(log, size, sync);
         };
         // The head names the entry that was last, where it was: the index covers the log.
         let at = match read_head(&f)? {
             Head::Newer(_) => return Ok(()),
             Head::At(at) if at.last == before.unwrap_or(NOTHING) && at.written == at.last.id => at,
-            _ => return self.catch_up(ch, log, size, sync),
+            _ => return self.catch_up(log, size, sync),
         };
         if at.boot != this_boot() && !self.whole(&at)? {
-            return self.rebuild(ch, log, size, sync);
+            return self.rebuild(log, size, sync);
         }
         let mut ids = BTreeMap::new();
         let mut added = 0;
@@ -239,7 +241,7 @@ impl MentionIndex {
                 let held = Ids::new(&file)?;
                 // A file cut through an id, or holding ids this append is to write: damaged.
                 if held.size % ID != 0 || held.last()?.is_some_and(|l| l >= first) {
-                    return self.rebuild(ch, log, size, sync);
+                    return self.rebuild(log, size, sync);
                 }
                 file.file().write_all(bytes)?;
                 if sync {
@@ -273,25 +275,19 @@ impl MentionIndex {
     }
 
     /// Under the channel lock: rebuild the index whole from the log.
-    fn rebuild(&self, ch: &Channel, log: &Fresh, size: u64, sync: bool) -> io::Result<()> {
+    fn rebuild(&self, log: &Fresh, size: u64, sync: bool) -> io::Result<()> {
         self.write_head(&At {
             last: NOTHING,
             written: u64::MAX,
             ids: 0,
             boot: this_boot(),
         })?;
-        self.catch_up(ch, log, size, sync)
+        self.catch_up(log, size, sync)
     }
 
     /// Under the channel lock: bring the index up to the log, from the head's entry when the
     /// log holds it there, else from scratch.
-    pub(crate) fn catch_up(
-        &self,
-        ch: &Channel,
-        log: &Fresh,
-        size: u64,
-        sync: bool,
-    ) -> io::Result<()> {
+    fn catch_up(&self, log: &Fresh, size: u64, sync: bool) -> io::Result<()> {
         let (head, written) = match self.head()? {
             Head::Newer(_) => return Ok(()),
             Head::At(at) if at.last == NOTHING || record_valid(log, &at.last, size) => {
@@ -300,7 +296,7 @@ impl MentionIndex {
             _ => (NOTHING, u64::MAX),
         };
         let from = head.id;
-        if written == from && from >= ch.last_id().map_err(io::Error::other)? {
+        if written == from && from >= self.chan.last_id().map_err(io::Error::other)? {
             // Caught up already (by the append a reader waited for).
             return Ok(());
         }
@@ -320,22 +316,23 @@ impl MentionIndex {
         let (mut pending, mut last, mut first_new) = (0usize, from, from + 1);
         let mut failed = None;
         let mut added = 0;
-        ch.scan_since(from, SCAN_CHUNK, |e| {
-            last = e.id;
-            pending += collect(&mut ids, &e);
-            if pending >= FLUSH_IDS {
-                if let Err(err) = self.add(&ids, first_new, sync) {
-                    failed = Some(err);
-                    return false;
+        self.chan
+            .scan_since(from, SCAN_CHUNK, |e| {
+                last = e.id;
+                pending += collect(&mut ids, &e);
+                if pending >= FLUSH_IDS {
+                    if let Err(err) = self.add(&ids, first_new, sync) {
+                        failed = Some(err);
+                        return false;
+                    }
+                    added += pending as u64;
+                    ids.clear();
+                    pending = 0;
+                    first_new = e.id + 1;
                 }
-                added += pending as u64;
-                ids.clear();
-                pending = 0;
-                first_new = e.id + 1;
-            }
-            true
-        })
-        .map_err(io::Error::other)?;
+                true
+            })
+            .map_err(io::Error::other)?;
         if let Some(err) = failed {
             return Err(err);
         }
@@ -350,7 +347,7 @@ impl MentionIndex {
         if last == from {
             return self.write_head(&at(head));
         }
-        match ch.locate(log, size, last) {
+        match self.chan.locate(log, size, last) {
             Some(r) => self.write_head(&at(r)),
             // The index of the log does not lead to its last entry: leave the head where it
             // was; the next catch-up reads again from there.
@@ -411,20 +408,21 @@ impl MentionIndex {
     /// and rebuilding it when it is damaged (under the channel lock). `None` when it cannot
     /// be used: a newer version, or a catch-up that could not be made (no right to write,
     /// ...); the caller then reads the log.
-    pub(crate) fn ready(&self, ch: &Channel, agent: &str) -> Result<Option<u64>> {
+    pub(super) fn ready(&self, agent: &str) -> Result<Option<u64>> {
         // On a network file system another host's client may not show a new agent file or
         // its new length yet (metadata cache): the inbox is read from the channel there.
-        if ch
-            .log_path()
+        if self
+            .chan
+            .path()
             .parent()
             .is_some_and(crate::fs::netfs::is_network_fs)
         {
             return Ok(None);
         }
-        let Some((log, size)) = ch.open_log()? else {
+        let Some((log, size)) = self.chan.open_log()? else {
             return Ok(Some(0));
         };
-        let newest = ch.last_id()?;
+        let newest = self.chan.last_id()?;
         if let Ok(Some(at)) = self.covered(&log, size)
             && at.last.id >= newest
             && self.sound(&at, agent)
@@ -434,17 +432,17 @@ impl MentionIndex {
         if matches!(self.head(), Ok(Head::Newer(_))) {
             return Ok(None);
         }
-        let Ok(_lock) = Lock::exclusive(ch.lock_path()) else {
+        let Ok(_lock) = Lock::exclusive(self.chan.lock_path()) else {
             return Ok(None);
         };
-        let Some((log, size)) = ch.open_log()? else {
+        let Some((log, size)) = self.chan.open_log()? else {
             return Ok(Some(0));
         };
         let damaged = matches!(self.covered(&log, size), Ok(Some(at)) if !self.sound(&at, agent));
         let done = if damaged {
-            self.rebuild(ch, &log, size, false)
+            self.rebuild(&log, size, false)
         } else {
-            self.catch_up(ch, &log, size, false)
+            self.catch_up(&log, size, false)
         };
         if done.is_err() {
             return Ok(None);
@@ -475,17 +473,17 @@ impl MentionIndex {
     /// Under the channel lock it takes: rebuild the index whole, when one of its files
     /// turned out wrong (an id whose entry does not mention its agent). Best effort: the
     /// caller reads the log.
-    pub(crate) fn repair(&self, ch: &Channel) {
-        let Ok(_lock) = Lock::exclusive(ch.lock_path()) else {
+    pub(super) fn repair(&self) {
+        let Ok(_lock) = Lock::exclusive(self.chan.lock_path()) else {
             return;
         };
-        if let Ok(Some((log, size))) = ch.open_log() {
-            let _ = self.rebuild(ch, &log, size, false);
+        if let Ok(Some((log, size))) = self.chan.open_log() {
+            let _ = self.rebuild(&log, size, false);
         }
     }
 
     /// The ids in `agent`'s inbox greater than `after` and not greater than `through`.
-    pub(crate) fn ids(&self, agent: &str, after: u64, through: u64) -> io::Result<Vec<u64>> {
+    pub(super) fn ids(&self, agent: &str, after: u64, through: u64) -> io::Result<Vec<u64>> {
         let Some(f) = self.open(agent)? else {
             return Ok(Vec::new());
         };
@@ -502,7 +500,7 @@ impl MentionIndex {
     }
 
     /// How many ids [`MentionIndex::ids`] would return, without reading them.
-    pub(crate) fn count(&self, agent: &str, after: u64, through: u64) -> io::Result<u64> {
+    pub(super) fn count(&self, agent: &str, after: u64, through: u64) -> io::Result<u64> {
         let Some(f) = self.open(agent)? else {
             return Ok(0);
         };
@@ -625,51 +623,5 @@ impl<'a> Ids<'a> {
             }
         }
         Ok(lo)
-    }
-}
-
-/// Appending to the channel, defined here, above the log: every append also records the
-/// mentions of its entries in the index, under the same lock.
-impl Channel {
-    /// Append a message; the caller has validated `from` and resolved `mentions`.
-    /// Takes the channel lock, assigns the next id, and writes the whole entry with one
-    /// `write` on an `O_APPEND` descriptor. With `sync`, the data is fdatasync'd before
-    /// returning. Once the entry is written the append has succeeded: a failure to index it
-    /// is returned with the damage found at the tail of the log (and worked around).
-    pub fn append(
-        &self,
-        from: &str,
-        message: &str,
-        mentions: Vec<String>,
-        sync: bool,
-    ) -> Result<(Entry, Vec<Damage>)> {
-        let (mut entries, damage) =
-            self.append_many(from, vec![(message.to_string(), mentions)], sync)?;
-        let entry = entries.pop().expect("one message gives one entry");
-        Ok((entry, damage))
-    }
-
-    /// Append several messages from `from`, each with its resolved mentions, as [`append`]
-    /// does one: under one lock, with dense ids, the entries written together with one
-    /// `write`, each exactly as a single append would write it, and one index record each.
-    /// Every message must be valid, or nothing is written. No messages: nothing is done.
-    ///
-    /// [`append`]: Channel::append
-    pub fn append_many(
-        &self,
-        from: &str,
-        messages: Vec<(String, Vec<String>)>,
-        sync: bool,
-    ) -> Result<(Vec<Entry>, Vec<Damage>)> {
-        let ix = MentionIndex::for_channel(self);
-        self.append_many_with(
-            from,
-            messages,
-            sync,
-            |entries| ix.prepare(entries),
-            |prepared, log, size, before, new| {
-                ix.appended(self, prepared, (log, size), before, new, sync)
-            },
-        )
     }
 }

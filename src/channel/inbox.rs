@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::channel::{Channel, Damage, Entry, SCAN_CHUNK};
+use super::index::MentionIndex;
+use super::mention::{self, Priority};
+use super::{Channel, Damage, Entry, SCAN_CHUNK};
 use crate::error::Result;
 use crate::instance::Instance;
-use crate::mention::{self, Priority};
-use crate::mention_index::MentionIndex;
 use crate::names;
 use crate::state;
 
@@ -71,12 +71,12 @@ pub fn unread_with_last(
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
-    let ix = MentionIndex::for_channel(&ch);
-    if let Some(through) = ix.ready(&ch, agent)?
+    let ix = ch.mentions();
+    if let Some(through) = ix.ready(agent)?
         && let Ok(ids) = ix.ids(agent, after, through)
     {
         let entries = ch.get_many(&ids)?;
-        if trusted(&ix, &ch, agent, &ids, &entries) {
+        if trusted(&ix, agent, &ids, &entries) {
             let msgs = entries.into_iter().map(message).collect();
             return Ok((msgs, Vec::new(), through.max(after)));
         }
@@ -107,8 +107,8 @@ pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
-    let ix = MentionIndex::for_channel(&ch);
-    if let Some(through) = ix.ready(&ch, agent)?
+    let ix = ch.mentions();
+    if let Some(through) = ix.ready(agent)?
         && let Ok(n) = ix.count(agent, after, through)
     {
         return Ok(n as usize);
@@ -123,11 +123,11 @@ pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
 
 /// Are `entries`, read for the `ids` the mention index gave for `agent`, all there and all
 /// for `agent`? When not, the index is damaged: it is rebuilt, and the caller reads the log.
-fn trusted(ix: &MentionIndex, ch: &Channel, agent: &str, ids: &[u64], entries: &[Entry]) -> bool {
+fn trusted(ix: &MentionIndex, agent: &str, ids: &[u64], entries: &[Entry]) -> bool {
     if entries.len() == ids.len() && entries.iter().all(|e| is_for(e, agent)) {
         return true;
     }
-    ix.repair(ch);
+    ix.repair();
     false
 }
 
@@ -172,8 +172,8 @@ fn unread_ids(inst: &Instance, agent: &str) -> Result<(u64, Channel, Option<Vec<
     names::check_agent(agent)?;
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
-    let ix = MentionIndex::for_channel(&ch);
-    let ids = match ix.ready(&ch, agent)? {
+    let ix = ch.mentions();
+    let ids = match ix.ready(agent)? {
         Some(through) => ix.ids(agent, after, through).ok(),
         None => None,
     };
@@ -206,13 +206,13 @@ pub fn unread_tail(
     let (after, ch, ids) = unread_ids(inst, agent)?;
     'indexed: {
         let Some(ids) = ids else { break 'indexed };
-        let ix = MentionIndex::for_channel(&ch);
+        let ix = ch.mentions();
         // Newest first, a small batch at a time, until one does not fit.
         let (mut shown, mut bytes, mut end) = (Vec::new(), 0usize, ids.len());
         'fill: while end > 0 {
             let start = end.saturating_sub(TAIL_BATCH);
             let got = ch.get_many(&ids[start..end])?;
-            if !trusted(&ix, &ch, agent, &ids[start..end], &got) {
+            if !trusted(&ix, agent, &ids[start..end], &got) {
                 break 'indexed;
             }
             for e in got.into_iter().rev() {
@@ -255,11 +255,11 @@ pub fn unread_head(
     let (after, ch, ids) = unread_ids(inst, agent)?;
     'indexed: {
         let Some(ids) = ids else { break 'indexed };
-        let ix = MentionIndex::for_channel(&ch);
+        let ix = ch.mentions();
         let mut head = Head::new(max_count, max_bytes);
         'fill: for batch in ids.chunks(TAIL_BATCH) {
             let got = ch.get_many(batch)?;
-            if !trusted(&ix, &ch, agent, batch, &got) {
+            if !trusted(&ix, agent, batch, &got) {
                 break 'indexed;
             }
             for e in got {
@@ -381,7 +381,7 @@ impl Tail {
 /// may lose the last acknowledgements, as it may lose the channel's last entries: those
 /// messages are then unread again, delivered twice rather than lost.
 fn cursors_durable(inst: &Instance) -> bool {
-    crate::post::sync_from_env() || crate::fs::netfs::is_network_fs(&inst.state_dir())
+    super::post::sync_from_env() || crate::fs::netfs::is_network_fs(&inst.state_dir())
 }
 
 /// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never

@@ -1,9 +1,9 @@
 //! Posting a message: validate the sender, resolve mentions against the registry, append.
 
-use crate::channel::{Channel, Damage, Entry};
+use super::mention;
+use super::{Channel, Damage, Entry};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
-use crate::mention;
 use crate::names;
 use crate::registry::Registry;
 
