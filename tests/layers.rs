@@ -8,6 +8,11 @@
 //! reference. The check fails, naming the edges, on a cycle between files or on an arrow
 //! against the layer order: base < fs < domain < tools < {run, mcp} < cli < bin, where run
 //! and mcp never import each other and nothing but cli imports run.
+//!
+//! A type's behaviour lives where the type is: an inherent `impl T` (not `impl Trait for T`)
+//! stands in the file that defines `T` (`struct`, `enum`, `union`, `trait` or `type`), and
+//! code elsewhere calls it through an import. The check fails, naming the impl and the
+//! file of the type, on one that does not.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -33,6 +38,37 @@ const LAYERS: [(&str, &[&str]); 8] = [
 /// under way: none today. An entry that is no longer an edge is reported, so that the list
 /// only shrinks.
 const PENDING: &[(&str, &str)] = &[];
+
+/// Inherent impls allowed outside the file of their type while a move that brings them home
+/// is under way: (file of the impl, type, why). An entry that no longer matches an impl is
+/// reported, so that the list only shrinks.
+const ELSEWHERE: &[(&str, &str, &str)] = &[
+    (
+        "src/run/controller/budget.rs",
+        "Controller",
+        "the attempt moves to a file of its own",
+    ),
+    (
+        "src/run/controller/look.rs",
+        "Controller",
+        "the attempt moves to a file of its own",
+    ),
+    (
+        "src/run/controller/loop_guard.rs",
+        "Controller",
+        "the attempt moves to a file of its own",
+    ),
+    (
+        "src/run/controller/mod.rs",
+        "Controller",
+        "the attempt moves to a file of its own",
+    ),
+    (
+        "src/run/controller/transcripts.rs",
+        "Controller",
+        "the attempt moves to a file of its own",
+    ),
+];
 
 #[test]
 fn imports_run_one_way() {
@@ -147,6 +183,80 @@ fn a_module_named_again_is_its_file() {
             "upward: src/time.rs (base) -> src/channel/post.rs (domain)",
         ]
     );
+}
+
+#[test]
+fn behaviour_lives_with_its_type() {
+    let mut files = Vec::new();
+    read_tree(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        Path::new("src"),
+        &mut files,
+    );
+    assert!(files.len() > 50, "found only {} source files", files.len());
+    let problems = misplaced(&files, ELSEWHERE);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_check_reports_impls_away_from_their_type() {
+    let tree = [
+        (
+            "src/channel/mod.rs",
+            "pub struct Channel { log: Log }\n\
+             impl Channel { pub fn new() -> Channel { todo!() } }\n\
+             #[derive(Debug)]\npub(crate) enum Want<T> { All, One(T) }",
+        ),
+        // A method of Channel away from it, one generic; trait impls and `impl Trait` in
+        // argument or return position are not inherent impls.
+        (
+            "src/channel/index.rs",
+            "use super::Channel;\n\
+             impl Channel { pub fn append(&self) {} }\n\
+             impl<'a, F: Fn() -> u8> super::Want<F> where F: Clone { fn f(&self) {} }\n\
+             impl std::fmt::Display for Channel { fn fmt(&self) {} }\n\
+             impl<T> From<T> for Want<T> { fn from(t: T) -> Self { todo!() } }\n\
+             fn g(x: impl Fn()) -> impl Iterator<Item = u8> { todo!() }\n\
+             // impl Channel { }\nconst S: &str = \"impl Channel {\";",
+        ),
+        // Its own type, twice over, and a type of the same name as one elsewhere.
+        (
+            "src/channel/log.rs",
+            "pub(super) struct Log;\nimpl Log {}\nunsafe impl Send for Log {}\n\
+             impl Log { fn more(&self) {} }\nstruct Want;\nimpl Want {}",
+        ),
+        // Allowed, and an allowed entry that no longer matches.
+        (
+            "src/run/controller/look.rs",
+            "impl Controller { fn look(&self) {} }",
+        ),
+        ("src/run/controller/config.rs", "pub struct Controller;"),
+    ];
+    let files: Vec<(String, String)> = tree
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    let allowed = [
+        ("src/run/controller/look.rs", "Controller", "moving"),
+        ("src/run/controller/gone.rs", "Controller", "moving"),
+    ];
+    assert_eq!(
+        misplaced(&files, &allowed),
+        [
+            "allowed, but no longer an impl away from its type: Controller in \
+             src/run/controller/gone.rs",
+            "impl Channel in src/channel/index.rs: Channel is defined in src/channel/mod.rs",
+            "impl Want in src/channel/index.rs: Want is defined in src/channel/log.rs, \
+             src/channel/mod.rs",
+        ]
+    );
+    // Each entry says why.
+    let unexplained = [("src/run/controller/look.rs", "Controller", " ")];
+    assert!(
+        misplaced(&files, &unexplained)
+            .contains(&"allowed without a reason: Controller in src/run/controller/look.rs".into())
+    );
+    assert!(misplaced(&files[..1], &[]).is_empty());
 }
 
 /// Every `.rs` file under `dir` (relative to `base`), with its text.
@@ -707,4 +817,132 @@ fn cycles(edges: &BTreeSet<(String, String)>) -> Vec<Vec<String>> {
         found.push(path);
     }
     found
+}
+
+/// The inherent impls of a source tree that stand outside every file defining their type,
+/// one line each, those `allowed` (file of the impl, type, why) aside.
+fn misplaced(files: &[(String, String)], allowed: &[(&str, &str, &str)]) -> Vec<String> {
+    let code: Vec<(&str, String)> = files.iter().map(|(p, t)| (p.as_str(), strip(t))).collect();
+    let mut defined: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    for (path, text) in &code {
+        for name in definitions(text) {
+            defined.entry(name).or_default().insert(path);
+        }
+    }
+    let mut problems: Vec<String> = allowed
+        .iter()
+        .filter(|(_, _, why)| why.trim().is_empty())
+        .map(|(file, name, _)| format!("allowed without a reason: {name} in {file}"))
+        .collect();
+    let mut away = BTreeSet::new();
+    for (path, text) in &code {
+        for name in inherent_impls(text) {
+            // A type of the crate, defined in other files only.
+            match defined.get(&name) {
+                Some(homes) if !homes.contains(path) => {
+                    away.insert((*path, name, homes));
+                }
+                _ => {}
+            }
+        }
+    }
+    for (file, name, _) in allowed {
+        if !away.iter().any(|(p, n, _)| p == file && n == name) {
+            problems.push(format!(
+                "allowed, but no longer an impl away from its type: {name} in {file}"
+            ));
+        }
+    }
+    for (path, name, homes) in away {
+        if !allowed.iter().any(|(p, n, _)| *p == path && *n == name) {
+            let homes: Vec<&str> = homes.iter().copied().collect();
+            problems.push(format!(
+                "impl {name} in {path}: {name} is defined in {}",
+                homes.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+/// The names of the types a text defines: `struct`, `enum`, `union`, `trait`, `type`.
+fn definitions(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for kw in ["struct", "enum", "union", "trait", "type"] {
+        let mut rest = text;
+        while let Some(at) = find_word(rest, kw) {
+            let after = &rest[at + kw.len()..];
+            let name = word(after.trim_start());
+            if after.starts_with(char::is_whitespace) && !name.is_empty() {
+                names.push(name.to_string());
+            }
+            rest = after;
+        }
+    }
+    names
+}
+
+/// The names of the types a text's inherent impls are for (`impl T`, `impl<…> a::T<…>`),
+/// not of `impl Trait for T` nor of `impl Trait` in a signature.
+fn inherent_impls(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(at) = find_word(rest, "impl") {
+        let before = rest[..at].trim_end();
+        let after = &rest[at + 4..];
+        rest = after;
+        // An item: at the start of the text or of a statement, after an attribute, or
+        // `unsafe impl`.
+        let item = before.is_empty()
+            || before.ends_with(['{', '}', ';', ']'])
+            || (before.ends_with("unsafe")
+                && !before[..before.len() - 6].ends_with(|c: char| ident(c)));
+        if !item {
+            continue;
+        }
+        // Skip the generics, minding `->` in them.
+        let mut header = after.trim_start();
+        if header.starts_with('<') {
+            let mut depth = 0;
+            let mut prev = ' ';
+            for (k, c) in header.char_indices() {
+                match c {
+                    '<' => depth += 1,
+                    '>' if prev != '-' => depth -= 1,
+                    _ => {}
+                }
+                prev = c;
+                if depth == 0 {
+                    header = &header[k + 1..];
+                    break;
+                }
+            }
+        }
+        let header = &header[..header.find(['{', ';']).unwrap_or(header.len())];
+        let header = match find_word(header, "where") {
+            Some(w) => &header[..w],
+            None => header,
+        };
+        if find_word(header, "for").is_some() {
+            continue;
+        }
+        // The last segment of the type's path.
+        let mut path = header.trim_start();
+        if let Some(p) = path.strip_prefix("dyn ") {
+            path = p.trim_start();
+        }
+        let path = &path[..path
+            .find(|c: char| c == '<' || c.is_whitespace())
+            .unwrap_or(path.len())];
+        let name = word(path.rsplit("::").next().unwrap_or(""));
+        if !name.is_empty() {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// The identifier at the start of `text` (empty when there is none).
+fn word(text: &str) -> &str {
+    &text[..text.find(|c: char| !ident(c)).unwrap_or(text.len())]
 }

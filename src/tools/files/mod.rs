@@ -131,27 +131,31 @@ impl FileTool {
     }
 }
 
-impl Sandbox {
-    /// Run one tool; Ok(text for the model) or an Error whose Display is one line for the model.
-    pub fn call(&self, tool: FileTool, args: &Args) -> Result<String> {
-        check_names(tool, args)?;
-        match tool {
-            FileTool::ReadFile => self.read_file(
+impl FileTool {
+    /// Run this tool in `sandbox`; Ok(text for the model) or an Error whose Display is one
+    /// line for the model.
+    pub fn call(self, sandbox: &Sandbox, args: &Args) -> Result<String> {
+        check_names(self, args)?;
+        match self {
+            FileTool::ReadFile => ops::read_file(
+                sandbox,
                 req_str(args, "path")?,
                 whole(args, "offset")?.unwrap_or(1),
                 whole(args, "limit")?,
             ),
-            FileTool::ListFiles => self.list_files(
+            FileTool::ListFiles => ops::list_files(
+                sandbox,
                 str_arg(args, "path")?.unwrap_or("."),
                 bool_arg(args, "recursive")?.unwrap_or(false),
             ),
-            FileTool::Search => self.search(
+            FileTool::Search => ops::search(
+                sandbox,
                 req_str(args, "pattern")?,
                 str_arg(args, "path")?.unwrap_or("."),
                 bool_arg(args, "ignore_case")?.unwrap_or(false),
             ),
             FileTool::WriteFile => {
-                self.write_file(req_str(args, "path")?, req_str(args, "content")?)
+                ops::write_file(sandbox, req_str(args, "path")?, req_str(args, "content")?)
             }
         }
     }
@@ -221,7 +225,7 @@ mod tests {
 
         fn call(&self, tool: FileTool, args: Value) -> Result<String> {
             let Value::Object(map) = args else { panic!() };
-            self.sb.call(tool, &map)
+            tool.call(&self.sb, &map)
         }
 
         fn ok(&self, tool: FileTool, args: Value) -> String {
@@ -571,9 +575,9 @@ mod tests {
 
         // The aw root is known by what it is, not by its name; any .workflow stays hidden.
         let sb = Sandbox::new(&f.work(""), &f.work("sub"), &f.work("sub/t")).unwrap();
-        let call = |tool, args: Value| {
+        let call = |tool: FileTool, args: Value| {
             let Value::Object(map) = args else { panic!() };
-            sb.call(tool, &map).map_err(|e| e.to_string())
+            tool.call(&sb, &map).map_err(|e| e.to_string())
         };
         symlink("sub", f.work("sub-alias")).unwrap();
         fs::write(f.work("sub/x"), "x").unwrap();
@@ -603,9 +607,9 @@ mod tests {
         // context.config.dir beside it): the instance is out of reach, the rest is not.
         f.put("team/_state/agents.json", "{}\n");
         let sb = Sandbox::new(&f.work(""), &f.work(""), &f.work("team")).unwrap();
-        let call = |tool, args: Value| {
+        let call = |tool: FileTool, args: Value| {
             let Value::Object(map) = args else { panic!() };
-            sb.call(tool, &map).map_err(|e| e.to_string())
+            tool.call(&sb, &map).map_err(|e| e.to_string())
         };
         for p in ["team", "team/_state/agents.json", "./team/"] {
             assert_eq!(call(ListFiles, json!({"path": p})), Err(out(p)));
@@ -633,7 +637,7 @@ mod tests {
             panic!()
         };
         assert_eq!(
-            sb.call(WriteFile, &args).unwrap_err().to_string(),
+            WriteFile.call(&sb, &args).unwrap_err().to_string(),
             out("later/x")
         );
     }
@@ -649,9 +653,9 @@ mod tests {
         let sb = Sandbox::new(&f.work(""), &f.work(".workflow"), &f.work(".workflow/t")).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let call = |tool, args: Value| {
+            let call = |tool: FileTool, args: Value| {
                 let Value::Object(map) = args else { panic!() };
-                sb.call(tool, &map).map_err(|e| e.to_string())
+                tool.call(&sb, &map).map_err(|e| e.to_string())
             };
             let got = [
                 call(ReadFile, json!({"path": "pipe"})),
@@ -932,6 +936,6 @@ mod tests {
         let Value::Object(args) = json!({"path": "back"}) else {
             panic!()
         };
-        assert_eq!(sb.call(ReadFile, &args).unwrap(), "b\n");
+        assert_eq!(ReadFile.call(&sb, &args).unwrap(), "b\n");
     }
 }

@@ -29,167 +29,175 @@ pub const MAX_MATCH_LINE: usize = 400;
 /// Largest content `write_file` takes (1 MiB).
 pub const MAX_WRITE: usize = 1 << 20;
 
-impl Sandbox {
-    pub(super) fn read_file(&self, given: &str, offset: u64, limit: Option<u64>) -> Result<String> {
-        let found = self.find(given)?;
-        match found.kind {
-            Kind::File => {}
-            Kind::Dir => return Err(is_a_folder(given, "use list_files")),
-            _ => return Err(not_regular(given)),
-        }
-        let f = self.open_file(given, &found.rel)?;
-        let read = read_lines(f, offset, limit).map_err(|e| io_error(given, e))?;
-        let mut text = String::from_utf8_lossy(&read.text).into_owned();
-        if let Some(lines) = read.past_end {
-            return Err(Error::invalid(format!(
-                "{}: offset {offset} is past the end (the file has {lines} lines)",
-                sanitize(given)
-            )));
-        }
-        let note = if let Some(line) = read.long_line {
-            Some(format!(
-                "line {line} is longer than {} KiB and was cut; read on with offset={}",
-                MAX_READ / 1024,
-                line + 1
-            ))
-        } else if let Some(next) = read.next {
-            Some(format!("more follows: read on with offset={next}"))
-        } else if text.is_empty() {
-            Some("empty file".to_string())
-        } else {
-            None
-        };
-        if let Some(note) = note {
-            add_note(&mut text, &note);
-        }
-        Ok(text)
+pub(super) fn read_file(
+    sb: &Sandbox,
+    given: &str,
+    offset: u64,
+    limit: Option<u64>,
+) -> Result<String> {
+    let found = sb.find(given)?;
+    match found.kind {
+        Kind::File => {}
+        Kind::Dir => return Err(is_a_folder(given, "use list_files")),
+        _ => return Err(not_regular(given)),
     }
-
-    pub(super) fn list_files(&self, given: &str, recursive: bool) -> Result<String> {
-        let found = self.find(given)?;
-        match found.kind {
-            Kind::Dir => {}
-            Kind::File => return Ok(found.shown),
-            _ => return Err(not_regular(given)),
-        }
-        let mut lines = Vec::new();
-        let mut cut = false;
-        self.walk(given, &found, recursive, &mut |e: &Entry| {
-            if lines.len() == MAX_LIST {
-                cut = true;
-                return false;
-            }
-            match e.kind {
-                Kind::Dir => lines.push(format!("{}/", e.shown)),
-                Kind::Symlink => lines.push(format!("{}@", e.shown)),
-                Kind::File => lines.push(e.shown.clone()),
-                Kind::Other => {}
-            }
-            true
-        })?;
-        let mut text = lines.join("\n");
-        if cut {
-            let note = format!("cut at {MAX_LIST} entries: list a folder further down");
-            add_note(&mut text, &note);
-        } else if text.is_empty() {
-            add_note(&mut text, "empty folder");
-        }
-        Ok(text)
+    let f = sb.open_file(given, &found.rel)?;
+    let read = read_lines(f, offset, limit).map_err(|e| io_error(given, e))?;
+    let mut text = String::from_utf8_lossy(&read.text).into_owned();
+    if let Some(lines) = read.past_end {
+        return Err(Error::invalid(format!(
+            "{}: offset {offset} is past the end (the file has {lines} lines)",
+            sanitize(given)
+        )));
     }
-
-    pub(super) fn search(&self, pattern: &str, given: &str, ignore_case: bool) -> Result<String> {
-        if pattern.is_empty() {
-            return Err(Error::invalid("'pattern' must not be empty"));
-        }
-        let found = self.find(given)?;
-        let mut s = Searcher::new(pattern, ignore_case);
-        match found.kind {
-            Kind::File => {
-                let f = self.open_file(given, &found.rel)?;
-                s.file(f, &found.shown).map_err(|e| io_error(given, e))?;
-            }
-            Kind::Dir => self.walk(given, &found, true, &mut |e: &Entry| {
-                if e.kind == Kind::File {
-                    // A file that cannot be opened or read (gone, unreadable, no longer a
-                    // regular file) is passed over.
-                    if let Ok(f) = self.open_file(&e.shown, &e.rel) {
-                        let _ = s.file(f, &e.shown);
-                    }
-                }
-                !s.cut
-            })?,
-            _ => return Err(not_regular(given)),
-        }
-        Ok(s.finish(pattern))
-    }
-
-    pub(super) fn write_file(&self, given: &str, content: &str) -> Result<String> {
-        if content.len() > MAX_WRITE {
-            return Err(Error::invalid(format!(
-                "{}: the content is {} bytes, more than the {} MiB a file may be given",
-                sanitize(given),
-                content.len(),
-                MAX_WRITE >> 20
-            )));
-        }
-        let parts = parts(given)?;
-        let Some((name, folders)) = parts.split_last().filter(|_| !given.ends_with('/')) else {
-            return Err(is_a_folder(given, "give a file path"));
-        };
-        let (mut dir, folder_rel) = self.folder(given, folders)?;
-        self.guard(given, &join(&folder_rel, name))?;
-        let mut name = name.to_string();
-        let mut kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
-        if let Some((Kind::Symlink, _)) = kind {
-            // A link that stays inside is written through: replace the file it leads to.
-            let found = self.find(given).map_err(|e| match e {
-                Error::NotFound(_) => Error::denied(format!(
-                    "{}: a symbolic link that leads nowhere",
-                    sanitize(given)
-                )),
-                e => e,
-            })?;
-            let (folder, file) = match found.rel.rsplit_once('/') {
-                Some((folder, file)) => (folder, file),
-                None => ("", found.rel.as_str()),
-            };
-            dir = self.open_dir(folder).map_err(|e| io_error(given, e))?;
-            name = file.to_string();
-            kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
-        }
-        let mode = match kind {
-            None => None,
-            Some((Kind::File, mode)) => Some(mode),
-            Some((Kind::Dir, _)) => return Err(is_a_folder(given, "give a file path")),
-            Some((Kind::Symlink, _)) => return Err(changed(given)),
-            Some((Kind::Other, _)) => return Err(not_regular(given)),
-        };
-        crate::fs::atomic_write_at(&dir, OsStr::new(&name), content.as_bytes()).map_err(
-            |e| match e {
-                Error::Create { source, .. } | Error::Io { source, .. } => io_error(given, source),
-                e => e,
-            },
-        )?;
-        if let Some(mode) = mode {
-            // Best effort: the content is written either way.
-            let _ = fchmodat(
-                dir.fd(),
-                name.as_str(),
-                mode,
-                FchmodatFlags::NoFollowSymlink,
-            );
-        }
-        let how = if mode.is_some() {
-            "replaced"
-        } else {
-            "new file"
-        };
-        Ok(format!(
-            "wrote {} bytes to {} ({how})",
-            content.len(),
-            parts.join("/")
+    let note = if let Some(line) = read.long_line {
+        Some(format!(
+            "line {line} is longer than {} KiB and was cut; read on with offset={}",
+            MAX_READ / 1024,
+            line + 1
         ))
+    } else if let Some(next) = read.next {
+        Some(format!("more follows: read on with offset={next}"))
+    } else if text.is_empty() {
+        Some("empty file".to_string())
+    } else {
+        None
+    };
+    if let Some(note) = note {
+        add_note(&mut text, &note);
     }
+    Ok(text)
+}
+
+pub(super) fn list_files(sb: &Sandbox, given: &str, recursive: bool) -> Result<String> {
+    let found = sb.find(given)?;
+    match found.kind {
+        Kind::Dir => {}
+        Kind::File => return Ok(found.shown),
+        _ => return Err(not_regular(given)),
+    }
+    let mut lines = Vec::new();
+    let mut cut = false;
+    sb.walk(given, &found, recursive, &mut |e: &Entry| {
+        if lines.len() == MAX_LIST {
+            cut = true;
+            return false;
+        }
+        match e.kind {
+            Kind::Dir => lines.push(format!("{}/", e.shown)),
+            Kind::Symlink => lines.push(format!("{}@", e.shown)),
+            Kind::File => lines.push(e.shown.clone()),
+            Kind::Other => {}
+        }
+        true
+    })?;
+    let mut text = lines.join("\n");
+    if cut {
+        let note = format!("cut at {MAX_LIST} entries: list a folder further down");
+        add_note(&mut text, &note);
+    } else if text.is_empty() {
+        add_note(&mut text, "empty folder");
+    }
+    Ok(text)
+}
+
+pub(super) fn search(
+    sb: &Sandbox,
+    pattern: &str,
+    given: &str,
+    ignore_case: bool,
+) -> Result<String> {
+    if pattern.is_empty() {
+        return Err(Error::invalid("'pattern' must not be empty"));
+    }
+    let found = sb.find(given)?;
+    let mut s = Searcher::new(pattern, ignore_case);
+    match found.kind {
+        Kind::File => {
+            let f = sb.open_file(given, &found.rel)?;
+            s.file(f, &found.shown).map_err(|e| io_error(given, e))?;
+        }
+        Kind::Dir => sb.walk(given, &found, true, &mut |e: &Entry| {
+            if e.kind == Kind::File {
+                // A file that cannot be opened or read (gone, unreadable, no longer a
+                // regular file) is passed over.
+                if let Ok(f) = sb.open_file(&e.shown, &e.rel) {
+                    let _ = s.file(f, &e.shown);
+                }
+            }
+            !s.cut
+        })?,
+        _ => return Err(not_regular(given)),
+    }
+    Ok(s.finish(pattern))
+}
+
+pub(super) fn write_file(sb: &Sandbox, given: &str, content: &str) -> Result<String> {
+    if content.len() > MAX_WRITE {
+        return Err(Error::invalid(format!(
+            "{}: the content is {} bytes, more than the {} MiB a file may be given",
+            sanitize(given),
+            content.len(),
+            MAX_WRITE >> 20
+        )));
+    }
+    let parts = parts(given)?;
+    let Some((name, folders)) = parts.split_last().filter(|_| !given.ends_with('/')) else {
+        return Err(is_a_folder(given, "give a file path"));
+    };
+    let (mut dir, folder_rel) = sb.folder(given, folders)?;
+    sb.guard(given, &join(&folder_rel, name))?;
+    let mut name = name.to_string();
+    let mut kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
+    if let Some((Kind::Symlink, _)) = kind {
+        // A link that stays inside is written through: replace the file it leads to.
+        let found = sb.find(given).map_err(|e| match e {
+            Error::NotFound(_) => Error::denied(format!(
+                "{}: a symbolic link that leads nowhere",
+                sanitize(given)
+            )),
+            e => e,
+        })?;
+        let (folder, file) = match found.rel.rsplit_once('/') {
+            Some((folder, file)) => (folder, file),
+            None => ("", found.rel.as_str()),
+        };
+        dir = sb.open_dir(folder).map_err(|e| io_error(given, e))?;
+        name = file.to_string();
+        kind = stat_at(&dir, &name).map_err(|e| io_error(given, e))?;
+    }
+    let mode = match kind {
+        None => None,
+        Some((Kind::File, mode)) => Some(mode),
+        Some((Kind::Dir, _)) => return Err(is_a_folder(given, "give a file path")),
+        Some((Kind::Symlink, _)) => return Err(changed(given)),
+        Some((Kind::Other, _)) => return Err(not_regular(given)),
+    };
+    crate::fs::atomic_write_at(&dir, OsStr::new(&name), content.as_bytes()).map_err(
+        |e| match e {
+            Error::Create { source, .. } | Error::Io { source, .. } => io_error(given, source),
+            e => e,
+        },
+    )?;
+    if let Some(mode) = mode {
+        // Best effort: the content is written either way.
+        let _ = fchmodat(
+            dir.fd(),
+            name.as_str(),
+            mode,
+            FchmodatFlags::NoFollowSymlink,
+        );
+    }
+    let how = if mode.is_some() {
+        "replaced"
+    } else {
+        "new file"
+    };
+    Ok(format!(
+        "wrote {} bytes to {} ({how})",
+        content.len(),
+        parts.join("/")
+    ))
 }
 
 /// The matches of one search, and what was skipped.
