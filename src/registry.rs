@@ -302,7 +302,7 @@ impl FileId {
     }
 }
 
-/// Refuse (exit 65) an explicit recipient that is not a registered agent of `inst`, with the
+/// Refuse (exit 66, as for any agent that does not exist) an explicit recipient that is not a registered agent of `inst`, with the
 /// near registered name if there is one. An agent an aw-run serves is accepted (it is
 /// being registered).
 pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
@@ -311,7 +311,7 @@ pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
         return Ok(());
     }
     let known = reg.names();
-    Err(Error::invalid(format!(
+    Err(Error::not_found(format!(
         "no agent '{name}' in instance '{}'{} (registered: {})",
         inst.name(),
         crate::suggest::suggestion(name, known.iter().map(String::as_str)),

@@ -121,7 +121,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                         .map_err(|_| Error::invalid("TARGET is not valid UTF-8"))?,
                 )
             }
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     peek(out, a)

@@ -41,6 +41,8 @@ Options:
                        --json: one JSON line each on stdout)
       --var NAME=VALUE define a variable (repeatable)
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
+      --create         create the instance named by -i or AW_INSTANCE even if an
+                       existing one has a near name (else refused as a likely typo)
       --detach         run in the background; print its pid; log to _state/aw-run.log
       --serve          serve agents registered with aw-ctl new (all runnable ones, or
                        the AGENTs named), without a workflow file; AGENT@INSTANCE
@@ -94,6 +96,8 @@ struct Args {
     common: Common,
     check: bool,
     detach: bool,
+    /// Create an instance named by -i or AW_INSTANCE even when one with a near name exists.
+    create: bool,
     serve: bool,
     /// The workflow file, or with `--serve` the agents.
     positional: Vec<OsString>,
@@ -119,6 +123,7 @@ fn parse() -> Result<Parsed> {
         common: Common::default(),
         check: false,
         detach: false,
+        create: false,
         serve: false,
         positional: Vec::new(),
         vars: Vec::new(),
@@ -155,6 +160,7 @@ fn parse() -> Result<Parsed> {
             Long("check") => a.check = true,
             Long("var") => a.vars.push(cli::string(&mut p, "--var")?),
             Long("keep") => a.opts.keep = true,
+            Long("create") => a.create = true,
             Long("detach") => a.detach = true,
             Long("serve") => a.serve = true,
             Long("iter") => {
@@ -228,7 +234,7 @@ fn parse() -> Result<Parsed> {
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             Value(v) if a.serve || a.positional.is_empty() => a.positional.push(v),
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     if a.serve && a.check {
@@ -353,9 +359,14 @@ pub fn run(out: &mut Out) -> Result<u8> {
         return runner::run(&wf, &inst, &tmp.0, vars, &a.opts);
     }
     let (root, inst) = place(&a, &wf, &vars)?;
+    // An instance named on purpose (-i, AW_INSTANCE) next to one with a near name is
+    // likely a typo: refused unless --create says the new one is meant.
+    if a.common.instance.is_some() || std::env::var("AW_INSTANCE").is_ok_and(|v| !v.is_empty()) {
+        inst.check_new(a.create)?;
+    }
     a.opts.iter = plan(&a, &wf, agent, root.path())?;
     if a.detach {
-        inst.create()?;
+        crate::warn::noting_created("aw-run", root.path(), || inst.create())?;
         return detach(out, &inst);
     }
     start_guard();

@@ -60,7 +60,10 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         ..Agent::default()
     };
     inst.check_new(a.create)?;
-    let added = registry::register(&inst, agent, a.replace)?;
+    let root = inst.dir().parent().unwrap_or(inst.dir()).to_path_buf();
+    let added = crate::warn::noting_created("aw-ctl", &root, || {
+        registry::register(&inst, agent, a.replace)
+    })?;
     if !added && !a.replace {
         return Err(Error::Exists(format!(
             "agent '{name}' is already registered in instance '{}'",
@@ -115,6 +118,8 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
     let only = a.common.named_instance()?.map(str::to_string);
     if let Some(o) = &only {
         names::check_instance(o)?;
+        // An instance named that does not exist is an error (66), with the near name.
+        root.instance(o)?.require()?;
     }
     let mut listed = 0;
     for name in root.instances()? {
