@@ -446,6 +446,16 @@ fn check(
                 .iter()
                 .map(|(pos, e)| environment_problem(file, *pos, e)),
         );
+        found.extend(
+            runner::environment_warnings(wf, vars)
+                .into_iter()
+                .map(|(pos, message)| workflow::Diagnostic {
+                    file: file.to_path_buf(),
+                    pos,
+                    message,
+                    warning: true,
+                }),
+        );
     }
     crate::run::diagnostic::sort(&mut found, file);
     report_problems(out, &found, json)?;

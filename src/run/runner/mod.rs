@@ -36,7 +36,7 @@ mod trust;
 mod workers;
 
 pub use options::Options;
-pub use preflight::{environment, preflight};
+pub use preflight::{environment, environment_warnings, preflight};
 pub use start::ELECTION_TIMEOUT;
 
 use std::collections::BTreeMap;
