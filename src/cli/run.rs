@@ -43,7 +43,8 @@ Options:
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
       --create         create the instance named by -i or AW_INSTANCE even if an
                        existing one has a near name (else refused as a likely typo)
-      --detach         run in the background; print its pid; log to _state/aw-run.log
+      --detach         run in the background; print its pid (and on stderr the log
+                       and how to stop it); log to _state/aw-run.log
       --serve          serve agents registered with aw-ctl new (all runnable ones, or
                        the AGENTs named), without a workflow file; AGENT@INSTANCE
                        names an agent of another instance: one process serves the
@@ -693,7 +694,23 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
         let mut byte = [0u8; 1];
         match reader.read(&mut byte) {
             Ok(1) if byte[0] == b'1' => {
-                out.line(&child.id().to_string())?;
+                let pid = child.id();
+                out.line(&pid.to_string())?;
+                // The pid alone on stdout (for `pid=$(aw-run --detach ...)`); where it logs
+                // and how to stop it for the person who started it.
+                let log = std::path::absolute(&log_path).unwrap_or(log_path);
+                let root = inst.dir().parent().unwrap_or(inst.dir());
+                let root = std::path::absolute(root).unwrap_or(root.to_path_buf());
+                crate::warn::warn_note(
+                    "aw-run",
+                    &format!(
+                        "serving in the background as pid {pid}; log: {}; stop it with \
+                         aw-ctl --root {} stop @{} (or kill {pid})",
+                        log.display(),
+                        root.display(),
+                        inst.name()
+                    ),
+                );
                 return Ok(0);
             }
             Ok(1) if byte[0] == b'!' => {
