@@ -78,6 +78,24 @@ fn options_commands_and_names_get_a_did_you_mean() {
             "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
         ),
         (
+            "aw-ctl",
+            &["-i", "hello", "ack", "alce"],
+            66,
+            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
+        ),
+        (
+            "aw-ctl",
+            &["-i", "hello", "rm", "alce"],
+            66,
+            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
+        ),
+        (
+            "aw-ctl",
+            &["-i", "hello", "runs", "alce"],
+            66,
+            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
+        ),
+        (
             "aw-send",
             &["-i", "hello", "-t", "alce", "hi"],
             66,

@@ -169,11 +169,9 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
 pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
     inst.require()?;
-    if !Registry::load(&inst)?.contains(&name) {
-        return Err(Error::not_found(format!(
-            "no agent '{name}' in instance '{}'",
-            inst.name()
-        )));
+    let reg = Registry::load(&inst)?;
+    if !reg.contains(&name) {
+        return Err(reg.no_agent(&inst, &name));
     }
     let cursor = inbox::ack(&inst, &name, a.until)?;
     out.line(&cursor.to_string())?;
@@ -201,11 +199,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
     } else if let Some(n) = only {
         names::check_agent(n)?;
         if !reg.contains(n) {
-            return Err(Error::not_found(format!(
-                "no agent '{n}' in instance '{}'{}",
-                inst.name(),
-                crate::suggest::suggestion(n, reg.agents.iter().map(|a| a.name.as_str()))
-            )));
+            return Err(reg.no_agent(&inst, n));
         }
     }
     // A pattern has narrowed the registry already.
