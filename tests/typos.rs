@@ -72,30 +72,6 @@ fn options_commands_and_names_get_a_did_you_mean() {
             "aw-run: invalid option '--chekc' (did you mean '--check'?)",
         ),
         (
-            "aw-ctl",
-            &["-i", "hello", "status", "alce"],
-            66,
-            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
-        ),
-        (
-            "aw-ctl",
-            &["-i", "hello", "ack", "alce"],
-            66,
-            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
-        ),
-        (
-            "aw-ctl",
-            &["-i", "hello", "rm", "alce"],
-            66,
-            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
-        ),
-        (
-            "aw-ctl",
-            &["-i", "hello", "runs", "alce"],
-            66,
-            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
-        ),
-        (
             "aw-send",
             &["-i", "hello", "-t", "alce", "hi"],
             66,
@@ -115,6 +91,15 @@ fn options_commands_and_names_get_a_did_you_mean() {
             first_line(&out).starts_with(want),
             "{tool} {args:?}: {}",
             stderr(&out)
+        );
+    }
+    for cmd in ["status", "ack", "rm", "runs"] {
+        let out = run_in(&p, "aw-ctl", &["-i", "hello", cmd, "alce"]);
+        assert_code(&out, 66);
+        assert_eq!(
+            first_line(&out),
+            "aw-ctl: no agent 'alce' in instance 'hello' (did you mean 'alice'?)",
+            "{cmd}"
         );
     }
     let out = run_in(&p, "aw-ctl", &["-i", "helo", "ls"]);
