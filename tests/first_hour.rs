@@ -346,7 +346,7 @@ fn an_unknown_name_among_thousands_of_agents_lists_a_few_and_a_count() {
         )
     );
     let out = p.run("", "aw-send", &["-i", "team", "-t", "ghost", "wake up"]);
-    assert_code(&out, 65);
+    assert_code(&out, 66);
     let err = stderr(&out);
     assert_eq!(
         err.lines().next(),
