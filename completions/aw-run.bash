@@ -127,7 +127,7 @@ _aw_run() {
         [[ ${words[i]} == --serve ]] && serve=1
     done
     if [[ $cur == -* ]]; then
-        local opts='--root -i --instance --check --var --keep --detach --serve --iter --agent --resume --debounce --poll --max-runs --max-rate --max-pair --timeout --retries --backoff --cooldown --budget-usd --budget-tokens -q --quiet --json -h --help -V --version'
+        local opts='--root -i --instance --check --var --keep --create --detach --serve --iter --agent --resume --debounce --poll --max-runs --max-rate --max-pair --timeout --retries --backoff --cooldown --budget-usd --budget-tokens -q --quiet --json -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
     elif [[ -n $serve && $cur == ?*@* ]]; then
         _aw_reply < <(_aw_targets "$root" "$inst")

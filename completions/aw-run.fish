@@ -122,6 +122,7 @@ complete -c aw-run -s i -l instance -x -a '(__aw_instances)' -d Instance
 complete -c aw-run -l check -d 'Check the file and exit'
 complete -c aw-run -l var -x -d 'Define a variable NAME=VALUE'
 complete -c aw-run -l keep -d 'Stay until stopped'
+complete -c aw-run -l create -d 'Create the instance named by -i even if an existing one has a near name'
 complete -c aw-run -l detach -d 'Run in the background and print its pid'
 complete -c aw-run -l serve -d 'Serve registered agents, without a workflow file'
 complete -c aw-run -l iter -x -d 'Run one agent on the kickoff N times or for a duration'

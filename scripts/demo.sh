@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 inst=hello-$(date +%Y%m%d-%H%M%S)
 # Two demos within one second would share it.
 [ ! -e "${AW_ROOT:-.workflow}/$inst" ] || inst=$inst-$$
-aw-run -i "$inst" examples/hello.yaml
+aw-run -i "$inst" --create examples/hello.yaml
 echo "demo: a new instance '$inst': aw-peek -i $inst -n 0 shows its channel again" >&2

@@ -172,6 +172,16 @@ pub struct Registry {
 }
 
 impl Registry {
+    /// The error for an agent `name` that `inst` does not have (exit 66), with the
+    /// registered name nearest to it when one is near.
+    pub fn no_agent(&self, inst: &Instance, name: &str) -> Error {
+        Error::not_found(format!(
+            "no agent '{name}' in instance '{}'{}",
+            inst.name(),
+            crate::suggest::suggestion(name, self.agents.iter().map(|a| a.name.as_str()))
+        ))
+    }
+
     pub fn load(inst: &Instance) -> Result<Registry> {
         state::load(&inst.state_file("agents.json"))
     }
@@ -302,7 +312,7 @@ impl FileId {
     }
 }
 
-/// Refuse (exit 65) an explicit recipient that is not a registered agent of `inst`, with the
+/// Refuse (exit 66, as for any agent that does not exist) an explicit recipient that is not a registered agent of `inst`, with the
 /// near registered name if there is one. An agent an aw-run serves is accepted (it is
 /// being registered).
 pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
@@ -311,7 +321,7 @@ pub fn require_agent(inst: &Instance, name: &str) -> Result<()> {
         return Ok(());
     }
     let known = reg.names();
-    Err(Error::invalid(format!(
+    Err(Error::not_found(format!(
         "no agent '{name}' in instance '{}'{} (registered: {})",
         inst.name(),
         crate::suggest::suggestion(name, known.iter().map(String::as_str)),
@@ -367,14 +377,10 @@ pub fn unregister(inst: &Instance, name: &str) -> Result<()> {
     names::check_agent(name)?;
     inst.require()?;
     state::update(inst, "agents.json", |reg: &mut Registry| {
-        let before = reg.agents.len();
-        reg.agents.retain(|a| a.name != name);
-        if reg.agents.len() == before {
-            return Err(Error::not_found(format!(
-                "no agent '{name}' in instance '{}'",
-                inst.name()
-            )));
+        if !reg.agents.iter().any(|a| a.name == name) {
+            return Err(reg.no_agent(inst, name));
         }
+        reg.agents.retain(|a| a.name != name);
         Ok(())
     })
 }

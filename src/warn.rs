@@ -33,3 +33,20 @@ pub fn warn_note(tool: &str, msg: &str) {
 pub fn hint(h: &str) {
     let _ = writeln!(io::stderr().lock(), "hint: {h}");
 }
+
+/// Run `make`, which may create the directory `dir` (a root `.workflow/` made on a first
+/// write); when it did, say so on stderr, `tool: created DIR`, with `DIR` absolute, so that
+/// nothing is made silently.
+pub fn noting_created<T, E>(
+    tool: &str,
+    dir: &std::path::Path,
+    make: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    let existed = dir.is_dir();
+    let made = make()?;
+    if !existed && dir.is_dir() {
+        let shown = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        warn_note(tool, &format!("created {}", shown.display()));
+    }
+    Ok(made)
+}

@@ -101,12 +101,38 @@ fn the_check_reports_every_problem_of_every_phase_in_one_pass() {
         "wf.yaml",
         "agents:\n  dave:\n    command: [./nope.sh]\nsetup:\n  - shell: printf '#!/bin/sh\\necho made\\n' > nope.sh && chmod +x nope.sh\nkickoff: '@dave hi'\n",
     );
-    assert_code(&run_hang_guarded(bare(&s, &["--check"])), 0);
+    let out = run_hang_guarded(bare(&s, &["--check"]));
+    assert_code(&out, 0);
+    assert_eq!(
+        lines(&out),
+        [format!(
+            "wf.yaml:3:15: warning: dave: command '{}' does not exist (a setup or shell task may create it)",
+            dave.display()
+        )]
+    );
     let mut c = bare(&s, &["-q"]);
     c.env("PATH", format!("{}:/usr/bin:/bin", bare_path(&s).display()));
     let out = run_hang_guarded(c);
     assert_code(&out, 0);
     assert_eq!(s.transcript("dave", 1)["status"], "ok");
+}
+
+#[test]
+fn a_backend_that_cannot_be_read_is_reported_alone() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    backend: mokc\n  bob:\n    mock: {}\nkickoff: '@alice hi'\n",
+    );
+    let out = run_hang_guarded(bare(&s, &["--check"]));
+    assert_code(&out, 65);
+    let got = lines(&out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].starts_with("wf.yaml:3:14: agents.alice.backend: unknown backend 'mokc'"),
+        "{got:?}"
+    );
+    assert!(got[0].contains("(did you mean 'mock'?)"), "{got:?}");
 }
 
 #[test]

@@ -291,7 +291,7 @@ fn an_explicit_recipient_must_be_registered() {
     );
     for (to, near) in [("sleepr", " (did you mean 'sleeper'?)"), ("ghost", "")] {
         let out = p.run("", "aw-send", &["-i", "team", "-t", to, "wake up"]);
-        assert_code(&out, 65);
+        assert_code(&out, 66);
         assert!(
             stderr(&out).starts_with(&format!(
                 "aw-send: no agent '{to}' in instance 'team'{near} (registered: sleeper)\n"
@@ -346,7 +346,7 @@ fn an_unknown_name_among_thousands_of_agents_lists_a_few_and_a_count() {
         )
     );
     let out = p.run("", "aw-send", &["-i", "team", "-t", "ghost", "wake up"]);
-    assert_code(&out, 65);
+    assert_code(&out, 66);
     let err = stderr(&out);
     assert_eq!(
         err.lines().next(),

@@ -215,12 +215,35 @@ fn a_closed_pipe_ends_the_follower_with_status_0() {
 }
 
 #[test]
-fn following_a_missing_instance_is_refused() {
+fn following_a_missing_instance_waits_for_it_as_tail_f_does() {
     let root = Root::new();
-    let out = root.run("aw-peek", &["-i", "nope", "--follow"], None);
-    assert_eq!(out.status.code(), Some(66));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.starts_with("aw-peek: "), "{err}");
+    root.send("latter", &[], "elsewhere");
+    let mut f = Follower::start(&root, &["-i", "later", "--follow", "--json"]);
+    // It says once that it waits (with the near name), then waits.
+    let stderr = f.child.stderr.take().expect("stderr is piped");
+    let (tx, said) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let note = said.recv_timeout(DEADLINE).expect("a line on stderr");
+    assert!(
+        note.starts_with("aw-peek: no such instance 'later' under ")
+            && note.ends_with("(did you mean 'latter'?); waiting for it to be created"),
+        "{note}"
+    );
+    assert!(f.child.try_wait().expect("wait").is_none(), "it ended");
+    // The instance appears: its entries are printed, the first one and those after.
+    root.send("later", &["--create"], "first");
+    assert_eq!(entry_of(&f.json()).message, "first");
+    root.send("later", &[], "second");
+    assert_eq!(entry_of(&f.json()).message, "second");
+    f.quiet();
+    assert!(said.try_recv().is_err(), "more on stderr");
 }
 
 impl Follower {

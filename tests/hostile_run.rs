@@ -584,3 +584,41 @@ fn timed_out_requests_leave_no_thread_or_socket_behind() {
         "after 2 attempts: {threads_2} threads, {sockets_2} sockets; after 10: {threads_10}, {sockets_10}"
     );
 }
+
+/// A server that trickles a byte a second: 13 runs, each ended by the agent's timeout, each
+/// with its request closed when it was given up: aw-run holds no socket once the last
+/// attempt has ended, and the server sees every request closed.
+#[test]
+fn requests_abandoned_at_the_timeout_are_closed_when_abandoned() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![Reply::Trickle(std::time::Duration::from_secs(1)); 13]);
+    let wf = "agents:\n  alice:\n    backend: openai\n    model: gpt-test\n    timeout: 1s\n\
+              kickoff: '@alice go'\n";
+    let server = Server::new(spawn(api_cmd(
+        &s,
+        wf,
+        &api,
+        &["-q", "--keep", "--retries", "1"],
+    )));
+    let pid = server.pid();
+    wait_for("the first run", || s.transcript_path("alice", 1).exists());
+    for i in 2..=13 {
+        // A newer message starts a run at once, cooldown or not.
+        s.root
+            .send(INST, &["--from", "user"], &format!("@alice ping {i}"));
+        wait_for("the run", || s.transcript_path("alice", i).exists());
+    }
+    wait_for("the last run to end", || {
+        s.transcript("alice", 13)["status"] == "timeout"
+    });
+    // Closed as the attempts ended, not later.
+    let (_, sockets) = threads_and_sockets(pid);
+    wait_for("the server to see the requests closed", || {
+        api.open_connections() == 0
+    });
+    let out = server.term();
+    assert_code(&out, 0);
+    assert_eq!(s.statuses("alice", 13), vec!["timeout"; 13]);
+    assert_eq!(api.requests().len(), 13);
+    assert_eq!(sockets, 0);
+}

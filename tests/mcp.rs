@@ -158,6 +158,25 @@ async fn failures_are_one_line_tool_errors_and_the_server_goes_on() {
     alice
         .fail_with("resource_create", json!({}), &["content"])
         .await;
+    // An argument the schema does not name is refused, with the near one: the message is
+    // not sent without its wait.
+    alice
+        .fail_with(
+            "channel_send",
+            json!({"message": "@bob hi", "wiat_for": "bob"}),
+            &[
+                "channel_send: unknown argument 'wiat_for' (did you mean 'wait_for'?)",
+                "nothing was done",
+            ],
+        )
+        .await;
+    alice
+        .fail_with(
+            "team_doc_list",
+            json!({"pattern": "*.md"}),
+            &["unknown argument 'pattern'", "(arguments: none)"],
+        )
+        .await;
     // Still answering, and nothing was written by the failed calls.
     let id = alice.say("still here").await;
     assert_eq!(id, 1);
@@ -1933,13 +1952,11 @@ async fn votes_are_final_and_only_the_creator_cancels() {
 
     // unknown proposal: the error lists the active ones
     for tool in ["team_vote", "team_proposal_status", "team_proposal_cancel"] {
-        carol
-            .fail_with(
-                tool,
-                json!({"proposal": "nope", "choice": "yes"}),
-                &["nope", &id, "other"],
-            )
-            .await;
+        let mut args = json!({"proposal": "nope"});
+        if tool == "team_vote" {
+            args["choice"] = json!("yes");
+        }
+        carol.fail_with(tool, args, &["nope", &id, "other"]).await;
     }
     // bad option: the error lists the valid ids
     carol

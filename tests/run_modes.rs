@@ -184,6 +184,17 @@ fn detach_prints_the_pid_and_serves_in_the_background() {
     assert!(alive(pid));
     assert!(served(&s, "alice"));
     assert_eq!(serve_state(&s, "alice")["pid"], pid);
+    // The pid alone on stdout; where it logs and how to stop it on stderr.
+    let log_path = s.root.inst_dir(INST).join("_state/aw-run.log");
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "aw-run: serving in the background as pid {pid}; log: {}; stop it with \
+             aw-ctl --root {} stop @{INST} (or kill {pid})\n",
+            log_path.display(),
+            s.root.path().display()
+        )
+    );
     // A second one is refused, and says so on the caller's stderr.
     let again = run_hang_guarded(s.cmd(&["--keep", "--detach"]));
     assert_code(&again, 75);
@@ -194,12 +205,16 @@ fn detach_prints_the_pid_and_serves_in_the_background() {
     );
     send(&s, "@alice background");
     wait_for("alice's reply", || s.entries().len() == 2);
-    Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
+    // Stopped as it said, from another directory.
+    let stop = tool("aw-ctl")
+        .current_dir("/")
+        .args(["--root".as_ref(), s.root.path().as_os_str()])
+        .args(["stop", &format!("@{INST}")])
+        .output()
         .unwrap();
+    assert_code(&stop, 0);
     wait_for("the server to end", || !alive(pid));
-    let log = std::fs::read_to_string(s.root.inst_dir(INST).join("_state/aw-run.log")).unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(log.contains("@alice: @user got it"), "{log}");
     assert!(log.contains("summary: alice 1 run(s)"), "{log}");
 }

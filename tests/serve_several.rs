@@ -372,12 +372,16 @@ fn an_instance_that_cannot_start_is_named_and_the_others_are_served() {
     let (pid, _guard) = detached(&out);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 2, "{err}");
+    assert_eq!(lines.len(), 3, "{err}");
     assert!(
         lines[0].starts_with("aw-run: instance 'two': budget: "),
         "{err}"
     );
     assert!(lines[1].starts_with("hint: "), "{err}");
+    assert!(
+        lines[2].starts_with(&format!("aw-run: serving in the background as pid {pid}; ")),
+        "{err}"
+    );
     assert_eq!(t.ps(&[]), [("one".into(), "a".into(), u64::from(pid))]);
     t.send("one", "@a second");
     wait_for("a's reply", || t.entries("one").len() == 4);

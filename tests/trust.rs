@@ -93,6 +93,7 @@ impl User {
             .arg("600")
             .uid(self.uid)
             .gid(self.uid)
+            .process_group(0)
             .spawn()
             .expect("spawn sleep")
     }
@@ -119,6 +120,29 @@ fn sticky(dir: &Path) {
 
 fn alive(child: &mut Child) -> bool {
     child.try_wait().unwrap().is_none()
+}
+
+/// Processes a test started, killed (with their process groups) when dropped: before the
+/// users who own them are removed, even when the test fails.
+#[derive(Default)]
+struct Procs(Vec<Child>);
+
+impl Procs {
+    fn add(&mut self, child: Child) -> &mut Child {
+        self.0.push(child);
+        self.0.last_mut().unwrap()
+    }
+}
+
+impl Drop for Procs {
+    fn drop(&mut self) {
+        use nix::sys::signal::{Signal, killpg};
+        for c in &mut self.0 {
+            let _ = killpg(nix::unistd::Pid::from_raw(c.id() as i32), Signal::SIGKILL);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 #[test]
@@ -273,25 +297,35 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
     let server = serve.join("evil.server");
     std::fs::write(&server, "").unwrap();
     other.own(&server);
-    let mut holder = Command::new("flock")
-        .arg(&server)
-        .args(["sleep", "600"])
-        .uid(other.uid)
-        .gid(other.uid)
-        .process_group(0)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("flock must be installed");
-    let holder_pid = holder.id() as i32;
+    let mut procs = Procs::default();
+    procs.add(
+        Command::new("flock")
+            .arg(&server)
+            .args(["sleep", "600"])
+            .uid(other.uid)
+            .gid(other.uid)
+            .process_group(0)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("flock must be installed"),
+    );
     common::runner::wait_for("the lock to be held", || {
         let f = std::fs::File::open(&server).unwrap();
         f.try_lock_shared().is_err()
     });
     // ... and records naming processes of the victim's, one for each way in.
-    let mut mine = victim.sleeper();
-    plant_record(&other, &root, "alice", mine.id());
-    let mut roots = Command::new("sleep").arg("600").spawn().unwrap();
-    plant_record(&other, &root, "carol", roots.id());
+    let mine = procs.add(victim.sleeper()).id();
+    plant_record(&other, &root, "alice", mine);
+    let roots = procs
+        .add(
+            Command::new("sleep")
+                .arg("600")
+                .process_group(0)
+                .spawn()
+                .unwrap(),
+        )
+        .id();
+    plant_record(&other, &root, "carol", roots);
 
     // The victim stops alice in that root: the pid in the other user's record is not
     // signalled.
@@ -300,10 +334,10 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
     assert!(
         line.starts_with("aw-ctl: not stopped: alice@w (")
             && line.contains(&format!("is owned by user {}", other.name))
-            && line.contains(&format!("pid {} not signalled", mine.id())),
+            && line.contains(&format!("pid {mine} not signalled")),
         "{line}"
     );
-    assert!(alive(&mut mine), "the victim's process was signalled");
+    assert!(alive(&mut procs.0[1]), "the victim's process was signalled");
 
     // The other user made the registry of servers of root in the temporary directory
     // first, listing that root: it is not read, and nothing is signalled.
@@ -312,7 +346,7 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
     let registry = tmp.join("aw-0/servers");
     other.mkdir(registry.parent().unwrap(), 0o700);
     other.mkdir(&registry, 0o700);
-    let entry = registry.join(format!("{}.w", roots.id()));
+    let entry = registry.join(format!("{roots}.w"));
     std::fs::write(&entry, format!("{}\n", root.join("w").display())).unwrap();
     other.own(&entry);
     let elsewhere = base.path().join("elsewhere");
@@ -339,15 +373,5 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
             )
         );
     }
-    assert!(alive(&mut roots), "root's process was signalled");
-
-    for c in [&mut mine, &mut roots] {
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-    let _ = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(holder_pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
-    let _ = holder.wait();
+    assert!(alive(&mut procs.0[2]), "root's process was signalled");
 }

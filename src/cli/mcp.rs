@@ -69,7 +69,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             }
             Short('h') | Long("help") => return cli::print_help(out, HELP),
             Short('V') | Long("version") => return cli::print_version(out, "aw-mcp"),
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     if limited && !collab && !delegate {

@@ -223,9 +223,32 @@ pub fn number<T: std::str::FromStr>(p: &mut lexopt::Parser, name: &str) -> Resul
 }
 
 /// Turn a lexopt error or an unexpected argument into a usage error.
-pub fn unexpected(arg: lexopt::Arg) -> Error {
+/// An argument the tool does not take (exit 64), with the near option of its `help` text
+/// when there is one (`--form`: did you mean '--from'?).
+pub fn unexpected(arg: lexopt::Arg, help: &str) -> Error {
+    let near = match &arg {
+        lexopt::Arg::Long(l) => crate::suggest::suggestion(&format!("--{l}"), long_options(help)),
+        _ => String::new(),
+    };
     let e = arg.unexpected();
-    Error::Usage(e.to_string()).hint("see --help")
+    Error::Usage(format!("{e}{near}")).hint("see --help")
+}
+
+/// The long options a help text names (`--name`), in order, each once.
+pub fn long_options(help: &str) -> Vec<&str> {
+    let mut found: Vec<&str> = Vec::new();
+    for (i, _) in help.match_indices("--") {
+        let rest = &help[i..];
+        let end = 2 + rest[2..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(rest.len() - 2);
+        let opt = &rest[..end];
+        let starts_word = i == 0 || !help[..i].ends_with(|c: char| c.is_ascii_alphanumeric());
+        if opt.len() > 3 && starts_word && !found.contains(&opt) {
+            found.push(opt);
+        }
+    }
+    found
 }
 
 pub fn lex_err(e: lexopt::Error) -> Error {

@@ -124,7 +124,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                         .map_err(|_| Error::invalid("TARGET is not valid UTF-8"))?,
                 )
             }
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     peek(out, a)
@@ -167,6 +167,9 @@ fn peek(out: &mut Out, mut a: Args) -> Result<u8> {
         return Err(Error::Usage(
             "--follow and --since apply to the channel and inboxes, not documents".into(),
         ));
+    }
+    if a.follow {
+        wait_for_instance(&inst, a.poll.map(Duration::from_secs_f64));
     }
     inst.require()?;
     if a.docs {
@@ -319,6 +322,22 @@ fn show_inbox(
 }
 
 /// A watch on the channel of `inst`, for [`follow`].
+/// With `--follow`, an instance that does not exist yet is waited for, as `tail -F` waits
+/// for a file: said once on stderr (with the near name, when one is near), then looked for
+/// every `poll` (default [`APPEAR_POLL`]) until it is created.
+fn wait_for_instance(inst: &Instance, poll: Option<Duration>) {
+    let Err(e) = inst.require() else {
+        return;
+    };
+    crate::warn::warn_note("aw-peek", &format!("{e}; waiting for it to be created"));
+    while !inst.exists() {
+        std::thread::sleep(poll.unwrap_or(APPEAR_POLL));
+    }
+}
+
+/// How often `--follow` looks for an instance that does not exist yet.
+const APPEAR_POLL: Duration = Duration::from_millis(100);
+
 fn watch(inst: &Instance, poll: Option<Duration>) -> Result<FileWaiter> {
     let waiter = FileWaiter::new(&inst.channel_path(), poll)?;
     if let Some(why) = waiter.fallback() {

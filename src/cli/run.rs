@@ -41,7 +41,10 @@ Options:
                        --json: one JSON line each on stdout)
       --var NAME=VALUE define a variable (repeatable)
       --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
-      --detach         run in the background; print its pid; log to _state/aw-run.log
+      --create         create the instance named by -i or AW_INSTANCE even if an
+                       existing one has a near name (else refused as a likely typo)
+      --detach         run in the background; print its pid (and on stderr the log
+                       and how to stop it); log to _state/aw-run.log
       --serve          serve agents registered with aw-ctl new (all runnable ones, or
                        the AGENTs named), without a workflow file; AGENT@INSTANCE
                        names an agent of another instance: one process serves the
@@ -94,6 +97,8 @@ struct Args {
     common: Common,
     check: bool,
     detach: bool,
+    /// Create an instance named by -i or AW_INSTANCE even when one with a near name exists.
+    create: bool,
     serve: bool,
     /// The workflow file, or with `--serve` the agents.
     positional: Vec<OsString>,
@@ -119,6 +124,7 @@ fn parse() -> Result<Parsed> {
         common: Common::default(),
         check: false,
         detach: false,
+        create: false,
         serve: false,
         positional: Vec::new(),
         vars: Vec::new(),
@@ -155,6 +161,7 @@ fn parse() -> Result<Parsed> {
             Long("check") => a.check = true,
             Long("var") => a.vars.push(cli::string(&mut p, "--var")?),
             Long("keep") => a.opts.keep = true,
+            Long("create") => a.create = true,
             Long("detach") => a.detach = true,
             Long("serve") => a.serve = true,
             Long("iter") => {
@@ -228,7 +235,7 @@ fn parse() -> Result<Parsed> {
             Short('h') | Long("help") => return Ok(Parsed::Help),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             Value(v) if a.serve || a.positional.is_empty() => a.positional.push(v),
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     if a.serve && a.check {
@@ -356,9 +363,14 @@ pub fn run(out: &mut Out) -> Result<u8> {
         return runner::run(&wf, &inst, &tmp.0, vars, &a.opts);
     }
     let (root, inst) = place(&a, &wf, &vars)?;
+    // An instance named on purpose (-i, AW_INSTANCE) next to one with a near name is
+    // likely a typo: refused unless --create says the new one is meant.
+    if a.common.instance.is_some() || std::env::var("AW_INSTANCE").is_ok_and(|v| !v.is_empty()) {
+        inst.check_new(a.create)?;
+    }
     a.opts.iter = plan(&a, &wf, agent, root.path())?;
     if a.detach {
-        inst.create()?;
+        crate::warn::noting_created("aw-run", root.path(), || inst.create())?;
         return detach(out, &inst);
     }
     start_guard();
@@ -437,6 +449,16 @@ fn check(
             missing
                 .iter()
                 .map(|(pos, e)| environment_problem(file, *pos, e)),
+        );
+        found.extend(
+            runner::environment_warnings(wf, vars)
+                .into_iter()
+                .map(|(pos, message)| workflow::Diagnostic {
+                    file: file.to_path_buf(),
+                    pos,
+                    message,
+                    warning: true,
+                }),
         );
     }
     crate::run::diagnostic::sort(&mut found, file);
@@ -672,7 +694,23 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
         let mut byte = [0u8; 1];
         match reader.read(&mut byte) {
             Ok(1) if byte[0] == b'1' => {
-                out.line(&child.id().to_string())?;
+                let pid = child.id();
+                out.line(&pid.to_string())?;
+                // The pid alone on stdout (for `pid=$(aw-run --detach ...)`); where it logs
+                // and how to stop it for the person who started it.
+                let log = std::path::absolute(&log_path).unwrap_or(log_path);
+                let root = inst.dir().parent().unwrap_or(inst.dir());
+                let root = std::path::absolute(root).unwrap_or(root.to_path_buf());
+                crate::warn::warn_note(
+                    "aw-run",
+                    &format!(
+                        "serving in the background as pid {pid}; log: {}; stop it with \
+                         aw-ctl --root {} stop @{} (or kill {pid})",
+                        log.display(),
+                        root.display(),
+                        inst.name()
+                    ),
+                );
                 return Ok(0);
             }
             Ok(1) if byte[0] == b'!' => {

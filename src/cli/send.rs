@@ -41,9 +41,10 @@ Options:
   -V, --version        print the version
 
 Exit status: 0 sent, 1 (--wait) no reply: the timeout passed or the agent's
-runs failed, 64 usage, 65 bad message or name, or -t names an unregistered
-agent (with --lines: a line was refused, the others were sent), 66 no such
-instance while one with a near name exists (a likely typo; see --create),
+runs failed, 64 usage, 65 bad message or name (with --lines: a line was
+refused, the others were sent), 66 -t names an agent that is not registered,
+or no such instance while one with a near name exists (a likely typo; see
+--create),
 69 (--wait) no aw-run serves the agent, 73 cannot create, 74 I/O error,
 75 lock timeout, 77 permission denied, 130 interrupted.
 ";
@@ -107,7 +108,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
                     );
                 }
             }
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     send(out, a)

@@ -162,6 +162,9 @@ pub struct AgentDef {
     /// The backend, at the text that chose it (`backend`, `model`, `mock`, `command`, or the
     /// agent's name for the default).
     pub backend: Spanned<Backend>,
+    /// Whether `backend` was read; when it was not (an error says why), it is a stand-in
+    /// that nothing else is checked against.
+    pub backend_read: bool,
     /// As written.
     pub model: Option<Spanned<String>>,
     pub system_prompt: Option<SystemPrompt>,

@@ -148,6 +148,14 @@ fn listed(t: Tool) -> rmcp::model::Tool {
     rmcp::model::Tool::new(t.name(), description, Arc::new(map))
 }
 
+/// The names of the arguments `t` takes (its schema's properties), in listing order.
+pub fn arguments(t: Tool) -> Vec<String> {
+    match definition(t).1 {
+        Value::Object(props) => props.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn file_prop() -> Value {
     json!({"type": "string", "description": "Document path relative to the documents folder, e.g. notes.md or findings/auth.md (default: notes.md)"})
 }

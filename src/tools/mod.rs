@@ -45,6 +45,7 @@ pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
             }
         )));
     }
+    check_arguments(tool, a)?;
     // Apply proposal expiry on every call: whoever looks next resolves what timed out.
     proposal::refresh(&s.inst)?;
     match tool {
@@ -71,4 +72,23 @@ pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
         Tool::Wait => workers::wait(s, a),
         Tool::CloseAgent => workers::close_agent(s, a),
     }
+}
+
+/// Refuse an argument that `tool`'s schema does not name (it forbids others), with the
+/// near one the model may have meant, so that a misspelt option is never ignored.
+fn check_arguments(tool: Tool, a: &Args) -> Result<()> {
+    let known = catalogue::arguments(tool);
+    let Some(unknown) = a.keys().find(|k| !known.contains(k)) else {
+        return Ok(());
+    };
+    let near = crate::suggest::suggestion(unknown, known.iter().map(String::as_str));
+    Err(Error::invalid(format!(
+        "{}: unknown argument '{}'{near} (arguments: {}); nothing was done",
+        tool.name(),
+        crate::names::sanitize(unknown),
+        match known.is_empty() {
+            true => "none".to_string(),
+            false => known.join(", "),
+        }
+    )))
 }

@@ -60,7 +60,10 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         ..Agent::default()
     };
     inst.check_new(a.create)?;
-    let added = registry::register(&inst, agent, a.replace)?;
+    let root = inst.dir().parent().unwrap_or(inst.dir()).to_path_buf();
+    let added = crate::warn::noting_created("aw-ctl", &root, || {
+        registry::register(&inst, agent, a.replace)
+    })?;
     if !added && !a.replace {
         return Err(Error::Exists(format!(
             "agent '{name}' is already registered in instance '{}'",
@@ -115,6 +118,8 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
     let only = a.common.named_instance()?.map(str::to_string);
     if let Some(o) = &only {
         names::check_instance(o)?;
+        // An instance named that does not exist is an error (66), with the near name.
+        root.instance(o)?.require()?;
     }
     let mut listed = 0;
     for name in root.instances()? {
@@ -164,11 +169,9 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
 pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
     inst.require()?;
-    if !Registry::load(&inst)?.contains(&name) {
-        return Err(Error::not_found(format!(
-            "no agent '{name}' in instance '{}'",
-            inst.name()
-        )));
+    let reg = Registry::load(&inst)?;
+    if !reg.contains(&name) {
+        return Err(reg.no_agent(&inst, &name));
     }
     let cursor = inbox::ack(&inst, &name, a.until)?;
     out.line(&cursor.to_string())?;
@@ -196,11 +199,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
     } else if let Some(n) = only {
         names::check_agent(n)?;
         if !reg.contains(n) {
-            return Err(Error::not_found(format!(
-                "no agent '{n}' in instance '{}'{}",
-                inst.name(),
-                crate::suggest::suggestion(n, reg.agents.iter().map(|a| a.name.as_str()))
-            )));
+            return Err(reg.no_agent(&inst, n));
         }
     }
     // A pattern has narrowed the registry already.

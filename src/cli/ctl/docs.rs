@@ -83,9 +83,12 @@ pub(super) fn doc(out: &mut Out, a: &Args, rest: &[&str]) -> Result<u8> {
             return Err(Error::Usage("doc: missing subcommand".into()).hint("see aw-ctl --help"));
         }
         [sub, ..] => {
+            const SUBCOMMANDS: [&str; 7] =
+                ["read", "write", "append", "create", "list", "rm", "owner"];
             return Err(Error::Usage(format!(
-                "doc {}: unknown subcommand or wrong arguments",
-                names::sanitize(sub)
+                "doc {}: unknown subcommand or wrong arguments{}",
+                names::sanitize(sub),
+                crate::suggest::suggestion(sub, SUBCOMMANDS)
             ))
             .hint("see aw-ctl --help"));
         }

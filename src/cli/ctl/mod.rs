@@ -146,6 +146,93 @@ pub(super) struct Args {
     pub(super) delegate: bool,
     /// The words after `new NAME ... --`: an exec agent's command.
     command: Option<Vec<String>>,
+    /// The command's options given, as written and by their long names, in order.
+    given: Vec<(String, &'static str)>,
+}
+
+/// Each command and the options it takes besides `--root`, `-i`, `-h` and `-V`: any other
+/// is refused (64), with the near one of its own.
+const COMMANDS: &[(&str, &[&str])] = &[
+    (
+        "new",
+        &[
+            "--model",
+            "--backend",
+            "--prompt",
+            "--prompt-file",
+            "--replace",
+            "--create",
+        ],
+    ),
+    ("rm", &[]),
+    ("ls", &["--json"]),
+    ("ack", &["--until"]),
+    ("doc", &["--as", "--clear", "--create", "--json"]),
+    ("status", &["--json"]),
+    ("proposals", &["--all", "--json"]),
+    (
+        "propose",
+        &[
+            "--option",
+            "--rule",
+            "--quorum",
+            "--tie-breaker",
+            "--binding",
+            "--timeout",
+            "--description",
+            "--id",
+            "--as",
+            "--json",
+        ],
+    ),
+    ("vote", &["--reason", "--as", "--json"]),
+    ("cancel", &["--as", "--json"]),
+    (
+        "mcp-config",
+        &["--codex", "--codex-toml", "--collab", "--delegate"],
+    ),
+    ("ps", &["--all-roots", "--json"]),
+    ("top", &[]),
+    ("stop", &["--all", "--timeout"]),
+    ("runs", &["--json", "--follow"]),
+    ("budget", &["--json"]),
+];
+
+/// The long name of an option of aw-ctl as the parser knows it.
+fn long_name(arg: &lexopt::Arg) -> Option<&'static str> {
+    use lexopt::Arg::{Long, Short};
+    let name = match arg {
+        Short('m') => "model",
+        Short('f') => "follow",
+        Long(l) => l,
+        _ => return None,
+    };
+    COMMANDS
+        .iter()
+        .flat_map(|(_, opts)| opts.iter())
+        .find(|o| o[2..] == *name)
+        .copied()
+}
+
+/// Refuse (64) an option that `cmd` does not take.
+fn check_options(cmd: &str, given: &[(String, &'static str)]) -> Result<()> {
+    let Some((_, takes)) = COMMANDS.iter().find(|(c, _)| *c == cmd) else {
+        return Ok(());
+    };
+    for (shown, long) in given {
+        if !takes.contains(long) {
+            let near = crate::suggest::suggestion(long, takes.iter().copied());
+            let msg = match takes.is_empty() {
+                true => format!("{cmd} takes no option, not {shown}"),
+                false => format!(
+                    "{cmd} takes no {shown}{near} (it takes {})",
+                    takes.join(", ")
+                ),
+            };
+            return Err(Error::Usage(msg).hint("see aw-ctl --help"));
+        }
+    }
+    Ok(())
 }
 
 pub fn run(out: &mut Out) -> Result<u8> {
@@ -176,6 +263,13 @@ pub fn run(out: &mut Out) -> Result<u8> {
         if let Some(k) = Common::key(&arg) {
             a.common.set(k, &mut p)?;
             continue;
+        }
+        if let Some(long) = long_name(&arg) {
+            let shown = match &arg {
+                Short(c) => format!("-{c}"),
+                _ => long.to_string(),
+            };
+            a.given.push((shown, long));
         }
         match arg {
             Short('m') | Long("model") => a.model = Some(cli::string(&mut p, "--model")?),
@@ -215,10 +309,13 @@ pub fn run(out: &mut Out) -> Result<u8> {
                 v.into_string()
                     .map_err(|_| Error::invalid("argument is not valid UTF-8"))?,
             ),
-            _ => return Err(cli::unexpected(arg)),
+            _ => return Err(cli::unexpected(arg, HELP)),
         }
     }
     let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+    if let Some(cmd) = words.first() {
+        check_options(cmd, &a.given)?;
+    }
     if a.follow {
         return match words.as_slice() {
             ["runs", agent] if !a.json => runs::follow(out, &a, agent),
@@ -255,40 +352,22 @@ pub fn run(out: &mut Out) -> Result<u8> {
         ["budget"] => budget::show(out, &a),
         ["budget", "reset"] => budget::reset(out, &a),
         ["budget", other] => Err(Error::Usage(format!(
-            "budget: unknown subcommand '{}'",
-            names::sanitize(other)
+            "budget: unknown subcommand '{}'{}",
+            names::sanitize(other),
+            crate::suggest::suggestion(other, ["reset"])
         ))
         .hint("aw-ctl budget [reset]")),
         [] => Err(Error::Usage("no command".into()).hint("see aw-ctl --help")),
-        [cmd, ..]
-            if [
-                "new",
-                "rm",
-                "ls",
-                "ack",
-                "status",
-                "proposals",
-                "propose",
-                "vote",
-                "cancel",
-                "mcp-config",
-                "ps",
-                "top",
-                "stop",
-                "runs",
-                "budget",
-            ]
-            .contains(cmd) =>
-        {
-            Err(
-                Error::Usage(format!("wrong number of arguments for '{cmd}'"))
-                    .hint("see aw-ctl --help"),
-            )
-        }
-        [cmd, ..] => Err(
-            Error::Usage(format!("unknown command '{}'", names::sanitize(cmd)))
-                .hint("see aw-ctl --help"),
-        ),
+        [cmd, ..] if COMMANDS.iter().any(|(c, _)| c == cmd) => Err(Error::Usage(format!(
+            "wrong number of arguments for '{cmd}'"
+        ))
+        .hint("see aw-ctl --help")),
+        [cmd, ..] => Err(Error::Usage(format!(
+            "unknown command '{}'{}",
+            names::sanitize(cmd),
+            crate::suggest::suggestion(cmd, COMMANDS.iter().map(|(c, _)| *c))
+        ))
+        .hint("see aw-ctl --help")),
     }
 }
 

@@ -439,13 +439,11 @@ fn agents_with_runs(inst: &Instance) -> Result<Vec<String>> {
 
 /// Refuse an agent that has no transcripts and is not registered either (exit 66).
 fn require_agent(inst: &Instance, agent: &str) -> Result<()> {
-    if transcript_dir(inst, agent).is_dir() || Registry::load(inst)?.contains(agent) {
+    let reg = Registry::load(inst)?;
+    if transcript_dir(inst, agent).is_dir() || reg.contains(agent) {
         return Ok(());
     }
-    Err(Error::not_found(format!(
-        "no agent '{agent}' in instance '{}'",
-        inst.name()
-    )))
+    Err(reg.no_agent(inst, agent))
 }
 
 /// `aw-ctl runs [AGENT [N]] [--json]`.

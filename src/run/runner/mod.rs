@@ -36,7 +36,7 @@ mod trust;
 mod workers;
 
 pub use options::Options;
-pub use preflight::{environment, preflight};
+pub use preflight::{environment, environment_warnings, preflight};
 pub use start::ELECTION_TIMEOUT;
 
 use std::collections::BTreeMap;
@@ -142,7 +142,7 @@ pub fn run(
     opts: &Options,
 ) -> Result<u8> {
     preflight(wf, &vars)?;
-    inst.create()?;
+    crate::warn::noting_created("aw-run", root, || inst.create())?;
     let names: Vec<&str> = wf.agent_names().collect();
     let mut locks = serve::take(inst, &names)?.into_iter();
     serve::forget_stop(inst);

@@ -28,7 +28,8 @@ pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
 /// once it is known.
 pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos, Error)> {
     let mut found = Vec::new();
-    for def in &wf.agents {
+    // An agent whose backend could not be read has a stand-in: its error says enough.
+    for def in wf.agents.iter().filter(|d| d.backend_read) {
         let name = &def.name.value;
         let at = def.backend.pos;
         match def.backend.value {
@@ -98,6 +99,36 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos
     found
 }
 
+/// What may be missing but need not be, for `--check`: an exec agent's program that is not
+/// there (or cannot be run) in a workflow whose setup or shell tasks may make it, as a
+/// warning at the command.
+pub fn environment_warnings(
+    wf: &Workflow,
+    vars: &Vars,
+) -> Vec<(crate::run::workflow::Pos, String)> {
+    if !makes_files(wf) {
+        return Vec::new();
+    }
+    wf.agents
+        .iter()
+        .filter(|d| d.backend_read && d.backend.value == Backend::Exec)
+        .filter_map(|def| {
+            let (program, why) = program_problem(wf, def, vars)?;
+            let pos = def.command.as_ref().and_then(|c| c.first())?.pos;
+            let what = match why {
+                Missing::NoFile => "does not exist",
+                Missing::NotExecutable => "is not an executable file",
+                Missing::NotInPath => "is not in PATH",
+            };
+            let msg = format!(
+                "{}: command '{program}' {what} (a setup or shell task may create it)",
+                def.name.value
+            );
+            Some((pos, msg))
+        })
+        .collect()
+}
+
 /// Does the workflow run commands of its own (setup, shell tasks) before or beside its
 /// agents, which may make or remove an exec agent's program?
 fn makes_files(wf: &Workflow) -> bool {
@@ -111,22 +142,45 @@ fn makes_files(wf: &Workflow) -> bool {
     !wf.setup.is_empty() || wf.tasks.iter().any(shell)
 }
 
+/// Why an exec agent's program cannot be started.
+enum Missing {
+    /// A path that is no file.
+    NoFile,
+    NotExecutable,
+    /// A bare name not found in `PATH`.
+    NotInPath,
+}
+
 /// Why an exec agent's program cannot be started, if it cannot: a path (relative to the
 /// workflow's directory) that is not an executable file, or a bare name not found in `PATH`
 /// (the agent's own `PATH` when its `env` sets one). `None` too when it depends on a setup
 /// output.
 fn exec_program(wf: &Workflow, def: &crate::run::workflow::AgentDef, vars: &Vars) -> Option<Error> {
+    let (program, why) = program_problem(wf, def, vars)?;
+    let what = match why {
+        Missing::NoFile => "no such program",
+        Missing::NotExecutable => "not an executable file",
+        Missing::NotInPath => "no such program in PATH",
+    };
+    Some(Error::Unavailable(format!(
+        "{}: command '{program}': {what}",
+        def.name.value
+    )))
+}
+
+/// The program of an exec agent and why it cannot be started, if it cannot (see
+/// [`exec_program`]).
+fn program_problem(
+    wf: &Workflow,
+    def: &crate::run::workflow::AgentDef,
+    vars: &Vars,
+) -> Option<(String, Missing)> {
     let argv = exec_argv(wf, def, vars).ok()?;
-    let program = &argv[0];
-    let name = &def.name.value;
+    let program = argv.into_iter().next()?;
     if program.contains('/') {
-        return match std::fs::metadata(program) {
-            Err(_) => Some(Error::Unavailable(format!(
-                "{name}: command '{program}': no such program"
-            ))),
-            Ok(m) if !is_executable(&m) => Some(Error::Unavailable(format!(
-                "{name}: command '{program}': not an executable file"
-            ))),
+        return match std::fs::metadata(&program) {
+            Err(_) => Some((program, Missing::NoFile)),
+            Ok(m) if !is_executable(&m) => Some((program, Missing::NotExecutable)),
             Ok(_) => None,
         };
     }
@@ -134,10 +188,8 @@ fn exec_program(wf: &Workflow, def: &crate::run::workflow::AgentDef, vars: &Vars
         Some((_, v)) => v.value.render(vars).ok()?.into(),
         None => std::env::var_os("PATH").unwrap_or_default(),
     };
-    match find_in(program, &path) {
+    match find_in(&program, &path) {
         Some(_) => None,
-        None => Some(Error::Unavailable(format!(
-            "{name}: command '{program}': no such program in PATH"
-        ))),
+        None => Some((program, Missing::NotInPath)),
     }
 }

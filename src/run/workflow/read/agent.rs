@@ -100,6 +100,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
     let mut agent = AgentDef {
         name: Spanned::new(name.value.to_string(), name.pos),
         backend: chosen.unwrap_or(Spanned::new(Backend::Claude, name.pos)),
+        backend_read: backend_ok,
         model,
         system_prompt: f
             .get("system_prompt")
