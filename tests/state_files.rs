@@ -231,6 +231,10 @@ const ALLOWED: &[(&str, &str)] = &[
     ("src/run/workflow.rs", "the workflow file the user names"),
     ("src/cli/ctl/agents.rs", "a prompt file the user names"),
     ("src/run/iter/git.rs", "files of the user's work tree"),
+    (
+        "src/trust.rs",
+        "the user's allow list of roots, in the user's config",
+    ),
 ];
 
 /// Ways to open a file by its path that follow links and block on a FIFO.

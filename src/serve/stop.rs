@@ -72,7 +72,7 @@ pub fn request_stop(inst: &Instance, s: &Served) -> Result<Asked> {
 fn not_mine(path: &Path, pid: u32) -> Option<String> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let mut f = match std::fs::File::open(path) {
+    let mut f = match owned::open_read(path) {
         Ok(f) => f,
         Err(e) => return Some(format!("{}: {e}", path.display())),
     };

@@ -193,7 +193,7 @@ const COMMANDS: &[(&str, &[&str])] = &[
     ),
     ("ps", &["--all-roots", "--json"]),
     ("top", &[]),
-    ("stop", &["--all", "--timeout"]),
+    ("stop", &["--all", "--all-roots", "--timeout"]),
     ("runs", &["--json", "--follow"]),
     ("budget", &["--json"]),
 ];
