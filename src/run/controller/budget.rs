@@ -2,8 +2,8 @@
 //! process and the instance's ledger, priced by the model when the backend reports no cost,
 //! and checked against the agent's own budget and the workflow's.
 
-use super::config::Controller;
 use super::shared::{Shared, State};
+use crate::instance::Instance;
 use crate::models::Price;
 use crate::post::{self, PostOptions};
 use crate::usage::{Budget, Usage};
@@ -113,14 +113,23 @@ pub(super) fn remaining_usd(
     }
 }
 
-impl Controller {
+/// What one agent's runs spend, counted in this process and the instance's ledger, and
+/// checked against the agent's own budget and the workflow's.
+pub(super) struct Account<'a> {
+    pub inst: &'a Instance,
+    pub agent: &'a str,
+    /// What the agent's own runs may spend.
+    pub budget: &'a Budget,
+}
+
+impl Account<'_> {
     /// Count what a run spent (in the instance's ledger too), then check the budgets.
     pub(super) fn spend(&self, shared: &Shared, u: &Usage) {
         {
             // Under the lock, so that the ledger and this process's figures agree.
             let mut st = shared.lock();
-            let written = crate::run::ledger::add(&self.inst, &self.agent, u);
-            let a = st.agents.entry(self.agent.clone()).or_default();
+            let written = crate::run::ledger::add(self.inst, self.agent, u);
+            let a = st.agents.entry(self.agent.to_string()).or_default();
             a.usage.add(u);
             a.running = Usage::default();
             st.spent_here.add(u);
@@ -140,7 +149,7 @@ impl Controller {
     /// when a budget stopped the run.
     pub(super) fn check_budgets(&self, shared: &Shared) -> bool {
         // What other servers of the instance spent meanwhile.
-        let ledger = crate::run::ledger::load(&self.inst).ok();
+        let ledger = crate::run::ledger::load(self.inst).ok();
         let mut st = shared.lock();
         if st.over_budget.is_some() {
             return true;
@@ -148,17 +157,112 @@ impl Controller {
         if let Some(l) = &ledger {
             absorb(&mut st, l);
         }
-        let Some(why) = exceeded(&st, shared, &self.agent, &self.budget, &Usage::default()) else {
+        let Some(why) = exceeded(&st, shared, self.agent, self.budget, &Usage::default()) else {
             return false;
         };
         st.over_budget = Some(why.clone());
         drop(st);
         let text = format!("{why}; aw-run stops every agent.");
-        if let Err(e) = post::post(&self.inst, "system", &text, &PostOptions::default()) {
+        if let Err(e) = post::post(self.inst, "system", &text, &PostOptions::default()) {
             crate::warn::warn("aw-run", format!("cannot post the budget stop: {e}"));
         }
         // The answers of the calls under way still come, and are counted.
         shared.stop_all_after_calls();
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, cost: Option<f64>) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cost_usd: cost,
+            ..Usage::default()
+        }
+    }
+
+    /// Shared state where `alice` spent $0.02 and `bob` $0.05, under a workflow budget of
+    /// $0.10.
+    fn shared() -> Shared {
+        let shared = Shared {
+            budget: Budget {
+                usd: Some(0.10),
+                tokens: None,
+            },
+            ..Shared::default()
+        };
+        {
+            let mut st = shared.lock();
+            st.agents.entry("alice".into()).or_default().usage = usage(10, 10, Some(0.02));
+            st.agents.entry("bob".into()).or_default().usage = usage(10, 10, Some(0.05));
+        }
+        shared
+    }
+
+    #[test]
+    fn a_partial_run_is_priced_and_checked_against_both_budgets() {
+        let shared = shared();
+        let own = Budget {
+            usd: Some(0.03),
+            tokens: None,
+        };
+        // $1 per million input tokens: 20,000 tokens cost $0.02.
+        let price = Price {
+            input: Some(1.0),
+            output: Some(1.0),
+            ..Price::default()
+        };
+        let partial = usage(20_000, 0, None);
+        // Alice's own budget: $0.02 + $0.02 is over $0.03; bob's spending is not hers.
+        assert_eq!(
+            over_budget(&shared, "alice", &own, Some(&price), &partial).as_deref(),
+            Some("budget: agent alice spent $0.0400, over its $0.03 budget")
+        );
+        // Unpriced, the partial run costs nothing known: under both budgets.
+        assert_eq!(over_budget(&shared, "alice", &own, None, &partial), None);
+        // Without an own budget, the workflow's counts everyone: $0.02 + $0.05 + $0.04.
+        let big = usage(40_000, 0, None);
+        assert_eq!(
+            over_budget(&shared, "alice", &Budget::default(), Some(&price), &big).as_deref(),
+            Some("budget: $0.1100 spent, over the $0.1 budget")
+        );
+        // A CLI's own figure is kept.
+        let reported = usage(40_000, 0, Some(0.001));
+        assert_eq!(
+            over_budget(&shared, "alice", &own, Some(&price), &reported),
+            None
+        );
+        // Once a budget stopped the run, every run is told so.
+        shared.lock().over_budget = Some("budget: stopped".into());
+        assert_eq!(
+            over_budget(&shared, "bob", &Budget::default(), None, &usage(0, 0, None)).as_deref(),
+            Some("budget: stopped")
+        );
+    }
+
+    #[test]
+    fn the_usd_left_is_the_smaller_of_the_two_budgets() {
+        let shared = shared();
+        let st = shared.lock();
+        let left = |b: Budget| remaining_usd(&st, &shared, "alice", &b);
+        let own = |usd: f64| Budget {
+            usd: Some(usd),
+            tokens: None,
+        };
+        // The workflow leaves $0.03 ($0.10 - $0.07).
+        let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+        assert!(close(left(Budget::default()), 0.03));
+        assert!(close(left(own(0.025)), 0.005));
+        assert!(close(left(own(1.0)), 0.03));
+        assert!(close(left(own(0.01)), 0.0));
+        drop(st);
+        let free = Shared::default();
+        let st = free.lock();
+        assert_eq!(remaining_usd(&st, &free, "alice", &Budget::default()), None);
+        assert!(close(remaining_usd(&st, &free, "alice", &own(0.5)), 0.5));
     }
 }

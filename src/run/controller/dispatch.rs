@@ -12,16 +12,57 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::config::Controller;
+use super::attempt::Controller;
 use super::event::Report;
 use super::look::{Look, Waiting};
 use super::loop_guard::{note_served, note_unserved};
-use super::shared::{Mail, Shared};
+use super::shared::{Shared, State};
 use crate::registry::Registry;
 use crate::serve::ControllerState;
+
+/// What the dispatcher is told.
+pub enum Mail {
+    /// Serve this controller from now on (a worker taken).
+    Add(Box<Controller>),
+    /// A run ended; the controller is given back.
+    Finished {
+        ctl: Box<Controller>,
+        ok: bool,
+        /// The newest message the run was on.
+        last: u64,
+        busy: Duration,
+    },
+}
+
+/// The dispatcher's mail. A letter is posted and taken under the lock of [`Shared::state`],
+/// which counts the letters not yet taken ([`State::mail`]): the dispatcher waits on its
+/// condition variable, and the runner tells by it whether anything is left to do.
+#[derive(Default)]
+pub struct Mailbox(Mutex<Vec<Mail>>);
+
+impl Mailbox {
+    fn letters(&self) -> MutexGuard<'_, Vec<Mail>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Post `m` to the dispatcher and wake it.
+    pub fn send(&self, shared: &Shared, m: Mail) {
+        let mut st = shared.lock();
+        self.letters().push(m);
+        st.mail += 1;
+        drop(st);
+        shared.cv.notify_all();
+    }
+
+    /// Take every letter, with `st` the state under its lock.
+    fn take(&self, st: &mut State) -> Vec<Mail> {
+        st.mail = 0;
+        std::mem::take(&mut *self.letters())
+    }
+}
 
 /// A controller while the dispatcher holds it; `None` while its run is under way.
 struct Slot {
@@ -31,7 +72,12 @@ struct Slot {
 
 /// Serve `controllers` (and those mailed later, [`Mail::Add`]) until the runner stops; each
 /// publishes `stopped` as it ends.
-pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Controller>) {
+pub fn dispatch(
+    shared: Arc<Shared>,
+    mailbox: Arc<Mailbox>,
+    report: Arc<Report>,
+    controllers: Vec<Controller>,
+) {
     let mut slots: BTreeMap<String, Slot> = BTreeMap::new();
     for c in controllers {
         add(&shared, &mut slots, Box::new(c));
@@ -43,10 +89,10 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
         loop {
             if st.stopping {
                 drop(st);
-                return shut_down(&shared, slots);
+                return shut_down(&shared, &mailbox, slots);
             }
             let due = timers.peek().map(|Reverse((t, _))| *t);
-            if !st.mail.is_empty()
+            if st.mail > 0
                 || !st.pending.is_empty()
                 || st.all_pending
                 || st.handled != st.generation
@@ -67,7 +113,7 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
             };
         }
         let generation = st.generation;
-        let mail = std::mem::take(&mut st.mail);
+        let mail = mailbox.take(&mut st);
         let mut look: Vec<String> = std::mem::take(&mut st.pending).into_iter().collect();
         if std::mem::take(&mut st.all_pending) {
             look = slots.keys().cloned().collect();
@@ -89,7 +135,7 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
                     finished += 1;
                     let name = ctl.agent.clone();
                     if let Some(slot) = slots.get_mut(&name) {
-                        ctl.finished(&mut slot.waiting, &shared, ok, last, busy);
+                        slot.waiting.finished(&ctl, &shared, ok, last, busy);
                         if let Some(end) = slot.waiting.cooldown_end {
                             timers.push(Reverse((end, name.clone())));
                         }
@@ -130,7 +176,7 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
             } else {
                 None
             };
-            match ctl.look(&mut slot.waiting, &shared, &*report, reg.as_deref()) {
+            match slot.waiting.look(ctl, &shared, &*report, reg.as_deref()) {
                 Look::Wait => {
                     let state = slot.waiting.state();
                     ctl.publish(state);
@@ -140,20 +186,21 @@ pub fn dispatch(shared: Arc<Shared>, report: Arc<Report>, controllers: Vec<Contr
                 }
                 Look::Run(due) => {
                     let mut ctl = slot.ctl.take().expect("held");
-                    let (shared, report) = (shared.clone(), report.clone());
-                    let last = due.msgs.last().map_or(0, |m| m.entry.id);
+                    let (shared, mailbox, report) =
+                        (shared.clone(), mailbox.clone(), report.clone());
+                    let last = due.last();
                     shared.lock().in_flight += 1;
                     std::thread::spawn(move || {
                         let t0 = Instant::now();
-                        let ok = ctl.run_due(&shared, &*report, &due);
+                        let ok = ctl.one_run(&shared, &*report, &due);
                         let busy = t0.elapsed();
-                        shared.lock().mail.push(Mail::Finished {
+                        let ended = Mail::Finished {
                             ctl,
                             ok,
                             last,
                             busy,
-                        });
-                        shared.cv.notify_all();
+                        };
+                        mailbox.send(&shared, ended);
                     });
                 }
             }
@@ -204,7 +251,7 @@ fn close(shared: &Shared, ctl: &mut Controller) {
 
 /// The runner stops: every controller publishes `stopped`, those running once their run
 /// ended (their backends are stopped with the runner).
-fn shut_down(shared: &Shared, slots: BTreeMap<String, Slot>) {
+fn shut_down(shared: &Shared, mailbox: &Mailbox, slots: BTreeMap<String, Slot>) {
     let mut running = 0;
     for (name, slot) in slots {
         note_unserved(&name);
@@ -215,7 +262,7 @@ fn shut_down(shared: &Shared, slots: BTreeMap<String, Slot>) {
     }
     let mut st = shared.lock();
     while running > 0 {
-        for m in std::mem::take(&mut st.mail) {
+        for m in mailbox.take(&mut st) {
             match m {
                 Mail::Finished { mut ctl, .. } => {
                     running -= 1;

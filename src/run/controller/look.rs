@@ -3,11 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::config::Controller;
+use super::attempt::{Controller, Due};
 use super::event::Report;
-use super::loop_guard::{from_agents, served_here};
+use super::loop_guard::{announce_pause, from_agents, keep_guard, rate_guard, served_here};
 use super::shared::Shared;
-use crate::inbox;
 use crate::run::backend::Status;
 use crate::run::prompt;
 use crate::serve::ControllerState;
@@ -18,14 +17,6 @@ pub(super) enum Look {
     Wait,
     /// Run on these messages.
     Run(Due),
-}
-
-/// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
-/// and the run's number.
-pub(super) struct Due {
-    pub msgs: Vec<inbox::InboxMessage>,
-    pub older: Option<prompt::Older>,
-    pub run: u64,
 }
 
 /// What a controller keeps between looks, besides its [`Controller`].
@@ -50,45 +41,43 @@ impl Waiting {
             ControllerState::Idle
         }
     }
-}
 
-impl Controller {
     /// Look at the agent's inbox: start a run on its unread messages, unless the loop guard,
     /// the run cap or a failed run's cooldown says to wait. `registered`: the instance's
     /// registry (keep mode), for the guard to tell agents from outsiders.
     pub(super) fn look(
         &mut self,
-        w: &mut Waiting,
+        ctl: &mut Controller,
         shared: &Shared,
         report: &Report,
         registered: Option<&crate::registry::Indexed>,
     ) -> Look {
-        if w.cooldown_end.is_some_and(|end| end <= Instant::now()) {
+        if self.cooldown_end.is_some_and(|end| end <= Instant::now()) {
             // The cooldown is over: try the failed messages again.
-            w.failed_upto = 0;
-            w.cooldown_end = None;
+            self.failed_upto = 0;
+            self.cooldown_end = None;
         }
         // The newest unread in full, the older summarised (acked with them on success).
-        let (msgs, older) = match prompt::Inbox::unread(&self.inst, &self.agent) {
+        let (msgs, older) = match prompt::Inbox::unread(&ctl.inst, &ctl.agent) {
             Ok(m) => (m.shown, m.older),
             Err(e) => {
                 // Counted as a failure, so that run mode does not wait for it.
                 let mut st = shared.lock();
-                st.agents.entry(self.agent.clone()).or_default().failed = true;
-                st.unread.insert(self.agent.clone());
+                st.agents.entry(ctl.agent.clone()).or_default().failed = true;
+                st.unread.insert(ctl.agent.clone());
                 drop(st);
-                let mut ev = self.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
+                let mut ev = ctl.event(0, 1, Status::Failed, Duration::ZERO, Some(e.to_string()));
                 ev.gave_up = true;
                 report(&ev);
                 return Look::Wait;
             }
         };
         let Some(last) = msgs.last().map(|m| m.entry.id) else {
-            shared.lock().unread.remove(&self.agent);
+            shared.lock().unread.remove(&ctl.agent);
             return Look::Wait;
         };
-        shared.lock().unread.insert(self.agent.clone());
-        if last <= w.failed_upto {
+        shared.lock().unread.insert(ctl.agent.clone());
+        if last <= self.failed_upto {
             return Look::Wait;
         }
         let mut st = shared.lock();
@@ -96,73 +85,75 @@ impl Controller {
         // so do those this process serves in its other instances.
         let agents_only = match registered {
             Some(r) => msgs.iter().all(|m| {
-                m.entry.from != self.agent
+                m.entry.from != ctl.agent
                     && (r.get(&m.entry.from).is_some() || served_here(&m.entry.from))
             }),
-            None => from_agents(&st, &self.agent, &msgs),
+            None => from_agents(&st, &ctl.agent, &msgs),
         };
         let guarded = if !shared.keep {
             None
-        } else if let Some(why) = self.keep_guard(&mut st, shared, &msgs, agents_only) {
+        } else if let Some(why) = keep_guard(
+            &mut st,
+            shared,
+            &ctl.agent,
+            ctl.max_runs,
+            &msgs,
+            agents_only,
+        ) {
             Some(why)
         } else if let Some(rate) = shared.rate {
-            self.rate_guard(&mut st, rate, &msgs)
+            rate_guard(&mut st, rate, &ctl.agent, &msgs)
         } else {
             None
         };
         if let Some(why) = guarded {
             drop(st);
             // Its messages wait for a message from outside.
-            w.failed_upto = last;
-            w.cooldown_end = None;
-            w.paused = true;
-            self.publish(ControllerState::Paused);
+            self.failed_upto = last;
+            self.cooldown_end = None;
+            self.paused = true;
+            ctl.publish(ControllerState::Paused);
             if let Some(why) = why {
-                self.announce_pause(&why);
+                announce_pause(&ctl.inst, &why);
             }
             return Look::Wait;
         }
-        let a = st.agents.entry(self.agent.clone()).or_default();
-        if a.runs >= self.max_runs {
+        let a = st.agents.entry(ctl.agent.clone()).or_default();
+        if a.runs >= ctl.max_runs {
             a.capped = true;
             return Look::Wait;
         }
         a.capped = false;
-        w.paused = false;
+        self.paused = false;
         a.runs += 1;
         a.total += 1;
         let run = a.total;
-        st.ran.insert(self.agent.clone());
+        st.ran.insert(ctl.agent.clone());
         drop(st);
-        self.served.runs = run;
-        self.publish(ControllerState::Running);
+        ctl.served.runs = run;
+        ctl.publish(ControllerState::Running);
         Look::Run(Due { msgs, older, run })
-    }
-
-    /// Run `due` with its retries (on a thread of its own); whether it succeeded.
-    pub(super) fn run_due(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
-        self.one_run(shared, report, due.run, &due.msgs, due.older)
     }
 
     /// Note how a run on messages up to `last` ended, `busy` long.
     pub(super) fn finished(
-        &self,
-        w: &mut Waiting,
+        &mut self,
+        ctl: &Controller,
         shared: &Shared,
         ok: bool,
         last: u64,
         busy: Duration,
     ) {
-        let mut a = shared.agent(&self.agent);
+        let mut a = shared.agent(&ctl.agent);
         a.failed = !ok;
         a.busy += busy;
         drop(a);
         if ok {
-            w.failed_upto = 0;
-            w.cooldown_end = None;
+            self.failed_upto = 0;
+            self.cooldown_end = None;
         } else {
-            w.failed_upto = last;
-            w.cooldown_end = Some(crate::time::deadline(self.cooldown));
+            self.failed_upto = last;
+            self.cooldown_end = Some(crate::time::deadline(ctl.cooldown));
         }
     }
 }

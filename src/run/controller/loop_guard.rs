@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::config::Controller;
 use super::rate::Rate;
 use super::shared::{AgentState, Shared, State};
 use crate::inbox;
+use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 
 /// The agents this process serves, in any of its instances, each with the number of
@@ -60,138 +60,137 @@ fn pair(a: &str, b: &str) -> (String, String) {
     (x.to_string(), y.to_string())
 }
 
-impl Controller {
-    /// The loop guard in keep mode, before the rate check: a message from outside the
-    /// agents (`agents_only` false: a user, the kickoff) lifts a pause and
-    /// starts the run count afresh (steady outside traffic is no loop); on other agents'
-    /// messages alone (served here or elsewhere), a paused agent stays paused, and one that
-    /// reached its run cap or exchanged too many mentions with one other agent
-    /// ([`Shared::pair`]) is paused. `None` when the run may go; `Some` as
-    /// [`Controller::rate_guard`] says.
-    pub(super) fn keep_guard(
-        &self,
-        st: &mut State,
-        shared: &Shared,
-        msgs: &[inbox::InboxMessage],
-        agents_only: bool,
-    ) -> Option<Option<String>> {
-        if !agents_only {
-            let a = st.agents.entry(self.agent.clone()).or_default();
-            a.paused = false;
-            a.runs = 0;
-            return None;
-        }
-        let senders: std::collections::BTreeSet<&str> =
-            msgs.iter().map(|m| m.entry.from.as_str()).collect();
-        let a = st.agents.entry(self.agent.clone()).or_default();
-        if a.paused {
-            return Some(None);
-        }
-        let pause = |a: &mut AgentState, why: String| {
-            a.paused = true;
-            a.recent.clear();
-            Some(Some(why))
-        };
-        if a.runs >= self.max_runs {
-            return pause(
-                a,
-                format!(
-                    "loop guard: {} reached the run limit ({} runs on other agents' messages \
-                     since the workflow was last quiet); paused until a message from someone \
-                     else (theirs are left unread)",
-                    self.agent, self.max_runs
-                ),
-            );
-        }
-        let limit = shared.pair?;
-        let now = Instant::now();
-        let mut over = None;
-        for from in &senders {
-            let times = st.pairs.entry(pair(&self.agent, from)).or_default();
-            while times
-                .front()
-                .is_some_and(|t| now.saturating_duration_since(*t) >= limit.window)
-            {
-                times.pop_front();
-            }
-            if times.len() >= limit.runs as usize {
-                times.clear();
-                over.get_or_insert(*from);
-            }
-        }
-        if let Some(other) = over {
-            let a = st.agents.entry(self.agent.clone()).or_default();
-            return pause(
-                a,
-                format!(
-                    "loop guard: {} and {other} mentioned each other {} times within {} s; {} \
-                     paused until a message from someone else (theirs are left unread)",
-                    self.agent,
-                    limit.runs,
-                    limit.window.as_secs_f64(),
-                    self.agent
-                ),
-            );
-        }
-        for from in senders {
-            st.pairs
-                .entry(pair(&self.agent, from))
-                .or_default()
-                .push_back(now);
-        }
-        None
+/// The loop guard in keep mode before a run of `agent` on `msgs`, ahead of the rate check:
+/// a message from outside the agents (`agents_only` false: a user, the kickoff) lifts a
+/// pause and starts the run count afresh (steady outside traffic is no loop); on other
+/// agents' messages alone (served here or elsewhere), a paused agent stays paused, and one
+/// that reached its run cap (`max_runs`) or exchanged too many mentions with one other
+/// agent ([`Shared::pair`]) is paused. `None` when the run may go; `Some` as [`rate_guard`]
+/// says.
+pub(super) fn keep_guard(
+    st: &mut State,
+    shared: &Shared,
+    agent: &str,
+    max_runs: u64,
+    msgs: &[inbox::InboxMessage],
+    agents_only: bool,
+) -> Option<Option<String>> {
+    if !agents_only {
+        let a = st.agents.entry(agent.to_string()).or_default();
+        a.paused = false;
+        a.runs = 0;
+        return None;
     }
-
-    /// The loop guard's rate check before a run on `msgs`: `None` when the run may go;
-    /// `Some` when the agent is paused, with the reason when it was paused just now.
-    ///
-    /// Only runs that messages from other agents served by this process (in any of its
-    /// instances) started count: a message from anyone else (a user, the kickoff) is no
-    /// loop, and it ends a pause.
-    pub(super) fn rate_guard(
-        &self,
-        st: &mut State,
-        rate: Rate,
-        msgs: &[inbox::InboxMessage],
-    ) -> Option<Option<String>> {
-        let from_agents = from_agents(st, &self.agent, msgs);
-        let a = st.agents.entry(self.agent.clone()).or_default();
-        if !from_agents {
-            a.paused = false;
-            return None;
-        }
-        if a.paused {
-            return Some(None);
-        }
-        let now = Instant::now();
-        while a
-            .recent
-            .front()
-            .is_some_and(|t| now.saturating_duration_since(*t) >= rate.window)
-        {
-            a.recent.pop_front();
-        }
-        if a.recent.len() < rate.runs as usize {
-            a.recent.push_back(now);
-            return None;
-        }
+    let senders: std::collections::BTreeSet<&str> =
+        msgs.iter().map(|m| m.entry.from.as_str()).collect();
+    let a = st.agents.entry(agent.to_string()).or_default();
+    if a.paused {
+        return Some(None);
+    }
+    let pause = |a: &mut AgentState, why: String| {
         a.paused = true;
         a.recent.clear();
-        Some(Some(format!(
-            "loop guard: {} ran {} times within {} s on other agents' messages alone; \
-             paused until a message from someone else (theirs are left unread)",
-            self.agent,
-            rate.runs,
-            rate.window.as_secs_f64()
-        )))
+        Some(Some(why))
+    };
+    if a.runs >= max_runs {
+        return pause(
+            a,
+            format!(
+                "loop guard: {} reached the run limit ({} runs on other agents' messages \
+                     since the workflow was last quiet); paused until a message from someone \
+                     else (theirs are left unread)",
+                agent, max_runs
+            ),
+        );
     }
-
-    /// Say on stderr and on the channel that the loop guard paused this agent.
-    pub(super) fn announce_pause(&self, why: &str) {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
-        if let Err(e) = post::post(&self.inst, "system", why, &PostOptions::default()) {
-            crate::warn::warn("aw-run", format!("cannot post the pause: {e}"));
+    let limit = shared.pair?;
+    let now = Instant::now();
+    let mut over = None;
+    for from in &senders {
+        let times = st.pairs.entry(pair(agent, from)).or_default();
+        while times
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= limit.window)
+        {
+            times.pop_front();
         }
+        if times.len() >= limit.runs as usize {
+            times.clear();
+            over.get_or_insert(*from);
+        }
+    }
+    if let Some(other) = over {
+        let a = st.agents.entry(agent.to_string()).or_default();
+        return pause(
+            a,
+            format!(
+                "loop guard: {} and {other} mentioned each other {} times within {} s; {} \
+                     paused until a message from someone else (theirs are left unread)",
+                agent,
+                limit.runs,
+                limit.window.as_secs_f64(),
+                agent
+            ),
+        );
+    }
+    for from in senders {
+        st.pairs
+            .entry(pair(agent, from))
+            .or_default()
+            .push_back(now);
+    }
+    None
+}
+
+/// The loop guard's rate check before a run of `agent` on `msgs`: `None` when the run may go;
+/// `Some` when the agent is paused, with the reason when it was paused just now.
+///
+/// Only runs that messages from other agents served by this process (in any of its
+/// instances) started count: a message from anyone else (a user, the kickoff) is no
+/// loop, and it ends a pause.
+pub(super) fn rate_guard(
+    st: &mut State,
+    rate: Rate,
+    agent: &str,
+    msgs: &[inbox::InboxMessage],
+) -> Option<Option<String>> {
+    let from_agents = from_agents(st, agent, msgs);
+    let a = st.agents.entry(agent.to_string()).or_default();
+    if !from_agents {
+        a.paused = false;
+        return None;
+    }
+    if a.paused {
+        return Some(None);
+    }
+    let now = Instant::now();
+    while a
+        .recent
+        .front()
+        .is_some_and(|t| now.saturating_duration_since(*t) >= rate.window)
+    {
+        a.recent.pop_front();
+    }
+    if a.recent.len() < rate.runs as usize {
+        a.recent.push_back(now);
+        return None;
+    }
+    a.paused = true;
+    a.recent.clear();
+    Some(Some(format!(
+        "loop guard: {} ran {} times within {} s on other agents' messages alone; \
+             paused until a message from someone else (theirs are left unread)",
+        agent,
+        rate.runs,
+        rate.window.as_secs_f64()
+    )))
+}
+
+/// Say on stderr and on the channel of `inst` that the loop guard paused an agent.
+pub(super) fn announce_pause(inst: &Instance, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "aw-run: {why}");
+    if let Err(e) = post::post(inst, "system", why, &PostOptions::default()) {
+        crate::warn::warn("aw-run", format!("cannot post the pause: {e}"));
     }
 }

@@ -47,3 +47,23 @@ pub const DEFAULT_PAIR: Rate = Rate {
     runs: 10,
     window: Duration::from_secs(60),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse_or_say_what_is_wrong() {
+        assert_eq!(
+            Rate::parse("20/60s"),
+            Ok(Some(Rate {
+                runs: 20,
+                window: Duration::from_secs(60)
+            }))
+        );
+        assert_eq!(Rate::parse("off"), Ok(None));
+        for bad in ["20", "0/60s", "x/60s", "5/0s", "5/soon"] {
+            assert!(Rate::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

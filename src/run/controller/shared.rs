@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::config::Controller;
 use super::rate::Rate;
 use crate::channel::{Channel, SCAN_CHUNK};
 use crate::instance::Instance;
@@ -59,8 +58,9 @@ pub struct State {
     pub handled: u64,
     /// Runs started and not yet looked after by the dispatcher again.
     pub in_flight: usize,
-    /// For the dispatcher: controllers to serve, runs that ended.
-    pub mail: Vec<Mail>,
+    /// Letters in the dispatcher's [`Mailbox`](super::Mailbox) not yet taken: posted and
+    /// taken under this lock.
+    pub mail: usize,
     /// The budget that stopped the run, as a reason.
     pub over_budget: Option<String>,
     /// When the runs of one agent on the other's messages alone started, per pair of
@@ -76,20 +76,6 @@ pub struct State {
     pub outside_agents: BTreeMap<String, Usage>,
 }
 
-/// What the dispatcher is told.
-pub enum Mail {
-    /// Serve this controller from now on (a worker taken).
-    Add(Box<Controller>),
-    /// A run ended; the controller is given back.
-    Finished {
-        ctl: Box<Controller>,
-        ok: bool,
-        /// The newest message the run was on.
-        last: u64,
-        busy: Duration,
-    },
-}
-
 impl State {
     /// Has the dispatcher looked at everything there is, with no run under way? (The
     /// runner then checks on disk, under the lock, that nothing is left: see
@@ -98,7 +84,7 @@ impl State {
         self.handled == self.generation
             && self.pending.is_empty()
             && !self.all_pending
-            && self.mail.is_empty()
+            && self.mail == 0
             && self.in_flight == 0
     }
 

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::config::Controller;
 use crate::error::Result;
 use crate::fs::atomic_write_private;
 use crate::inbox;
@@ -23,65 +22,77 @@ pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
     crate::transcript::usage_of(inst, agent, |_| true)
 }
 
-impl Controller {
+/// Where one agent's attempts leave their logs and transcripts, and what they never show.
+pub(super) struct Transcripts<'a> {
+    pub inst: &'a Instance,
+    pub agent: &'a str,
+    /// Values that logs and transcripts never show.
+    pub secrets: &'a [String],
+}
+
+/// One attempt, as its transcript tells it.
+pub(super) struct Record<'a> {
+    pub run: u64,
+    pub attempt: u32,
+    pub out: &'a RunOutcome,
+    /// When it started.
+    pub started: &'a str,
+    pub duration: Duration,
+    /// The inbox its prompt showed.
+    pub msgs: &'a [inbox::InboxMessage],
+    /// The entries the agent wrote during it.
+    pub replies: &'a [u64],
+    pub prompt: &'a str,
+}
+
+impl Transcripts<'_> {
     /// The log of the attempt about to start (`_state/runs/<agent>/<n>.log`, `n` its
     /// transcript's number), when it can be created.
-    pub(super) fn attempt_log(&self) -> Option<Arc<crate::run::attempt_log::AttemptLog>> {
-        let dir = transcript_dir(&self.inst, &self.agent);
+    pub(super) fn attempt_log(&self, n: u64) -> Option<Arc<crate::run::attempt_log::AttemptLog>> {
+        let dir = transcript_dir(self.inst, self.agent);
         if let Err(e) = crate::fs::private_dir(&dir) {
             crate::warn::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
             return None;
         }
-        let path = crate::run::attempt_log::log_path(&dir, self.next_transcript);
-        crate::run::attempt_log::AttemptLog::create(&path, &self.secrets).map(Arc::new)
+        let path = crate::run::attempt_log::log_path(&dir, n);
+        crate::run::attempt_log::AttemptLog::create(&path, self.secrets).map(Arc::new)
     }
 
-    /// Write `_state/runs/<agent>/<n>.json` for one attempt, with secrets redacted.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn transcript(
-        &mut self,
-        run: u64,
-        attempt: u32,
-        out: &RunOutcome,
-        started: &str,
-        duration: Duration,
-        msgs: &[inbox::InboxMessage],
-        replies: &[u64],
-        prompt: &str,
-    ) {
-        let n = self.next_transcript;
-        self.next_transcript += 1;
+    /// Write `_state/runs/<agent>/<n>.json` for the attempt `r`, with secrets redacted.
+    pub(super) fn write(&self, n: u64, r: &Record) {
+        let out = r.out;
         // Redacted before what was cut is told: no head of a secret is kept at a cut.
-        let stdout = redact_cut(&out.stdout, &self.secrets);
-        let stderr = redact_cut(&out.stderr, &self.secrets);
+        let stdout = redact_cut(&out.stdout, self.secrets);
+        let stderr = redact_cut(&out.stderr, self.secrets);
         let doc = json!({
             "agent": self.agent,
-            "run": run,
-            "attempt": attempt,
+            "run": r.run,
+            "attempt": r.attempt,
             "status": out.status.name(),
             "reason": out.reason,
             "exit_code": out.exit_code,
-            "started": started,
-            "duration_ms": duration.as_millis() as u64,
-            "inbox": msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
-            "reply": replies,
+            "started": r.started,
+            "duration_ms": r.duration.as_millis() as u64,
+            "inbox": r.msgs.iter().map(|m| m.entry.id).collect::<Vec<_>>(),
+            "reply": r.replies,
             "usage": out.usage,
-            "command": out.command.iter().map(|a| redact(a, &self.secrets)).collect::<Vec<_>>(),
+            "command": out.command.iter().map(|a| redact(a, self.secrets)).collect::<Vec<_>>(),
             "stdout": stdout.text,
             "stdout_cut": stdout.cut,
             "stderr": stderr.text,
             "stderr_cut": stderr.cut,
-            "prompt": redact(prompt, &self.secrets),
+            "prompt": redact(r.prompt, self.secrets),
             "server": {
                 "host": crate::host::this().name,
                 "host_id": crate::host::this().id,
                 "pid": std::process::id(),
             },
         });
-        let path = transcript_dir(&self.inst, &self.agent).join(format!("{n}.json"));
+        let dir = transcript_dir(self.inst, self.agent);
+        let path = dir.join(format!("{n}.json"));
         let write = || -> Result<()> {
             // Private from its first byte: a transcript holds prompts and outputs.
-            crate::fs::private_dir(&transcript_dir(&self.inst, &self.agent))?;
+            crate::fs::private_dir(&dir)?;
             let text = serde_json::to_string_pretty(&doc).expect("json");
             atomic_write_private(&path, text.as_bytes())
         };

@@ -17,7 +17,7 @@ use super::workers::{Adopter, tether};
 use crate::error::{Error, Result, exit};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
-use crate::run::controller::{Controller, Shared, dispatch};
+use crate::run::controller::{Controller, Mailbox, Shared, dispatch};
 use crate::serve;
 
 /// Watch for a stop request to this process (`aw-ctl stop`, from any host): on one, finish
@@ -120,9 +120,11 @@ pub(super) fn drive(
     }
     let live = crate::run::live::Live::new(opts.quiet);
     let report = reporter(opts, has_tasks, live.clone(), shared.clone());
+    let mailbox = Arc::new(Mailbox::default());
     let adopter = Arc::new(Mutex::new(Adopter {
         serving: serving.clone(),
         shared: shared.clone(),
+        mailbox: mailbox.clone(),
         seen: None,
         workers: BTreeMap::new(),
         trusted: serving.trusted.clone(),
@@ -168,7 +170,7 @@ pub(super) fn drive(
     }
     let dispatching = {
         let (shared, report) = (shared.clone(), report.clone());
-        std::thread::spawn(move || dispatch(shared, report, controllers))
+        std::thread::spawn(move || dispatch(shared, mailbox, report, controllers))
     };
     // Workers registered before this server started.
     adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);

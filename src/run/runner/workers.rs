@@ -11,7 +11,7 @@ use super::serving::Serving;
 use super::trust::{Trusted, check_worker};
 use crate::error::{Error, Result};
 use crate::registry::{self, Agent};
-use crate::run::controller::{Mail, Shared};
+use crate::run::controller::{Mail, Mailbox, Shared};
 use crate::serve;
 
 /// Takes the workers (`spawn_agent`) this server should serve as they are registered, and
@@ -20,6 +20,8 @@ use crate::serve;
 pub(super) struct Adopter {
     pub(super) serving: Arc<Serving>,
     pub(super) shared: Arc<Shared>,
+    /// Where taken workers are sent to the dispatcher.
+    pub(super) mailbox: Arc<Mailbox>,
     /// The registry file as last read: length, modification and change times, inode (an
     /// edit in place that keeps the size and puts the modification time back still changes
     /// the change time).
@@ -132,8 +134,7 @@ impl Adopter {
             );
         }
         self.workers.insert(a.name.clone(), c.stop.clone());
-        self.shared.lock().mail.push(Mail::Add(Box::new(c)));
-        self.shared.cv.notify_all();
+        self.mailbox.send(&self.shared, Mail::Add(Box::new(c)));
         Ok(())
     }
 }

@@ -1,0 +1,428 @@
+//! One controller's attempt: what it is (everything it needs to run its agent and what it
+//! keeps between runs), one run with its retries (the prompt, the backend's call, the
+//! reply, the acknowledgement, the transcript and what it spent) and the events it
+//! reports, and the state it publishes for `aw-ctl ps`.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::budget::{Account, over_budget, priced, remaining_usd};
+use super::event::{Event, Report};
+use super::shared::Shared;
+use super::transcripts::{Record, Transcripts};
+use crate::channel::Channel;
+use crate::inbox;
+use crate::instance::Instance;
+use crate::models::Price;
+use crate::post::{self, PostOptions};
+use crate::process::Stop;
+use crate::run::backend::{Backend, RunContext, RunOutcome, Status};
+use crate::run::prompt::{self, PromptParts};
+use crate::run::redact::redact;
+use crate::serve::{self, ControllerState, Served};
+use crate::usage::{Budget, Usage};
+
+/// Retry policy of failed runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Retry {
+    /// Attempts per run, at least 1.
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each further one.
+    pub backoff: Duration,
+}
+
+/// Everything one controller needs.
+pub struct Controller {
+    pub inst: Instance,
+    pub agent: String,
+    pub backend: Box<dyn Backend>,
+    pub system: Option<String>,
+    /// The entry document; `None` when the workflow has no shared context (`context:
+    /// false`): the prompt then shows neither the recent channel nor a document.
+    pub document: Option<String>,
+    pub root: PathBuf,
+    pub mcp_config: PathBuf,
+    /// What [`Controller::mcp_config`] holds, written afresh before every attempt: the
+    /// agent's own tools may reach the file, and a rewritten one must never take effect.
+    pub mcp_text: String,
+    pub timeout: Option<Duration>,
+    pub max_runs: u64,
+    pub reply_fallback: bool,
+    pub retry: Retry,
+    /// First transcript number to use.
+    pub next_transcript: u64,
+    /// After a run failed for good, how long before its messages are tried again (unless
+    /// something new arrives first).
+    pub cooldown: Duration,
+    /// What `aw-ctl ps` shows of this controller.
+    pub served: Served,
+    /// The state and run count last recorded.
+    pub published: Option<(ControllerState, u64)>,
+    /// Values that transcripts and replies never show (see [`secrets`](crate::run::redact::secrets)).
+    pub secrets: Vec<String>,
+    /// What this agent's own runs may spend.
+    pub budget: Budget,
+    /// The prices of the agent's model: they price a run whose backend reports no cost.
+    pub price: Option<Price>,
+    /// Text added at the end of every prompt, read as each prompt is built: an iterative
+    /// run's task and progress (see [`crate::run::iter`]).
+    pub task_context: Option<Arc<Mutex<String>>>,
+    /// Stops this controller alone (a closed worker); a child of
+    /// [`Shared::stop`](crate::run::controller::Shared::stop), so
+    /// stopping them all stops it too.
+    pub stop: Stop,
+    /// The agent's claim (see
+    /// [`serve::take`](crate::serve::take)), let go when the controller ends.
+    pub serving_lock: Option<crate::serve::Claim>,
+}
+
+/// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
+/// and the run's number.
+pub(super) struct Due {
+    pub msgs: Vec<inbox::InboxMessage>,
+    pub older: Option<prompt::Older>,
+    pub run: u64,
+}
+
+impl Due {
+    /// The newest message the run is on: acknowledged with the others when it succeeds.
+    pub(super) fn last(&self) -> u64 {
+        self.msgs.last().map_or(0, |m| m.entry.id)
+    }
+}
+
+impl Controller {
+    /// Record the controller's state for `aw-ctl ps`, when it changed.
+    pub(super) fn publish(&mut self, state: ControllerState) {
+        if self.published == Some((state, self.served.runs)) {
+            return;
+        }
+        self.served.state = state;
+        self.published = Some((state, self.served.runs));
+        if let Err(e) = serve::write(&self.inst, &self.served) {
+            crate::warn::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
+        }
+    }
+
+    /// An event of attempt `attempt` of run `run`, ended with `status` after `duration`.
+    pub(super) fn event(
+        &self,
+        run: u64,
+        attempt: u32,
+        status: Status,
+        duration: Duration,
+        reason: Option<String>,
+    ) -> Event {
+        Event {
+            agent: self.agent.clone(),
+            instance: self.inst.name().to_string(),
+            run,
+            attempt,
+            start: false,
+            status,
+            duration,
+            reason,
+            gave_up: false,
+            woken_by: Vec::new(),
+            transcript: 0,
+            stderr_tail: None,
+        }
+    }
+
+    /// What this agent's runs spend, and the budgets they are checked against.
+    pub(super) fn account(&self) -> Account<'_> {
+        Account {
+            inst: &self.inst,
+            agent: &self.agent,
+            budget: &self.budget,
+        }
+    }
+
+    /// Where this agent's attempts leave their logs and transcripts.
+    fn transcripts(&self) -> Transcripts<'_> {
+        Transcripts {
+            inst: &self.inst,
+            agent: &self.agent,
+            secrets: &self.secrets,
+        }
+    }
+
+    /// One run with its retries; `true` when an attempt succeeded (and the inbox was acked).
+    pub(super) fn one_run(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
+        let channel = Channel::new(&self.inst);
+        let attempts = self.retry.attempts.max(1);
+        let mut wait = self.retry.backoff;
+        for attempt in 1..=attempts {
+            if attempt > 1 {
+                if !self.stop.sleep(wait) {
+                    return false;
+                }
+                wait = wait.saturating_mul(2);
+            }
+            if self.stop.is_set() || self.account().check_budgets(shared) {
+                return false;
+            }
+            let out = self.attempt(shared, report, &channel, due, attempt);
+            if out.status == Status::Ok {
+                return true;
+            }
+            if out.status == Status::Killed || out.permanent {
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Attempt `attempt` of the run `due`: build its prompt, call the backend, answer and
+    /// acknowledge, record it, and report its start and end; what it came to.
+    fn attempt(
+        &mut self,
+        shared: &Shared,
+        report: &Report,
+        channel: &Channel,
+        due: &Due,
+        attempt: u32,
+    ) -> RunOutcome {
+        let text = self.prompt(channel, due, attempt);
+        let before = channel.last_id().unwrap_or(0);
+        let started = crate::time::now();
+        self.report_start(report, due, attempt);
+        let t0 = Instant::now();
+        let mut out = self.call(shared, due, attempt, &text);
+        let replies = self.answer(channel, before, due.last(), &mut out);
+        let record = Record {
+            run: due.run,
+            attempt,
+            out: &out,
+            started: &started,
+            duration: t0.elapsed(),
+            msgs: &due.msgs,
+            replies: &replies,
+            prompt: &text,
+        };
+        self.record(shared, report, &record);
+        out
+    }
+
+    /// The prompt of attempt `attempt` on `due`: the inbox, with the recent channel and the
+    /// document when the workflow shares context, and the task's context at the end.
+    fn prompt(&self, channel: &Channel, due: &Due, attempt: u32) -> String {
+        let shared_context = self.document.as_deref().map(|name| {
+            let recent = channel
+                .tail(prompt::RECENT)
+                .map(|b| b.entries)
+                .unwrap_or_default();
+            (recent, name, crate::document::read(&self.inst, name).ok())
+        });
+        let text = prompt::build(&PromptParts {
+            agent: &self.agent,
+            instance: self.inst.name(),
+            system: self
+                .system
+                .as_deref()
+                .filter(|_| !self.backend.takes_system_prompt()),
+            inbox: &due.msgs,
+            older: due.older,
+            recent: shared_context.as_ref().map(|c| c.0.as_slice()),
+            document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
+            attempt,
+        });
+        match &self.task_context {
+            Some(c) => text + &c.lock().unwrap_or_else(|e| e.into_inner()),
+            None => text,
+        }
+    }
+
+    /// Report that attempt `attempt` on `due` starts, with what woke the agent.
+    fn report_start(&self, report: &Report, due: &Due, attempt: u32) {
+        let mut ev = self.event(due.run, attempt, Status::Ok, Duration::ZERO, None);
+        ev.start = true;
+        ev.transcript = self.next_transcript;
+        ev.woken_by = due
+            .msgs
+            .iter()
+            .map(|m| (m.entry.id, m.entry.from.clone()))
+            .collect();
+        report(&ev);
+    }
+
+    /// Call the backend with `prompt` (its MCP configuration written afresh first), under
+    /// the budgets; its outcome redacted, an implausible usage failed, and priced.
+    fn call(&mut self, shared: &Shared, due: &Due, attempt: u32, prompt: &str) -> RunOutcome {
+        let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
+        let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
+        let ctx = RunContext {
+            inst: &self.inst,
+            agent: &self.agent,
+            run: due.run,
+            attempt,
+            prompt,
+            prompt_messages: due.msgs.len(),
+            root: &self.root,
+            mcp_config: &self.mcp_config,
+            timeout: self.timeout,
+            stop: &self.stop,
+            over_budget: &over_budget,
+            remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
+            log: self.transcripts().attempt_log(self.next_transcript),
+        };
+        let mut out = match crate::fs::atomic_write_private_unsynced(
+            &self.mcp_config,
+            self.mcp_text.as_bytes(),
+        ) {
+            Ok(()) => self.backend.run(&ctx),
+            Err(e) => {
+                let mut out = RunOutcome::new(Status::Failed);
+                out.reason = Some(format!("cannot write its MCP configuration: {e}"));
+                out
+            }
+        };
+        // A reason may quote what a service sent back, a key among it.
+        out.reason = out.reason.map(|r| redact(&r, &self.secrets));
+        if let Some(why) = out.usage.as_ref().and_then(Usage::implausible) {
+            // Not believed: the answer fails, its counts taken at the ceiling.
+            out.status = Status::Failed;
+            out.reason = Some(why);
+            out.usage = out.usage.map(|u| u.believed());
+        }
+        out.usage = out.usage.map(|u| priced(&u, price));
+        out
+    }
+
+    /// After a call that ended as `out`: the entries the agent wrote since entry `before`,
+    /// with, when it succeeded, its printed answer posted (when nothing it wrote answers
+    /// anyone) and its inbox acknowledged up to `last`. A failure to post or acknowledge
+    /// fails `out`.
+    fn answer(&self, channel: &Channel, before: u64, last: u64, out: &mut RunOutcome) -> Vec<u64> {
+        let mut replies: Vec<u64> = channel
+            .read_since(before)
+            .map(|b| {
+                b.entries
+                    .iter()
+                    .filter(|e| e.from == self.agent)
+                    .map(|e| e.id)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if out.status != Status::Ok {
+            return replies;
+        }
+        if self.reply_fallback
+            && !out.final_text.is_empty()
+            && !self.answered(channel, before, &replies)
+        {
+            // What the agent printed may hold a secret of its environment.
+            let reply = redact(&out.final_text, &self.secrets);
+            match post::post(&self.inst, &self.agent, &reply, &PostOptions::default()) {
+                Ok(p) => replies.push(p.entry.id),
+                Err(e) => {
+                    out.status = Status::Failed;
+                    out.reason = Some(format!("cannot post the reply: {e}"));
+                }
+            }
+        }
+        if out.status == Status::Ok {
+            self.acknowledge(last, out);
+        }
+        replies
+    }
+
+    /// Acknowledge the agent's inbox up to `last`; a failure fails `out`.
+    fn acknowledge(&self, last: u64, out: &mut RunOutcome) {
+        if let Err(e) = inbox::ack(&self.inst, &self.agent, Some(last)) {
+            out.status = Status::Failed;
+            out.reason = Some(format!("cannot acknowledge: {e}"));
+        }
+    }
+
+    /// Whether the entries `replies` the agent wrote in a run (after entry `before`) answer
+    /// anyone: an entry counts unless it only talks to the agent's own workers (the
+    /// `spawn_agent`, `send_input` and `close_agent` messages of a lead).
+    fn answered(&self, channel: &Channel, before: u64, replies: &[u64]) -> bool {
+        if replies.is_empty() {
+            return false;
+        }
+        let workers: Vec<String> = crate::registry::Registry::load_shared(&self.inst)
+            .map(|r| {
+                r.agents
+                    .iter()
+                    .filter(|a| a.spawned_by.as_deref() == Some(self.agent.as_str()))
+                    .map(|a| a.name.clone())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if workers.is_empty() {
+            return true;
+        }
+        let Ok(batch) = channel.read_since(before) else {
+            return true;
+        };
+        batch
+            .entries
+            .iter()
+            .filter(|e| replies.contains(&e.id))
+            .any(|e| !crate::collab::to_workers(e, &workers))
+    }
+
+    /// What an attempt leaves: its transcript, a failure counted, what it spent, and the
+    /// event of its end.
+    fn record(&mut self, shared: &Shared, report: &Report, r: &Record) {
+        let transcript = self.next_transcript;
+        self.transcripts().write(transcript, r);
+        self.next_transcript += 1;
+        let out = r.out;
+        let ok = out.status == Status::Ok;
+        if !ok {
+            shared.agent(&self.agent).failures += 1;
+        }
+        match &out.usage {
+            Some(u) => self.account().spend(shared, u),
+            None => shared.agent(&self.agent).running = Usage::default(),
+        }
+        let mut ev = self.event(r.run, r.attempt, out.status, r.duration, out.reason.clone());
+        ev.transcript = transcript;
+        if !ok {
+            ev.stderr_tail = last_line(&redact(&out.stderr.text, &self.secrets));
+        }
+        ev.gave_up =
+            !ok && (r.attempt == self.retry.attempts.max(1) || self.stop.is_set() || out.permanent);
+        report(&ev);
+    }
+}
+
+/// Most characters of a failed attempt's stderr line that its event shows.
+pub const STDERR_TAIL_CHARS: usize = 200;
+
+/// The last line of `text` that is not blank, trimmed, with control characters shown as
+/// `?`, cut at [`STDERR_TAIL_CHARS`] (with `...`); `None` when there is none.
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+    let mut shown: String = line
+        .chars()
+        .take(STDERR_TAIL_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if line.chars().count() > STDERR_TAIL_CHARS {
+        shown.push_str("...");
+    }
+    Some(shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stderr_tail_is_the_last_line_that_says_something_cut_to_a_line() {
+        assert_eq!(
+            last_line("a\nfatal: x\n\n  \n").as_deref(),
+            Some("fatal: x")
+        );
+        assert_eq!(last_line("\n \n"), None);
+        assert_eq!(last_line("bell\u{7} here").as_deref(), Some("bell? here"));
+        let long = last_line(&"y".repeat(500)).unwrap();
+        assert_eq!(long.len(), STDERR_TAIL_CHARS + 3);
+        assert!(long.ends_with("y..."));
+    }
+}
