@@ -18,6 +18,7 @@ use crate::error::{Error, Result, exit};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
 use crate::instance::Instance;
 use crate::run::controller::{Controller, Mailbox, Shared, dispatch};
+use crate::run::pipeline::Outcome;
 use crate::serve;
 
 /// Watch for a stop request to this process (`aw-ctl stop`, from any host): on one, finish
@@ -69,8 +70,93 @@ pub(super) fn drive(
     let secrets = crate::run::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
     // Block the stop signals in every thread; one thread of the process waits for them.
     signals::block()?;
-    // The instance's budget: this run's, recorded, else the one recorded before; spending
-    // counts from what the instance spent before.
+    let shared = shared_state(inst, opts, &mut controllers)?;
+    // A signal, or a stop request to any serving loop of this process, stops this one.
+    let stop_signal = Arc::new(Mutex::new(StopSignal::None));
+    let _registered = signals::register(&shared, &stop_signal);
+    let asking = watch_stop_request(inst, opts, &shared)?;
+    let waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
+    warn_polling(opts, waiter.fallback().or(asking.2.as_deref()));
+    // Tasks and iterations print their result on stdout.
+    let has_tasks = start.tasks.is_some() || start.iter.is_some();
+    let live = crate::run::live::Live::new(opts.quiet);
+    let report = reporter(opts, has_tasks, live.clone(), shared.clone());
+    let mailbox = Arc::new(Mailbox::default());
+    let adopter = Arc::new(Mutex::new(Adopter {
+        serving: serving.clone(),
+        shared: shared.clone(),
+        mailbox: mailbox.clone(),
+        seen: None,
+        workers: BTreeMap::new(),
+        trusted: serving.trusted.clone(),
+        refused: serving.refused.clone(),
+    }));
+    let waker = waiter.waker();
+    let mut printer = Printer::new(inst, opts, before, has_tasks);
+    printer.secrets = secrets.clone();
+    printer.live = Some((live.clone(), shared.clone()));
+    if start.iter.is_some() {
+        printer.channel = None;
+    }
+    let watching = watch_channel(waiter, printer, &shared, &adopter, inst);
+    for c in &controllers {
+        // A worker served from the start is closed like one taken later.
+        adopter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .workers
+            .insert(c.agent.clone(), c.stop.clone());
+    }
+    let dispatching = {
+        let (shared, report) = (shared.clone(), report.clone());
+        std::thread::spawn(move || dispatch(shared, mailbox, report, controllers))
+    };
+    // Workers registered before this server started.
+    adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
+    let tethered = tether(&serving, &shared, &adopter);
+    let ticking = crate::run::live::ticker(&live, &shared);
+    let t0 = Instant::now();
+    let (code, reason, outcome) = work(&serving, &shared, &adopter, &start, &secrets, t0);
+    if shared.lock().over_budget.is_some() {
+        // The answers of model calls under way still come and are counted.
+        shared.stop_all_after_calls();
+    } else {
+        shared.stop_all();
+    }
+    waker.wake();
+    let _ = dispatching.join();
+    let _ = watching.join();
+    asking.0.wake();
+    let _ = asking.1.join();
+    if let Some(t) = tethered {
+        let _ = t.join();
+    }
+    live.finish();
+    if let Some(t) = ticking {
+        let _ = t.join();
+    }
+    summary(&shared, opts, has_tasks, live.on());
+    if let Some(ended) = stopped(inst, &shared, &stop_signal) {
+        return ended;
+    }
+    if let Some(r) = reason {
+        return Err(Error::No(r));
+    }
+    if let (Some(o), exit::OK) = (outcome, code) {
+        o.redacted(&secrets).print(opts.json, t0.elapsed());
+    }
+    Ok(code)
+}
+
+/// What the runner and the `controllers` share: the instance's budget (this run's,
+/// recorded, else the one recorded before), with spending counted from what the instance
+/// spent before, the loop guard's limits, and every agent to look at once. Fails when the
+/// instance is already over its budget.
+fn shared_state(
+    inst: &Instance,
+    opts: &Options,
+    controllers: &mut [Controller],
+) -> Result<Arc<Shared>> {
     let (budget, ledger) = crate::run::ledger::apply(inst, opts.budget)?;
     if let Some(why) = budget.exceeded(&ledger.spent) {
         return Err(Error::No(why).hint(
@@ -94,186 +180,158 @@ pub(super) fn drive(
         // once at the start.
         st.seen_id = crate::channel::Channel::new(inst).last_id().unwrap_or(0);
         st.all_pending = true;
-        for c in &mut controllers {
+        for c in controllers {
             st.agents.entry(c.agent.clone()).or_default();
             c.stop = shared.stop.child();
         }
     }
-    // A signal, or a stop request to any serving loop of this process, stops this one.
-    let stop_signal = Arc::new(Mutex::new(StopSignal::None));
-    let _registered = signals::register(&shared, &stop_signal);
-    let asking = watch_stop_request(inst, opts, &shared)?;
-    let mut waiter = FileWaiter::new(&inst.channel_path(), opts.poll)?;
-    // Tasks and iterations print their result on stdout.
-    let has_tasks = start.tasks.is_some() || start.iter.is_some();
-    if let Some(why) = waiter.fallback().or(asking.2.as_deref()) {
-        let mut line = format!("{why} ({FALLBACK_HINT}, or set --poll)").replace('\n', " ");
-        if let Some(i) = &opts.label {
-            // One process serving several instances: which one polls.
-            line = format!("instance {i}: {line}");
-        }
-        crate::warn::warn("aw-run", &line);
-        // Detached, stderr is the log: the starting process prints the line too.
-        if let Some(ready) = &opts.ready {
-            let _ = (&**ready).write_all(format!("!aw-run: warning: {line}\n").as_bytes());
-        }
+    Ok(shared)
+}
+
+/// Say why changes are polled for, not watched (`why`), when they are.
+fn warn_polling(opts: &Options, why: Option<&str>) {
+    let Some(why) = why else {
+        return;
+    };
+    let mut line = format!("{why} ({FALLBACK_HINT}, or set --poll)").replace('\n', " ");
+    if let Some(i) = &opts.label {
+        // One process serving several instances: which one polls.
+        line = format!("instance {i}: {line}");
     }
-    let live = crate::run::live::Live::new(opts.quiet);
-    let report = reporter(opts, has_tasks, live.clone(), shared.clone());
-    let mailbox = Arc::new(Mailbox::default());
-    let adopter = Arc::new(Mutex::new(Adopter {
-        serving: serving.clone(),
-        shared: shared.clone(),
-        mailbox: mailbox.clone(),
-        seen: None,
-        workers: BTreeMap::new(),
-        trusted: serving.trusted.clone(),
-        refused: serving.refused.clone(),
-    }));
-    let waker = waiter.waker();
-    let watching = {
-        let (shared, adopter, watched) = (shared.clone(), adopter.clone(), inst.clone());
-        let mut printer = Printer::new(inst, opts, before, has_tasks);
-        printer.secrets = secrets.clone();
-        printer.live = Some((live.clone(), shared.clone()));
-        if start.iter.is_some() {
-            printer.channel = None;
-        }
-        printer.print();
-        std::thread::spawn(move || {
-            loop {
-                waiter.wait(None);
-                if shared.lock().stopping {
-                    // What came since the last wake-up (the work may be done before the
-                    // watch told of its last entry) is printed too. The waiter is dropped
-                    // here: its watch is removed before the exit.
-                    printer.print();
-                    return;
-                }
-                // New workers are taken before anyone is told of the change.
-                adopter
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .look(false);
-                shared.bump(&watched);
+    crate::warn::warn("aw-run", &line);
+    // Detached, stderr is the log: the starting process prints the line too.
+    if let Some(ready) = &opts.ready {
+        let _ = (&**ready).write_all(format!("!aw-run: warning: {line}\n").as_bytes());
+    }
+}
+
+/// Watch the channel of `watched` (through `waiter`) on a thread of its own: on each change,
+/// take new workers, tell the dispatcher, and print what is new; once the server is
+/// stopping, print what came last and end.
+fn watch_channel(
+    mut waiter: FileWaiter,
+    mut printer: Printer,
+    shared: &Arc<Shared>,
+    adopter: &Arc<Mutex<Adopter>>,
+    watched: &Instance,
+) -> std::thread::JoinHandle<()> {
+    let (shared, adopter, watched) = (shared.clone(), adopter.clone(), watched.clone());
+    printer.print();
+    std::thread::spawn(move || {
+        loop {
+            waiter.wait(None);
+            if shared.lock().stopping {
+                // What came since the last wake-up (the work may be done before the
+                // watch told of its last entry) is printed too. The waiter is dropped
+                // here: its watch is removed before the exit.
                 printer.print();
+                return;
             }
-        })
-    };
-    for c in &controllers {
-        // A worker served from the start is closed like one taken later.
-        adopter
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .workers
-            .insert(c.agent.clone(), c.stop.clone());
-    }
-    let dispatching = {
-        let (shared, report) = (shared.clone(), report.clone());
-        std::thread::spawn(move || dispatch(shared, mailbox, report, controllers))
-    };
-    // Workers registered before this server started.
-    adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
-    let tethered = tether(&serving, &shared, &adopter);
-    let ticking = crate::run::live::ticker(&live, &shared);
-    let t0 = Instant::now();
-    let mut outcome = None;
-    let (code, reason) = match start.begin(inst, &shared) {
-        Ok(()) => {
-            if let Some(ready) = &opts.ready {
-                // Ready once every inbox was looked at: what the server does from then on
-                // is what new entries ask of it.
-                let st = shared.lock();
-                drop(
-                    shared
-                        .cv
-                        .wait_while(st, |s| s.handled == 0 && !s.stopping)
-                        .unwrap_or_else(|e| e.into_inner()),
-                );
-                let _ = (&**ready).write_all(b"1");
-            }
-            let done = match (&start.tasks, &start.iter) {
-                (Some((tasks, vars)), _) => {
-                    let mut vars = vars.clone();
-                    // Woken as soon as a controller changes state, not at the next look;
-                    // a change since the last nap ends the next one at once.
-                    let seen = std::sync::atomic::AtomicU64::new(0);
-                    let nap = |d: Duration| {
-                        use std::sync::atomic::Ordering::Relaxed;
-                        let st = shared.lock();
-                        let before = seen.load(Relaxed);
-                        let st = if st.changes == before && !st.stopping {
-                            shared
-                                .cv
-                                .wait_timeout_while(st, d, |s| s.changes == before && !s.stopping)
-                                .unwrap_or_else(|e| e.into_inner())
-                                .0
-                        } else {
-                            st
-                        };
-                        seen.store(st.changes, Relaxed);
-                    };
-                    crate::run::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(
-                        |o| {
-                            if opts.keep {
-                                // Staying up: the result is printed now, not at the stop.
-                                o.redacted(&secrets).print(opts.json, t0.elapsed());
-                            } else {
-                                outcome = Some(o);
-                            }
-                        },
-                    )
-                }
-                (None, Some((plan, task))) => crate::run::iter::run(inst, plan, task, &shared),
-                (None, None) => Ok(()),
-            };
-            match done {
-                Ok(()) => wait_done(inst, &shared, opts, &adopter),
-                Err(Error::Interrupted) => (exit::INTERRUPTED, None),
-                Err(e) => (e.exit_code(), Some(e.to_string())),
-            }
+            // New workers are taken before anyone is told of the change.
+            adopter
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .look(false);
+            shared.bump(&watched);
+            printer.print();
         }
+    })
+}
+
+/// The work of the run, from the election and the kickoff (`start`) to its end: the tasks,
+/// the iterations, or the agents alone until they are done. The exit code, the reason of a
+/// failure, and the tasks' outcome when it is printed at the end.
+fn work(
+    serving: &Serving,
+    shared: &Shared,
+    adopter: &Mutex<Adopter>,
+    start: &Start,
+    secrets: &[String],
+    t0: Instant,
+) -> (u8, Option<String>, Option<Outcome>) {
+    let (inst, opts) = (&serving.inst, &serving.opts);
+    if let Err(e) = start.begin(inst, shared) {
+        return (e.exit_code(), Some(e.to_string()), None);
+    }
+    if let Some(ready) = &opts.ready {
+        // Ready once every inbox was looked at: what the server does from then on is what
+        // new entries ask of it.
+        let st = shared.lock();
+        drop(
+            shared
+                .cv
+                .wait_while(st, |s| s.handled == 0 && !s.stopping)
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        let _ = (&**ready).write_all(b"1");
+    }
+    let mut outcome = None;
+    let done = match (&start.tasks, &start.iter) {
+        (Some((tasks, vars)), _) => {
+            let mut vars = vars.clone();
+            let nap = nap(shared);
+            crate::run::pipeline::run_tasks(inst, tasks, &mut vars, &shared.stop, &nap).map(|o| {
+                if opts.keep {
+                    // Staying up: the result is printed now, not at the stop.
+                    o.redacted(secrets).print(opts.json, t0.elapsed());
+                } else {
+                    outcome = Some(o);
+                }
+            })
+        }
+        (None, Some((plan, task))) => crate::run::iter::run(inst, plan, task, shared),
+        (None, None) => Ok(()),
+    };
+    let (code, reason) = match done {
+        Ok(()) => wait_done(inst, shared, opts, adopter),
+        Err(Error::Interrupted) => (exit::INTERRUPTED, None),
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };
-    if shared.lock().over_budget.is_some() {
-        // The answers of model calls under way still come and are counted.
-        shared.stop_all_after_calls();
-    } else {
-        shared.stop_all();
+    (code, reason, outcome)
+}
+
+/// How the tasks wait between two looks at their agents, at most the time they give: woken
+/// as soon as a controller changes state, not at the next look; a change since the last
+/// nap ends the next one at once.
+fn nap(shared: &Shared) -> impl Fn(Duration) + '_ {
+    let seen = std::sync::atomic::AtomicU64::new(0);
+    move |d: Duration| {
+        use std::sync::atomic::Ordering::Relaxed;
+        let st = shared.lock();
+        let before = seen.load(Relaxed);
+        let st = if st.changes == before && !st.stopping {
+            shared
+                .cv
+                .wait_timeout_while(st, d, |s| s.changes == before && !s.stopping)
+                .unwrap_or_else(|e| e.into_inner())
+                .0
+        } else {
+            st
+        };
+        seen.store(st.changes, Relaxed);
     }
-    waker.wake();
-    let _ = dispatching.join();
-    let _ = watching.join();
-    asking.0.wake();
-    let _ = asking.1.join();
-    if let Some(t) = tethered {
-        let _ = t.join();
-    }
-    live.finish();
-    if let Some(t) = ticking {
-        let _ = t.join();
-    }
-    summary(&shared, opts, has_tasks, live.on());
+}
+
+/// How the run ends when something stopped it: a budget (this server's, or what other
+/// servers of the instance spent too), or a signal; `None` when nothing did.
+fn stopped(
+    inst: &Instance,
+    shared: &Shared,
+    stop_signal: &Mutex<StopSignal>,
+) -> Option<Result<u8>> {
     if let Some(why) = shared.lock().over_budget.clone() {
-        return Err(Error::No(why));
+        return Some(Err(Error::No(why)));
     }
     // What other servers of the instance (a worker's) spent counts too.
     if let Some(why) = crate::run::ledger::load(inst)
         .ok()
         .and_then(|l| shared.budget.exceeded(&l.spent))
     {
-        return Err(Error::No(why));
+        return Some(Err(Error::No(why)));
     }
     match *stop_signal.lock().unwrap_or_else(|e| e.into_inner()) {
-        StopSignal::Term => return Ok(exit::OK),
-        StopSignal::Int => return Err(Error::Interrupted),
-        StopSignal::None => {}
+        StopSignal::Term => Some(Ok(exit::OK)),
+        StopSignal::Int => Some(Err(Error::Interrupted)),
+        StopSignal::None => None,
     }
-    if let Some(r) = reason {
-        return Err(Error::No(r));
-    }
-    if let (Some(o), exit::OK) = (outcome, code) {
-        o.redacted(&secrets).print(opts.json, t0.elapsed());
-    }
-    Ok(code)
 }
