@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::options::Options;
@@ -15,7 +16,7 @@ use super::signals::{self, StopSignal};
 use super::start::Start;
 use super::workers::{Adopter, tether};
 use crate::error::{Error, Result, exit};
-use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
+use crate::fs::watch::{FALLBACK_HINT, FileWaiter, Waker};
 use crate::instance::Instance;
 use crate::run::controller::{Controller, Mailbox, Shared, dispatch};
 use crate::run::pipeline::Outcome;
@@ -28,11 +29,7 @@ fn watch_stop_request(
     inst: &Instance,
     opts: &Options,
     shared: &Arc<Shared>,
-) -> Result<(
-    crate::fs::watch::Waker,
-    std::thread::JoinHandle<()>,
-    Option<String>,
-)> {
+) -> Result<(Waker, JoinHandle<()>, Option<String>)> {
     let path = serve::my_stop_path(inst);
     let mut asked = FileWaiter::new(&path, opts.poll)?;
     let waker = asked.waker();
@@ -115,26 +112,17 @@ pub(super) fn drive(
     adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
     let tethered = tether(&serving, &shared, &adopter);
     let ticking = crate::run::live::ticker(&live, &shared);
+    let threads = Threads {
+        waker,
+        dispatching,
+        watching,
+        asking: (asking.0, asking.1),
+        tethered,
+        ticking,
+    };
     let t0 = Instant::now();
     let (code, reason, outcome) = work(&serving, &shared, &adopter, &start, &secrets, t0);
-    if shared.lock().over_budget.is_some() {
-        // The answers of model calls under way still come and are counted.
-        shared.stop_all_after_calls();
-    } else {
-        shared.stop_all();
-    }
-    waker.wake();
-    let _ = dispatching.join();
-    let _ = watching.join();
-    asking.0.wake();
-    let _ = asking.1.join();
-    if let Some(t) = tethered {
-        let _ = t.join();
-    }
-    live.finish();
-    if let Some(t) = ticking {
-        let _ = t.join();
-    }
+    threads.stop(&shared, &live);
     summary(&shared, opts, has_tasks, live.on());
     if let Some(ended) = stopped(inst, &shared, &stop_signal) {
         return ended;
@@ -146,6 +134,44 @@ pub(super) fn drive(
         o.redacted(&secrets).print(opts.json, t0.elapsed());
     }
     Ok(code)
+}
+
+/// The threads of a serving loop besides the one that drives it, with the wakers of those
+/// that wait on a file.
+struct Threads {
+    /// Wakes the channel watch.
+    waker: Waker,
+    dispatching: JoinHandle<()>,
+    watching: JoinHandle<()>,
+    /// The stop-request watch and its waker.
+    asking: (Waker, JoinHandle<()>),
+    tethered: Option<JoinHandle<()>>,
+    ticking: Option<JoinHandle<()>>,
+}
+
+impl Threads {
+    /// Stop every controller (past a budget, once the model calls under way have answered)
+    /// and every thread, and wait for them; the live view ends.
+    fn stop(self, shared: &Shared, live: &crate::run::live::Live) {
+        if shared.lock().over_budget.is_some() {
+            // The answers of model calls under way still come and are counted.
+            shared.stop_all_after_calls();
+        } else {
+            shared.stop_all();
+        }
+        self.waker.wake();
+        let _ = self.dispatching.join();
+        let _ = self.watching.join();
+        self.asking.0.wake();
+        let _ = self.asking.1.join();
+        if let Some(t) = self.tethered {
+            let _ = t.join();
+        }
+        live.finish();
+        if let Some(t) = self.ticking {
+            let _ = t.join();
+        }
+    }
 }
 
 /// What the runner and the `controllers` share: the instance's budget (this run's,
@@ -214,7 +240,7 @@ fn watch_channel(
     shared: &Arc<Shared>,
     adopter: &Arc<Mutex<Adopter>>,
     watched: &Instance,
-) -> std::thread::JoinHandle<()> {
+) -> JoinHandle<()> {
     let (shared, adopter, watched) = (shared.clone(), adopter.clone(), watched.clone());
     printer.print();
     std::thread::spawn(move || {
