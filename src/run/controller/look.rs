@@ -42,9 +42,9 @@ impl Waiting {
         }
     }
 
-    /// Look at the agent's inbox: start a run on its unread messages, unless the loop guard,
-    /// the run cap or a failed run's cooldown says to wait. `registered`: the instance's
-    /// registry (keep mode), for the guard to tell agents from outsiders.
+    /// Look at the inbox of `ctl`'s agent: start a run on its unread messages, unless the
+    /// loop guard, the run cap or a failed run's cooldown says to wait. `registered`: the
+    /// instance's registry (keep mode), for the guard to tell agents from outsiders.
     pub(super) fn look(
         &mut self,
         ctl: &mut Controller,
@@ -135,7 +135,7 @@ impl Waiting {
         Look::Run(Due { msgs, older, run })
     }
 
-    /// Note how a run on messages up to `last` ended, `busy` long.
+    /// Note how a run of `ctl` on messages up to `last` ended, `busy` long.
     pub(super) fn finished(
         &mut self,
         ctl: &Controller,
