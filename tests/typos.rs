@@ -102,6 +102,12 @@ fn options_commands_and_names_get_a_did_you_mean() {
             "{cmd}"
         );
     }
+    let out = run_in(&p, "aw-peek", &["-i", "hello", "--inbox", "alce"]);
+    assert_code(&out, 66);
+    assert_eq!(
+        first_line(&out),
+        "aw-peek: no agent 'alce' in instance 'hello' (did you mean 'alice'?)"
+    );
     let out = run_in(&p, "aw-ctl", &["-i", "helo", "ls"]);
     assert!(
         first_line(&out).ends_with("(did you mean 'hello'?)"),

@@ -285,11 +285,9 @@ fn show_inbox(
     poll: Option<Duration>,
 ) -> Result<u8> {
     inst.require()?;
-    if !crate::registry::Registry::load(inst)?.contains(agent) {
-        return Err(Error::not_found(format!(
-            "no agent '{agent}' in instance '{}'",
-            inst.name()
-        )));
+    let reg = crate::registry::Registry::load(inst)?;
+    if !reg.contains(agent) {
+        return Err(reg.no_agent(inst, agent));
     }
     let waiter = a.follow.then(|| watch(inst, poll)).transpose()?;
     // One read gives both the inbox and the id to follow from, so nothing slips between.
