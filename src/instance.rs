@@ -299,10 +299,12 @@ impl Instance {
     /// any instant leaves no directory that is an instance's name without its state.
     /// Whether this call made it (`false`: another process made it first).
     fn create_whole(&self) -> Result<bool> {
-        let tmp = self
-            .root
-            .path
-            .join(format!(".{}.new.{}", self.name, std::process::id()));
+        let tmp = self.root.path.join(format!(
+            ".{}.new.{}.{}",
+            self.name,
+            crate::host::this().name,
+            std::process::id()
+        ));
         let _ = fs::remove_dir_all(&tmp);
         let made = (|| {
             fs::create_dir(&tmp)?;
