@@ -281,7 +281,11 @@ impl Instance {
                 crate::trust::check_found(&self.root.path, &[])?;
             }
         }
-        let made = !self.dir.is_dir() && self.create_whole()?;
+        let made = match fs::create_dir(&self.dir) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+            Err(e) => return Err(Error::create(&self.dir, e)),
+        };
         for d in [self.documents_dir(), self.resources_dir(), self.state_dir()] {
             match fs::create_dir_all(&d) {
                 Ok(()) => {}
@@ -290,39 +294,6 @@ impl Instance {
             }
         }
         Ok(made)
-    }
-}
-
-impl Instance {
-    /// Make the instance directory whole or not at all: its folders are made in a hidden
-    /// directory of the root, which is then renamed into place, so that a creator killed at
-    /// any instant leaves no directory that is an instance's name without its state.
-    /// Whether this call made it (`false`: another process made it first).
-    fn create_whole(&self) -> Result<bool> {
-        let tmp = self.root.path.join(format!(
-            ".{}.new.{}.{}",
-            self.name,
-            crate::host::this().name,
-            std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&tmp);
-        let made = (|| {
-            fs::create_dir(&tmp)?;
-            for sub in ["documents", "resources", "_state"] {
-                fs::create_dir(tmp.join(sub))?;
-            }
-            fs::rename(&tmp, &self.dir)
-        })();
-        match made {
-            Ok(()) => Ok(true),
-            Err(e) => {
-                let _ = fs::remove_dir_all(&tmp);
-                match e.raw_os_error() {
-                    Some(nix::libc::ENOTEMPTY | nix::libc::EEXIST) => Ok(false),
-                    _ => Err(Error::create(&self.dir, e)),
-                }
-            }
-        }
     }
 }
 
