@@ -44,8 +44,8 @@ const PENDING: &[(&str, &str)] = &[];
 /// an impl is reported, so that the list only shrinks.
 const ELSEWHERE: &[(&str, &str, &str)] = &[];
 
-#[test]
-fn imports_run_one_way() {
+/// Every file of `src/`, as (path, text).
+fn source_files() -> Vec<(String, String)> {
     let mut files = Vec::new();
     read_tree(
         Path::new(env!("CARGO_MANIFEST_DIR")),
@@ -53,6 +53,12 @@ fn imports_run_one_way() {
         &mut files,
     );
     assert!(files.len() > 50, "found only {} source files", files.len());
+    files
+}
+
+#[test]
+fn imports_run_one_way() {
+    let files = source_files();
     let problems = check(&files, PENDING);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -161,13 +167,7 @@ fn a_module_named_again_is_its_file() {
 
 #[test]
 fn behaviour_lives_with_its_type() {
-    let mut files = Vec::new();
-    read_tree(
-        Path::new(env!("CARGO_MANIFEST_DIR")),
-        Path::new("src"),
-        &mut files,
-    );
-    assert!(files.len() > 50, "found only {} source files", files.len());
+    let files = source_files();
     let problems = misplaced(&files, ELSEWHERE);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
