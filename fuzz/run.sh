@@ -16,6 +16,14 @@ case $seconds in
 '' | *[!0-9]*) echo "fuzz/run.sh: SECONDS must be a whole number, not '$seconds'" >&2; exit 64 ;;
 esac
 
+# A static link of the C library asked for in RUSTFLAGS (as `make test` asks for the tests)
+# is dropped before anything is built here: the sanitizer the fuzz targets are built with
+# needs it dynamic, and proc-macros (which cargo-fuzz's install builds) cannot link it at all.
+if [ -n "${RUSTFLAGS-}" ]; then
+	RUSTFLAGS=$(printf '%s\n' "$RUSTFLAGS" | sed 's/-C *target-feature=+crt-static//g')
+	export RUSTFLAGS
+fi
+
 if ! command -v rustup >/dev/null 2>&1 || ! rustup run nightly rustc --version >/dev/null 2>&1; then
 	echo "fuzz/run.sh: the nightly Rust toolchain is missing; cargo-fuzz needs it." >&2
 	echo "fuzz/run.sh: install it with: rustup toolchain install nightly" >&2
@@ -28,13 +36,6 @@ fi
 
 targets=$*
 [ -n "$targets" ] || targets=$(cargo fuzz list)
-
-# The sanitizer the fuzz targets are built with needs the C library linked dynamically: a
-# static link asked for in RUSTFLAGS (as `make test` asks for the tests) is dropped here.
-if [ -n "${RUSTFLAGS-}" ]; then
-	RUSTFLAGS=$(printf '%s\n' "$RUSTFLAGS" | sed 's/-C *target-feature=+crt-static//g')
-	export RUSTFLAGS
-fi
 
 echo "fuzz/run.sh: building the fuzz targets"
 cargo +nightly fuzz build
