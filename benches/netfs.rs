@@ -1,5 +1,5 @@
 //! Several hosts on a real GlusterFS volume (two FUSE mounts on this machine, "host B" in
-//! its own pid and UTS namespace; the harness of tests/netfs.rs): cross-host wake latency
+//! its own pid and UTS namespace; the harness of tests/store/netfs.rs): cross-host wake latency
 //! of `aw-peek --follow` with default and tuned volume options, cross-host send
 //! throughput, and the idle CPU of `aw-run --keep` with 10 and 100 agents (polling).
 //! Needs root and GlusterFS (`sh scripts/test-deps.sh`).

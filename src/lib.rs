@@ -3,7 +3,7 @@
 //!
 //! # Module map
 //!
-//! Imports run one way, from the top of this table down (`tests/layers.rs` checks it: no
+//! Imports run one way, from the top of this table down (`tests/meta/layers.rs` checks it: no
 //! cycle between files, no arrow back up, `run` and `mcp` never import each other, and
 //! nothing but `cli` imports `run`).
 //!

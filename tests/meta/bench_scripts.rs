@@ -1,0 +1,194 @@
+//! The growth-curve benchmarks (bench/agents.sh, bench/chain.sh, bench/mentions.sh) as a
+//! user runs them: usage errors, a small real run on the binaries under test, the cap, and
+//! no server left behind. Figures are printed, never asserted on.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::runner::{assert_code, run_hang_guarded, stderr};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin_dir() -> PathBuf {
+    common::bin("aw-run")
+        .parent()
+        .expect("bin dir")
+        .to_path_buf()
+}
+
+/// `bash bench/SCRIPT ARGS...` in the repository, with TMPDIR set to `tmp` (where the
+/// script makes its scratch directory and its servers' roots).
+fn script(name: &str, args: &[&str], tmp: &Path) -> Output {
+    let mut c = Command::new("bash");
+    c.current_dir(repo())
+        .arg(format!("bench/{name}"))
+        .args(args)
+        .env("TMPDIR", tmp);
+    for v in ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC"] {
+        c.env_remove(v);
+    }
+    run_hang_guarded(c)
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The cells of the table row that starts with `| SIZE | BUILD |`.
+fn row(out: &Output, size: &str, build: &str) -> Vec<String> {
+    let head = format!("| {size} | {build} |");
+    let text = stdout(out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&head))
+        .unwrap_or_else(|| panic!("no row {head} in:\n{text}"));
+    line.trim_matches('|')
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+/// Live processes whose command line names a path under `dir`.
+fn processes_under(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        if e.file_name().to_string_lossy().parse::<u32>().is_err() {
+            continue;
+        }
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains(&needle) {
+            found.push(cmd);
+        }
+    }
+    found
+}
+
+/// The scratch directories (`mktemp -d`: tmp.XXXXXXXXXX) left in `dir`. aw keeps records of
+/// its own there too (`aw-UID/`), which are not the script's.
+fn scratch_dirs(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("tmp."))
+        .collect()
+}
+
+/// A number at the start of a cell ("12.5 ms", "16").
+fn number(cell: &str) -> f64 {
+    cell.split_whitespace()
+        .next()
+        .and_then(|n| n.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("not a figure: {cell:?}"))
+}
+
+#[test]
+fn growth_curve_scripts_refuse_bad_arguments_with_64_and_a_missing_build_with_66() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scripts = ["agents.sh", "chain.sh", "mentions.sh"];
+    for s in scripts {
+        let out = script(s, &["--bogus"], tmp.path());
+        assert_code(&out, 64);
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{s}: {err}");
+        assert!(err.contains("unknown argument '--bogus'"), "{s}: {err}");
+
+        let out = script(s, &["--sizes"], tmp.path());
+        assert_code(&out, 64);
+        assert!(stderr(&out).contains("--sizes needs a value"), "{s}");
+
+        let out = script(s, &["--before", "/nonexistent/aw-bins"], tmp.path());
+        assert_code(&out, 66);
+        assert!(stderr(&out).contains("/nonexistent/aw-bins"), "{s}");
+
+        let out = script(s, &["--help"], tmp.path());
+        assert_code(&out, 0);
+        assert!(
+            stdout(&out).contains(&format!("Usage: bash bench/{s}")),
+            "{s}: {}",
+            stdout(&out)
+        );
+    }
+    for s in ["agents.sh", "chain.sh"] {
+        for bad in [["--reps", "0"], ["--cap", "5s"], ["--sizes", "10 x"]] {
+            let out = script(s, &bad, tmp.path());
+            assert_code(&out, 64);
+            assert!(
+                stderr(&out).contains("is not a positive whole number"),
+                "{s} {bad:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    // Nothing was started, and every scratch directory is gone.
+    assert_eq!(scratch_dirs(tmp.path()), Vec::<String>::new());
+}
+
+/// `bash bench/SCRIPT --after BINS ARGS...` (the binaries under test), in a new TMPDIR; its
+/// row of SIZE once it has exited 0, having left no process and no scratch directory.
+fn measured(name: &str, size: &str, args: &[&str]) -> Vec<String> {
+    let tmp = tempfile::tempdir().unwrap();
+    let bins = bin_dir();
+    let mut all = vec![
+        "--after",
+        bins.to_str().unwrap(),
+        "--sizes",
+        size,
+        "--reps",
+        "1",
+    ];
+    all.extend_from_slice(args);
+    let out = script(name, &all, tmp.path());
+    assert_code(&out, 0);
+    assert_eq!(processes_under(tmp.path()), Vec::<String>::new());
+    assert_eq!(scratch_dirs(tmp.path()), Vec::<String>::new());
+    row(&out, size, "after")
+}
+
+#[test]
+fn agents_sh_measures_a_kept_server_of_n_agents_and_stops_it() {
+    let cells = measured("agents.sh", "3", &["--msgs", "2", "--idle", "1"]);
+    assert_eq!(cells.len(), 11, "{cells:?}");
+    assert!(
+        !cells.iter().any(|c| c.contains("cap")),
+        "nothing is past the cap: {cells:?}"
+    );
+    // Threads and descriptors of a live server were read; the wake has a median and a mean.
+    assert!(
+        number(&cells[5]) >= 1.0 && number(&cells[6]) >= 3.0,
+        "{cells:?}"
+    );
+    assert!(
+        cells[10].ends_with(" ms") && cells[10].contains(" ms, "),
+        "{cells:?}"
+    );
+}
+
+#[test]
+fn past_its_cap_a_case_shows_cap_and_its_server_is_stopped() {
+    // The idle measurement alone (2 s) passes the cap (1 s): no message is sent.
+    let args = ["--msgs", "2", "--idle", "2", "--cap", "1"];
+    let cells = measured("agents.sh", "2", &args);
+    assert_eq!(cells[8], "> cap", "CPU per message: {cells:?}");
+    assert_eq!(cells[10], "> cap", "wake: {cells:?}");
+}
+
+#[test]
+fn chain_sh_runs_a_chain_to_its_last_agent_and_stops_the_server() {
+    let cells = measured("chain.sh", "4", &[]);
+    assert_eq!(cells.len(), 6, "{cells:?}");
+    assert!(
+        !cells.iter().any(|c| c.contains("cap")),
+        "the chain ended: {cells:?}"
+    );
+    // The total covers the hops, each counted from the entries' timestamps.
+    assert!(number(&cells[2]) >= number(&cells[3]), "{cells:?}");
+}

@@ -1,0 +1,288 @@
+//! Workflow tasks end to end with real aw-run processes and exec agents: the changeset
+//! pipeline, `if`, `parallel`, values that stay data, failures, `--json`.
+
+use crate::common;
+
+use common::runner::{Setup, assert_code, stderr};
+
+/// An exec agent that answers `reply` (a shell word list) after reading its prompt.
+fn agent(name: &str, script: &str) -> String {
+    format!("  {name}:\n    command: [sh, -c, {script:?}]\n")
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_changeset_pipeline_runs_end_to_end() {
+    let s = Setup::new();
+    s.write("change.txt", "fix: typo in README\n");
+    let wf = format!(
+        "agents:\n{}{}tasks:\n  - shell: cat change.txt\n    as: diff\n  \
+         - send: |\n      Review these changes:\n      ${{{{ diff }}}}\n    to: reviewer\n    as: review\n  \
+         - send: |\n      Generate changeset based on:\n      ${{{{ review }}}}\n    to: generator\n    as: changeset\n  \
+         - shell: |\n      mkdir -p .changeset\n      printf '%s\\n' \"${{{{ changeset }}}}\" > .changeset/auto.md\n      cat .changeset/auto.md\n",
+        agent("reviewer", "grep -q typo && echo 'LGTM: typo fix'"),
+        agent("generator", "grep -q LGTM && echo '---\npatch\n---'"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "---\npatch\n---\n", "{}", stderr(&out));
+    let file = std::fs::read_to_string(s.dir().join(".changeset/auto.md")).unwrap();
+    assert_eq!(file, "---\npatch\n---\n");
+}
+
+#[test]
+fn if_runs_a_task_only_when_true() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: review\n    to: rev\n    as: review\n  \
+         - if: review contains \"LGTM\"\n    shell: echo approved\n    as: verdict\n  \
+         - if: \"!(review contains 'LGTM')\"\n    shell: echo rejected\n    as: verdict\n  \
+         - shell: echo \"${{{{ verdict }}}}\"\n",
+        agent("rev", "cat >/dev/null; echo 'LGTM \"quoted\" ☃'"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "approved\n", "{}", stderr(&out));
+    // On a fresh root: a second -i is a usage error, not an override.
+    let s = Setup::new();
+    let wf = wf.replace("echo 'LGTM", "echo 'NOPE");
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "rejected\n", "{}", stderr(&out));
+}
+
+#[test]
+fn parallel_tasks_run_at_the_same_time() {
+    let s = Setup::new();
+    let body = "cat >/dev/null; date +%s.%N > \"$0.start\"; sleep 0.3; date +%s.%N > \"$0.end\"; echo done";
+    let mut agents = String::new();
+    let mut group = String::new();
+    for n in ["a", "b", "c"] {
+        let stamp = s.dir().join(n);
+        agents.push_str(&format!(
+            "  {n}:\n    command: [sh, -c, {body:?}, {:?}]\n",
+            stamp.to_str().unwrap()
+        ));
+        group.push_str(&format!(
+            "      - send: go\n        to: {n}\n        as: r{n}\n"
+        ));
+    }
+    let wf = format!(
+        "agents:\n{agents}tasks:\n  - parallel:\n{group}  - shell: echo ${{{{ ra }}}}${{{{ rb }}}}${{{{ rc }}}}\n"
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "donedonedone\n", "{}", stderr(&out));
+    let read = |n: &str, what: &str| -> f64 {
+        let p = s.dir().join(format!("{n}.{what}"));
+        std::fs::read_to_string(p).unwrap().trim().parse().unwrap()
+    };
+    let latest_start = ["a", "b", "c"]
+        .map(|n| read(n, "start"))
+        .into_iter()
+        .fold(0.0, f64::max);
+    let earliest_end = ["a", "b", "c"]
+        .map(|n| read(n, "end"))
+        .into_iter()
+        .fold(f64::MAX, f64::min);
+    assert!(latest_start < earliest_end, "the three runs overlap");
+}
+
+#[test]
+fn a_reply_is_only_data_in_a_later_shell_task() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: hi\n    to: rev\n    as: r\n  - shell: echo ${{{{ r }}}}; echo \"${{{{ r }}}}\"\n",
+        agent(
+            "rev",
+            "cat >/dev/null; echo '$(touch pwned) `touch pwned2` \"'"
+        ),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 0);
+    assert!(!s.dir().join("pwned").exists());
+    assert!(!s.dir().join("pwned2").exists());
+    assert_eq!(
+        stdout(&out),
+        "$(touch pwned) `touch pwned2` \"\n$(touch pwned) `touch pwned2` \"\n"
+    );
+}
+
+#[test]
+fn a_failing_shell_task_stops_the_pipeline() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - shell: echo one\n  - shell: |\n      exit 3\n      more\n  - shell: touch after\n",
+        agent("rev", "cat"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 1);
+    assert!(stdout(&out).is_empty());
+    let err = stderr(&out);
+    assert!(
+        err.contains("aw-run: task 2 (shell: exit 3) failed: exit status 3"),
+        "{err}"
+    );
+    assert!(!s.dir().join("after").exists());
+}
+
+#[test]
+fn a_failing_agent_stops_the_pipeline() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: |\n      please review\n      this\n    to: rev\n  - shell: touch after\n",
+        agent("rev", "cat >/dev/null; exit 4"),
+    );
+    let out = s.run(&wf, &["--retries", "1"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("aw-run: task 1 (send to rev: please review) failed: rev failed"),
+        "{err}"
+    );
+    assert!(!s.dir().join("after").exists());
+}
+
+#[test]
+fn json_prints_one_object() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - shell: echo a\n    as: x\n  - send: hi\n    to: rev\n    as: y\n",
+        agent("rev", "cat >/dev/null; echo answer"),
+    );
+    let out = s.run(&wf, &["--json"]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["output"], "answer");
+    assert_eq!(v["results"], serde_json::json!({"x": "a", "y": "answer"}));
+    assert!(v["duration_ms"].is_u64());
+}
+
+#[test]
+fn the_shipped_changeset_example_and_pre_commit_hook_work_in_a_repository() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let s = Setup::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
+            .args(args)
+            .current_dir(s.dir())
+            .env("PATH", common::runner::path_with_bins())
+            .output()
+            .expect("git");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert_eq!(git(&["init", "-q", "."]).0, Some(0));
+    s.write("notes.txt", "hello\n");
+    assert_eq!(git(&["add", "notes.txt"]).0, Some(0));
+
+    // The changeset pipeline: the changeset on stdout and in .changeset/.
+    let out = run_hang_guarded_file(&s, &repo.join("examples/changeset.yaml"));
+    assert_code(&out, 0);
+    let changeset = stdout(&out);
+    assert!(
+        changeset.starts_with("---\n\"aw\": patch\n---\n\nLGTM"),
+        "{changeset}"
+    );
+    let written: Vec<_> = std::fs::read_dir(s.dir().join(".changeset"))
+        .unwrap()
+        .collect();
+    assert_eq!(written.len(), 1);
+
+    // The pre-commit hook lets an approved commit through.
+    std::fs::create_dir_all(s.dir().join("examples")).unwrap();
+    std::fs::copy(
+        repo.join("examples/review.yaml"),
+        s.dir().join("examples/review.yaml"),
+    )
+    .unwrap();
+    let hook = s.dir().join(".git/hooks/pre-commit");
+    std::fs::copy(repo.join("examples/hooks/pre-commit"), &hook).unwrap();
+    let (code, err) = git(&["commit", "-q", "-m", "first"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("LGTM"), "{err}");
+    // And stops one the reviewer does not approve.
+    let wf = std::fs::read_to_string(s.dir().join("examples/review.yaml")).unwrap();
+    s.write(
+        "examples/review.yaml",
+        &wf.replace("echo \"LGTM", "echo \"NO"),
+    );
+    s.write("notes.txt", "hello\nagain\n");
+    assert_eq!(git(&["add", "notes.txt"]).0, Some(0));
+    let (code, err) = git(&["commit", "-q", "-m", "second"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("pre-commit: the review did not approve the change"),
+        "{err}"
+    );
+}
+
+fn run_hang_guarded_file(s: &Setup, file: &std::path::Path) -> std::process::Output {
+    common::runner::run_hang_guarded(s.cmd_file(&["-q"], file))
+}
+
+#[test]
+fn a_send_task_past_its_timeout_stops_the_pipeline() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - send: take your time\n    to: slow\n    timeout: 0.5s\n  - shell: touch after\n",
+        agent("slow", "cat >/dev/null; sleep 30; echo late"),
+    );
+    let out = s.run(&wf, &[]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "aw-run: task 1 (send to slow: take your time) failed: no reply from slow after 0.5 s"
+        ),
+        "{err}"
+    );
+    assert!(!s.dir().join("after").exists());
+    assert_eq!(s.unread("slow"), 1, "the message stays unread");
+}
+
+/// `--keep` runs the tasks, prints their result at once, and stays up serving the agents
+/// until stopped.
+#[test]
+fn keep_runs_the_tasks_prints_the_result_and_stays_up() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}tasks:\n  - shell: echo first\n    as: a\n  \
+         - send: \"${{{{ a }}}} question\"\n    to: bob\n",
+        agent("bob", "grep -q hi-there && echo other || echo pong"),
+    );
+    s.write("wf.yaml", &wf);
+    let result = s.dir().join("result.txt");
+    let mut cmd = s.cmd(&["--keep"]);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&result).unwrap())
+        .stderr(std::process::Stdio::piped());
+    let server = common::runner::Server::new(cmd.spawn().expect("spawn aw-run"));
+    common::runner::wait_for("the result on stdout", || {
+        std::fs::read_to_string(&result).is_ok_and(|r| r == "pong\n")
+    });
+    // Still serving bob after the tasks.
+    let mut send = s.tool_cmd("aw-send");
+    send.args([
+        "-i",
+        common::runner::INST,
+        "--wait",
+        "-t",
+        "bob",
+        "hi-there",
+    ]);
+    let out = common::runner::run_hang_guarded(send);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "other\n");
+    let out = server.term();
+    assert_code(&out, 0);
+    assert_eq!(std::fs::read_to_string(&result).unwrap(), "pong\n");
+}
