@@ -459,6 +459,12 @@ fn a_budget_stops_every_agent_and_says_so() {
         3,
         "{entries:?}"
     );
+    // alice's third run is counted before its answer wakes bob: bob starts no run after it.
+    assert_eq!(
+        entries.iter().filter(|(f, _)| f == "bob").count(),
+        2,
+        "{entries:?}"
+    );
     // A token budget the same way.
     let s = Setup::new();
     fake(

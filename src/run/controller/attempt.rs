@@ -190,7 +190,16 @@ impl Controller {
         self.report_start(report, due, attempt);
         let t0 = Instant::now();
         let mut out = self.call(shared, due, attempt, &text);
+        // Counted before the answer is posted, so that an agent the answer wakes sees a
+        // budget it went over and starts no run; the budget stop said after the answer.
+        match &out.usage {
+            Some(u) => self.account().spend(shared, u),
+            None => shared.agent(&self.agent).running = Usage::default(),
+        }
         let replies = self.answer(channel, before, due.last(), &mut out);
+        if out.usage.is_some() {
+            self.account().check_budgets(shared);
+        }
         let record = Record {
             run: due.run,
             attempt,
@@ -365,8 +374,7 @@ impl Controller {
             .any(|e| !crate::collab::to_workers(e, &workers))
     }
 
-    /// What an attempt leaves: its transcript, a failure counted, what it spent, and the
-    /// event of its end.
+    /// What an attempt leaves: its transcript, a failure counted, and the event of its end.
     fn record(&mut self, shared: &Shared, report: &Report, r: &Record) {
         let transcript = self.next_transcript;
         self.transcripts().write(transcript, r);
@@ -375,10 +383,6 @@ impl Controller {
         let ok = out.status == Status::Ok;
         if !ok {
             shared.agent(&self.agent).failures += 1;
-        }
-        match &out.usage {
-            Some(u) => self.account().spend(shared, u),
-            None => shared.agent(&self.agent).running = Usage::default(),
         }
         let mut ev = self.event(r.run, r.attempt, out.status, r.duration, out.reason.clone());
         ev.transcript = transcript;

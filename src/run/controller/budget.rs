@@ -123,7 +123,8 @@ pub(super) struct Account<'a> {
 }
 
 impl Account<'_> {
-    /// Count what a run spent (in the instance's ledger too), then check the budgets.
+    /// Count what a run spent (in the instance's ledger too); [`Account::check_budgets`]
+    /// says whether that went over a budget.
     pub(super) fn spend(&self, shared: &Shared, u: &Usage) {
         {
             // Under the lock, so that the ledger and this process's figures agree.
@@ -141,7 +142,6 @@ impl Account<'_> {
                 ),
             }
         }
-        self.check_budgets(shared);
     }
 
     /// Past a budget (this agent's own or the workflow's), say so on the channel (once) and
