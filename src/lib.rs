@@ -13,7 +13,7 @@
 //! | cli | `cli` | the command lines: options, output, `--json`, errors to exit codes |
 //! | front ends | `run`, `mcp` | `aw-run`'s runner (workflows, controllers, backends); `aw-mcp`'s server |
 //! | tools | `tools` | the tools an agent has: names, schemas, arguments, dispatch |
-//! | domain | every other module | the instance and what is in it: `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `proposal`, `registry`, `collab`, `serve` (who serves which agent), `git` (every git command aw runs), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) ... |
+//! | domain | every other module | the instance and what is in it: `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `proposal`, `registry`, `collab`, `serve` (who serves which agent), `git` (every git command aw runs), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `ledger` (what an instance spent across runs), `transcript` (the transcripts and logs of an agent's attempts), `iterations` (the records of `aw-run --iter`), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) ... |
 //! | fs | `fs` | the only code that calls rename, flock and inotify: atomic writes, locks, watches |
 //! | base | `error`, `hash`, `host`, `keyword`, `names`, `term`, `time`, `warn` | errors, a checksum, this host, keyword enums, names, text shown on a terminal, clocks, messages on stderr |
 
@@ -27,7 +27,9 @@ pub mod git;
 pub mod hash;
 pub mod host;
 pub mod instance;
+pub mod iterations;
 pub mod keyword;
+pub mod ledger;
 pub mod mcp;
 pub mod models;
 pub mod names;

@@ -9,17 +9,16 @@
 //! | `expr`        | the `if:` expressions of tasks: parsing with error columns, the variables referenced, evaluation |
 //! | `command`     | (private) the shell commands of setup and `shell:` tasks: `sh -c` in its own process group, output capped |
 //! | `pipeline`    | running `tasks:`: shell, send, if, parallel; the last output and the `as:` results |
-//! | `iter`        | `--iter`: one agent on the kickoff over many iterations, each with the earlier ones' summaries in its prompt, committed to git, recorded under `_state/iterations/` |
+//! | `iter`        | `--iter`: one agent on the kickoff over many iterations, each with the earlier ones' summaries in its prompt, committed to git, recorded under `_state/iterations/` (see [`crate::iterations`]) |
 //! | `diagnostic`  | positions ([`Pos`], [`Spanned`]), [`Diagnostic`] |
 //! | `reader`      | (private) typed reading of a positioned YAML tree, reporting into diagnostics; [`parse_duration`] |
 //! | `yaml`        | (private) a YAML document as a tree of positioned nodes, from `saphyr-parser` events |
 //! | `runner`      | a workflow run: serving locks, registration, setup, kickoff, the channel watcher, the decision that the work is done |
-//! | `ledger`      | what an instance has spent across runs, and its workflow budget, in `_state/budget.json` |
 //! | `live`        | what aw-run shows on a terminal while a run happens: the status line, the summary table |
 //! | `controller`  | one agent's loop: wait for new activity, read the inbox, run the backend with retries, acknowledge, write transcripts |
 //! | `prompt`      | the prompt an agent is shown for one run |
 //! | `backend`     | what runs an agent once: `exec` (an argument vector, prompt on stdin) and `mock` (scripted replies) |
-//! | `attempt_log` | an attempt's output as it comes, in `_state/runs/<agent>/<n>.log`, for `aw-ctl runs -f` |
+//! | `attempt_log` | writing an attempt's output as it comes to `_state/runs/<agent>/<n>.log` (found again through [`crate::transcript`]) |
 //! | `redact`      | the secrets aw never stores or echoes, and their redaction (also at a cut) |
 //! | `capture`     | the first bytes of a program's stream kept for its transcript |
 //! | `guard`       | the process that kills the backends' process groups when aw-run dies, even by SIGKILL |
@@ -34,7 +33,6 @@ pub mod expr;
 pub mod guard;
 pub mod interpolate;
 pub mod iter;
-pub mod ledger;
 pub mod live;
 pub mod pipeline;
 pub mod prompt;

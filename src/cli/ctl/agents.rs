@@ -224,7 +224,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
                 "unread": m.unread,
                 "cursor": m.cursor,
                 "controller": served.get(&m.agent.name).map(controller),
-                "usage": crate::run::controller::usage_of(&inst, &m.agent.name),
+                "usage": crate::transcript::usage_of(&inst, &m.agent.name, |_| true),
             })
         })
         .collect();
