@@ -46,4 +46,4 @@ mod yaml;
 pub use diagnostic::{Diagnostic, Pos, Spanned};
 pub use interpolate::{ShellCommand, Template, Vars};
 pub use reader::parse_duration;
-pub use workflow::{AgentDef, Backend, Context, LoadError, SetupTask, Workflow, check, load};
+pub use workflow::{AgentDef, BackendKind, Context, LoadError, SetupTask, Workflow, check, load};
