@@ -182,7 +182,6 @@ pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> {
     let inst = a.common.instance()?;
     inst.require()?;
-    proposal::refresh(&inst)?;
     let mut reg = Registry::load(&inst)?;
     let pattern = only.filter(|n| n.contains(['*', '?', '[']));
     if let Some(p) = pattern {
