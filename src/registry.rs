@@ -1,5 +1,6 @@
-//! The agent registry of an instance (`_state/agents.json`), and the instance configuration
-//! (`_state/config.json`).
+//! The agent registry of an instance (`_state/agents.json`), the instance configuration
+//! (`_state/config.json`), and what an agent's backend may be: [`BackendKind`], the backend a
+//! model implies, and Claude Code's [`PERMISSION_MODES`].
 
 use std::collections::BTreeMap;
 
@@ -62,6 +63,18 @@ impl BackendKind {
         matches!(self, BackendKind::Anthropic | BackendKind::Openai)
     }
 }
+
+/// Claude Code's permission modes (`--permission-mode`), which an agent of backend
+/// `claude` may name in a workflow file. Without one, Claude Code's own default applies: in
+/// print mode, a tool not allowed by name is denied.
+pub const PERMISSION_MODES: [&str; 6] = [
+    "default",
+    "acceptEdits",
+    "plan",
+    "bypassPermissions",
+    "dontAsk",
+    "auto",
+];
 
 /// The backend a model implies, by how its name starts: a provider prefix
 /// (`anthropic/...`, `openai/...`) or a model family. The first match wins; a model that

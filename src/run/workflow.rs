@@ -82,7 +82,7 @@
 //! mentions an `@name` that is not an agent of the workflow gets a warning.
 //!
 //! [`CLI_IDLE_TIMEOUT`]: crate::run::backend::exec::CLI_IDLE_TIMEOUT
-//! [`PERMISSION_MODES`]: crate::run::backend::claude::PERMISSION_MODES
+//! [`PERMISSION_MODES`]: crate::registry::PERMISSION_MODES
 
 use std::fs;
 use std::io::{self, Read};

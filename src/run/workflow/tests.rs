@@ -429,7 +429,7 @@ fn idle_timeouts() {
 #[test]
 fn permission_modes() {
     // Every mode the error message below lists is taken.
-    for mode in crate::run::backend::claude::PERMISSION_MODES {
+    for mode in crate::registry::PERMISSION_MODES {
         let (w, _) = loads(&format!("agents:\n  a:\n    permission_mode: {mode}\n"));
         let m = w.agents[0].permission_mode.as_ref().unwrap();
         assert_eq!((m.value.as_str(), m.pos), (mode, Pos::new(3, 22)));

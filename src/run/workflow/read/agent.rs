@@ -6,7 +6,7 @@ use std::path::Path;
 use super::budget::{read_budget, read_usage};
 use crate::error::Error;
 use crate::names::{self, sanitize};
-use crate::run::backend::claude::PERMISSION_MODES;
+use crate::registry::PERMISSION_MODES;
 use crate::run::diagnostic::{Pos, Spanned};
 use crate::run::interpolate::Template;
 use crate::run::reader::{Fields, Reader, Use, join};
