@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::process::Stop;
-use crate::registry::{Agent, Backend, Collab, Registry};
+use crate::registry::{Agent, BackendKind, Collab, Registry};
 use crate::serve::{self, ControllerState};
 use crate::{inbox, names, state};
 
@@ -63,13 +63,13 @@ pub struct Spawned {
 }
 
 /// The backends a worker may have. `exec` only as a copy of an exec spawner's program.
-const WORKER_BACKENDS: [Backend; 6] = [
-    Backend::Claude,
-    Backend::Codex,
-    Backend::Anthropic,
-    Backend::Openai,
-    Backend::Mock,
-    Backend::Exec,
+const WORKER_BACKENDS: [BackendKind; 6] = [
+    BackendKind::Claude,
+    BackendKind::Codex,
+    BackendKind::Anthropic,
+    BackendKind::Openai,
+    BackendKind::Mock,
+    BackendKind::Exec,
 ];
 
 /// Register a worker for `caller`, post `req.prompt` to it as `caller`, and make sure an
@@ -100,7 +100,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
         )));
     }
     let backend = match &req.backend {
-        Some(b) => Backend::from_name(b)
+        Some(b) => BackendKind::from_name(b)
             .filter(|b| WORKER_BACKENDS.contains(b))
             .ok_or_else(|| {
                 Error::invalid(format!(
@@ -108,7 +108,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
                     names::sanitize(b)
                 ))
             })?,
-        None => Backend::from_name(&me.backend)
+        None => BackendKind::from_name(&me.backend)
             .filter(|b| WORKER_BACKENDS.contains(b))
             .ok_or_else(|| {
                 Error::invalid(format!(
@@ -118,8 +118,8 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
                 ))
             })?,
     };
-    let command = if backend == Backend::Exec {
-        if me.backend != Backend::Exec.name() || me.command.is_empty() {
+    let command = if backend == BackendKind::Exec {
+        if me.backend != BackendKind::Exec.name() || me.command.is_empty() {
             return Err(Error::invalid(
                 "an exec worker runs its spawner's program: only an exec agent registered \
                  with its command may spawn one",

@@ -5,7 +5,8 @@
 //!
 //! Imports run one way, from the top of this table down (`tests/meta/layers.rs` checks it: no
 //! cycle between files, no arrow back up, `run` and `mcp` never import each other, and
-//! nothing but `cli` imports `run`).
+//! only `cli` imports `run`, though not `aw-ctl`'s `cli/ctl`: what it reads of a run has its
+//! home in the domain). The `pub mod` list below follows the same groups.
 //!
 //! | layer | modules | what they hold |
 //! |-------|---------|----------------|
@@ -13,41 +14,54 @@
 //! | cli | `cli` | the command lines: options, output, `--json`, errors to exit codes |
 //! | front ends | `run`, `mcp` | `aw-run`'s runner (workflows, controllers, backends); `aw-mcp`'s server |
 //! | tools | `tools` | the tools an agent has: names, schemas, arguments, dispatch |
-//! | domain | every other module | the instance and what is in it: `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `proposal`, `registry`, `collab`, `serve` (who serves which agent), `git` (every git command aw runs), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) ... |
+//! | domain | every other module | the instance and what is in it: `instance` (the root and its instances), `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `resource` (long content stored once), `proposal`, `registry`, `status`, `collab`, `serve` (who serves which agent), `spawn` (starting an agent's server), `git` (every git command aw runs), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `ledger` (what an instance spent across runs), `transcript` (the transcripts and logs of an agent's attempts), `iterations` (the records of `aw-run --iter`), `state` (the JSON files under `_state/`), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) |
 //! | fs | `fs` | the only code that calls rename, flock and inotify: atomic writes, locks, watches |
 //! | base | `error`, `hash`, `host`, `keyword`, `names`, `term`, `time`, `warn` | errors, a checksum, this host, keyword enums, names, text shown on a terminal, clocks, messages on stderr |
 
-pub mod channel;
+// cli: the command lines of the binaries.
 pub mod cli;
+
+// front ends: aw-run's runner and aw-mcp's server, which never import each other.
+pub mod mcp;
+pub mod run;
+
+// tools: what an agent can do, shared by both front ends.
+pub mod tools;
+
+// domain: the instance and what is in it.
+pub mod channel;
 pub mod collab;
 pub mod document;
-pub mod error;
-pub mod fs;
 pub mod git;
-pub mod hash;
-pub mod host;
 pub mod instance;
-pub mod keyword;
-pub mod mcp;
+pub mod iterations;
+pub mod ledger;
 pub mod models;
-pub mod names;
 pub mod process;
 pub mod proposal;
 pub mod registry;
 pub mod reply;
 pub mod resource;
-pub mod run;
 pub mod serve;
 pub mod spawn;
 pub mod state;
 pub mod status;
 pub mod suggest;
-pub mod term;
-pub mod time;
-pub mod tools;
 pub mod transcript;
 pub mod trust;
 pub mod usage;
+
+// fs: the only callers of rename, flock and inotify.
+pub mod fs;
+
+// base: imports no other layer.
+pub mod error;
+pub mod hash;
+pub mod host;
+pub mod keyword;
+pub mod names;
+pub mod term;
+pub mod time;
 pub mod warn;
 
 pub use error::{Error, Result};

@@ -309,21 +309,21 @@ mod tests {
 
     #[test]
     fn registered_agents_get_the_backend_the_table_implies() {
-        use crate::registry::{Backend, backend_for_model};
+        use crate::registry::{BackendKind, backend_for_model};
         let b = |m: &str| backend_for_model(Some(m));
         // Aliases: Claude Code knows them, as a workflow's default backend.
         for alias in ["sonnet", "opus", "haiku", "claude-haiku-4-5-20251001"] {
-            assert_eq!(b(alias), Backend::Claude, "{alias}");
+            assert_eq!(b(alias), BackendKind::Claude, "{alias}");
         }
-        assert_eq!(b("gpt-5-codex"), Backend::Openai);
-        assert_eq!(b("o3"), Backend::Openai);
+        assert_eq!(b("gpt-5-codex"), BackendKind::Openai);
+        assert_eq!(b("o3"), BackendKind::Openai);
         // Prefixes and families as before.
-        assert_eq!(b("anthropic/sonnet"), Backend::Anthropic);
-        assert_eq!(b("openai/anything"), Backend::Openai);
-        assert_eq!(b("claude-3-haiku"), Backend::Claude);
-        assert_eq!(b("gpt-4.1"), Backend::Openai);
-        assert_eq!(b("llama3"), Backend::External);
-        assert_eq!(backend_for_model(None), Backend::External);
+        assert_eq!(b("anthropic/sonnet"), BackendKind::Anthropic);
+        assert_eq!(b("openai/anything"), BackendKind::Openai);
+        assert_eq!(b("claude-3-haiku"), BackendKind::Claude);
+        assert_eq!(b("gpt-4.1"), BackendKind::Openai);
+        assert_eq!(b("llama3"), BackendKind::External);
+        assert_eq!(backend_for_model(None), BackendKind::External);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! assignments, resolved by plurality, majority or unanimity once a quorum has voted or when
 //! they time out. Every change happens under the state lock; announcements are posted to the
 //! channel while it is held, so each proposal is announced, resolved and closed exactly once
-//! however many processes race.
+//! however many processes race. A proposal past its timeout is resolved or expired by the
+//! next reader of proposals (the functions here), not by other tool calls.
 //!
 //! A binding election whose id starts with `doc-owner` chooses the document owner. So that no
 //! agent can take ownership on its own, it offers only registered agents, needs a quorum of
@@ -706,9 +707,11 @@ pub fn cancel(inst: &Instance, who: &str, proposal: &str) -> Result<Proposal> {
     })
 }
 
-/// Resolve or expire every active proposal whose timeout has passed. Cheap when nothing is
-/// due: the lock is taken only when something is.
-pub fn refresh(inst: &Instance) -> Result<()> {
+/// Resolve or expire every active proposal whose timeout has passed. Every function here
+/// that reads or changes proposals calls it first, so that a proposal past its timeout is
+/// never seen as active; nothing else does. Cheap when nothing is due: the lock is taken
+/// only when something is.
+fn refresh(inst: &Instance) -> Result<()> {
     if !inst.exists() {
         return Ok(());
     }

@@ -20,7 +20,7 @@
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
-use crate::registry::{Agent, Backend};
+use crate::registry::{Agent, BackendKind};
 
 /// The environment variable that hands a detached server the pipe it reports readiness on
 /// (`aw-run --detach`); never passed on to setup commands or backends.
@@ -31,9 +31,9 @@ pub(crate) fn runnable(a: &Agent) -> Result<()> {
     match a.backend.as_str() {
         "mock" => Ok(()),
         "claude" if find_program(CLAUDE).is_some() => Ok(()),
-        "claude" => Err(missing_program(&a.name, Backend::Claude)),
+        "claude" => Err(missing_program(&a.name, BackendKind::Claude)),
         "codex" if find_program(CODEX).is_some() => Ok(()),
-        "codex" => Err(missing_program(&a.name, Backend::Codex)),
+        "codex" => Err(missing_program(&a.name, BackendKind::Codex)),
         "anthropic" | "openai" if a.model.is_none() => Err(Error::invalid(format!(
             "{}: the {} backend needs a model",
             a.name, a.backend
@@ -61,14 +61,14 @@ pub(crate) const CLAUDE: &str = "claude";
 pub(crate) const CODEX: &str = "codex";
 
 /// The program a CLI backend runs.
-pub(crate) fn program_of(b: Backend) -> &'static str {
+pub(crate) fn program_of(b: BackendKind) -> &'static str {
     match b {
-        Backend::Codex => CODEX,
+        BackendKind::Codex => CODEX,
         _ => CLAUDE,
     }
 }
 
-pub(crate) fn missing_program(agent: &str, b: Backend) -> Error {
+pub(crate) fn missing_program(agent: &str, b: BackendKind) -> Error {
     Error::Unavailable(format!(
         "{agent}: the {} backend needs its CLI: no '{}' in PATH",
         b.name(),

@@ -1,4 +1,4 @@
-//! Durations as the tools take them, and deadlines that never overflow.
+//! Durations as the tools take them, deadlines that never overflow, and times as shown.
 //!
 //! Every duration a user gives (a workflow key, a command-line flag, a tool argument) is at
 //! most [`MAX_DURATION`]; a longer one is refused where it is read. Every deadline is made with
@@ -49,6 +49,16 @@ pub fn now() -> String {
         .to_string()
 }
 
+/// Elapsed time as a clock: `42s`, `3m05s`, `1h02m`.
+pub fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
 /// `HH:MM:SS` of an entry timestamp.
 pub fn hms(ts: &str) -> &str {
     ts.get(11..19).unwrap_or(ts)
@@ -69,6 +79,13 @@ mod tests {
         assert!(far > now + MAX_DURATION);
         assert!(deadline(Duration::MAX) > now);
         assert!(deadline(Duration::from_secs(u64::MAX / 2)) > now);
+    }
+
+    #[test]
+    fn clocks_read_well() {
+        assert_eq!(clock(Duration::from_secs(42)), "42s");
+        assert_eq!(clock(Duration::from_secs(185)), "3m05s");
+        assert_eq!(clock(Duration::from_secs(3720)), "1h02m");
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Where the transcripts of an agent's runs live: `_state/runs/<agent>/<n>.json`, one per
 //! attempt, numbered from 1 (the attempt's output as it comes is `<n>.log` beside it). The
 //! runner writes them; `aw-ctl runs`, `aw-ctl status`, `aw-ctl top` and the reply wait read
-//! them, through [`numbered`] and [`read_all`]: the `<n>.json` files, never the logs.
+//! them, through [`numbered`] and [`read_all`]: the `<n>.json` files, never the logs. The
+//! logs are found with [`log_numbers`] and [`log_path`], which `aw-ctl runs -f` and
+//! `aw-ctl top` read while the runner writes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::instance::Instance;
@@ -77,4 +79,32 @@ pub fn usage_of(
         }
     }
     total
+}
+
+/// The suffix of an attempt's log file.
+pub const LOG_SUFFIX: &str = "log";
+
+/// The numbers of the attempt logs in `dir` (`_state/runs/<agent>`), in order.
+pub fn log_numbers(dir: &Path) -> Vec<u64> {
+    let mut found: Vec<u64> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let n: u64 = name
+                    .strip_suffix(&format!(".{LOG_SUFFIX}"))?
+                    .parse()
+                    .ok()
+                    .filter(|n| *n > 0)?;
+                (name == format!("{n}.{LOG_SUFFIX}")).then_some(n)
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    found.sort_unstable();
+    found
+}
+
+/// The log file of transcript `n` in `dir` (`_state/runs/<agent>`).
+pub fn log_path(dir: &Path, n: u64) -> PathBuf {
+    dir.join(format!("{n}.{LOG_SUFFIX}"))
 }

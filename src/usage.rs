@@ -27,6 +27,11 @@ pub fn round_cost(usd: f64) -> f64 {
     if r.is_finite() { r } else { usd }
 }
 
+/// A cost in US dollars, as money: `$0.1500`.
+pub fn money(usd: f64) -> String {
+    format!("${usd:.4}")
+}
+
 fn cost_rounded<S: serde::Serializer>(c: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match c {
         Some(usd) => s.serialize_some(&round_cost(*usd)),
@@ -188,6 +193,11 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn money_reads_well() {
+        assert_eq!(money(0.15000000000000002), "$0.1500");
+    }
 
     fn tokens(input: u64, output: u64) -> Usage {
         Usage {

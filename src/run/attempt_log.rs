@@ -1,6 +1,7 @@
 //! An attempt's output while it runs: what its program writes on stdout and stderr is
 //! appended, as it comes, to `_state/runs/<agent>/<n>.log` (`n` the number its transcript
-//! `<n>.json` gets when the attempt ends), so that `aw-ctl runs -f AGENT` can follow it.
+//! `<n>.json` gets when the attempt ends, see [`crate::transcript::log_path`]), so that
+//! `aw-ctl runs -f AGENT` can follow it.
 //!
 //! Secrets are redacted line by line before anything is written: a line is written once it
 //! is whole (or, without a newline, once [`MAX_PENDING`] bytes are pending, redacted as a
@@ -20,9 +21,6 @@ pub const MAX_LOG: u64 = 4 * 1024 * 1024;
 
 /// Most bytes of a line without its newline held back before they are written anyway.
 pub const MAX_PENDING: usize = 64 * 1024;
-
-/// The suffix of an attempt's log file.
-pub const SUFFIX: &str = "log";
 
 /// Which stream bytes came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,31 +138,6 @@ fn write(st: &mut LogState, bytes: &[u8]) {
     if ok.is_err() || bytes.len() > room {
         st.file = None;
     }
-}
-
-/// The numbers of the attempt logs in `dir` (`_state/runs/<agent>`), in order.
-pub fn numbers(dir: &Path) -> Vec<u64> {
-    let mut found: Vec<u64> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| {
-                let name = e.ok()?.file_name().into_string().ok()?;
-                let n: u64 = name
-                    .strip_suffix(&format!(".{SUFFIX}"))?
-                    .parse()
-                    .ok()
-                    .filter(|n| *n > 0)?;
-                (name == format!("{n}.{SUFFIX}")).then_some(n)
-            })
-            .collect()
-        })
-        .unwrap_or_default();
-    found.sort_unstable();
-    found
-}
-
-/// The log file of transcript `n` in `dir` (`_state/runs/<agent>`).
-pub fn log_path(dir: &Path, n: u64) -> PathBuf {
-    dir.join(format!("{n}.{SUFFIX}"))
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::controller::Shared;
-use crate::usage::Usage;
+use crate::time::clock;
+use crate::usage::{Usage, money};
 
 /// How often the status line is redrawn while nothing else happens: its elapsed clock.
 pub const TICK: Duration = Duration::from_secs(1);
@@ -168,21 +169,6 @@ pub fn ticker(live: &Arc<Live>, shared: &Arc<Shared>) -> Option<std::thread::Joi
     }))
 }
 
-/// Elapsed time as a clock: `42s`, `3m05s`, `1h02m`.
-pub fn clock(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
-    }
-}
-
-/// A cost in US dollars, as money: `$0.1500`.
-pub fn money(usd: f64) -> String {
-    format!("${usd:.4}")
-}
-
 /// One row of the end-of-run summary.
 pub struct Row<'a> {
     pub agent: &'a str,
@@ -242,14 +228,6 @@ pub fn summary_table(rows: &[Row<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn clocks_and_money_read_well() {
-        assert_eq!(clock(Duration::from_secs(42)), "42s");
-        assert_eq!(clock(Duration::from_secs(185)), "3m05s");
-        assert_eq!(clock(Duration::from_secs(3720)), "1h02m");
-        assert_eq!(money(0.15000000000000002), "$0.1500");
-    }
 
     #[test]
     fn the_summary_table_is_aligned_with_a_total_row() {

@@ -22,8 +22,8 @@
 //!
 //! Agent keys, all optional:
 //!
-//! - `backend`: one of [`Backend::IN_WORKFLOWS`]. When absent: a `mock:` key means `mock`, a `command:`
-//!   key means `exec` (both is an error), else the model's provider prefix chooses
+//! - `backend`: one of [`BackendKind::IN_WORKFLOWS`]. When absent: a `mock:` key means `mock`,
+//!   a `command:` key means `exec` (both is an error), else the model's provider prefix chooses
 //!   (`anthropic/…` → `anthropic`, `openai/…` → `openai`, another prefix is an error), else
 //!   `claude`. `anthropic` and `openai` need a `model`.
 //! - `model`: as the backend names it; see [`AgentDef::model_name`].
@@ -82,7 +82,7 @@
 //! mentions an `@name` that is not an agent of the workflow gets a warning.
 //!
 //! [`CLI_IDLE_TIMEOUT`]: crate::run::backend::exec::CLI_IDLE_TIMEOUT
-//! [`PERMISSION_MODES`]: crate::run::backend::claude::PERMISSION_MODES
+//! [`PERMISSION_MODES`]: crate::registry::PERMISSION_MODES
 
 use std::fs;
 use std::io::{self, Read};
@@ -110,7 +110,7 @@ pub const DEFAULT_DOCUMENT: &str = crate::document::DEFAULT_DOCUMENT;
 /// The `documentOwner` value that asks for an election.
 pub const ELECTION: &str = "election";
 
-pub use crate::registry::Backend;
+pub use crate::registry::BackendKind;
 
 /// A parsed workflow file.
 #[derive(Debug, Clone, PartialEq)]
@@ -161,7 +161,7 @@ pub struct AgentDef {
     pub name: Spanned<String>,
     /// The backend, at the text that chose it (`backend`, `model`, `mock`, `command`, or the
     /// agent's name for the default).
-    pub backend: Spanned<Backend>,
+    pub backend: Spanned<BackendKind>,
     /// Whether `backend` was read; when it was not (an error says why), it is a stand-in
     /// that nothing else is checked against.
     pub backend_read: bool,

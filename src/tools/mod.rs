@@ -28,7 +28,6 @@ pub use caller::{Caller, Reply};
 pub use catalogue::{INSTRUCTIONS, Tool, Toolset};
 
 use crate::error::{Error, Result};
-use crate::proposal;
 use args::Args;
 
 /// Run one tool call as `s`: the tool named `name`, with the arguments `a`.
@@ -46,8 +45,6 @@ pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
         )));
     }
     check_arguments(tool, a)?;
-    // Apply proposal expiry on every call: whoever looks next resolves what timed out.
-    proposal::refresh(&s.inst)?;
     match tool {
         Tool::ChannelSend => messages::channel_send(s, a),
         Tool::ChannelRead => messages::channel_read(s, a),

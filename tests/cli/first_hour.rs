@@ -605,13 +605,17 @@ fn the_search_for_the_root_stops_at_a_file_system_boundary() {
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "aw-test"])
         .arg(&mnt)
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
-        return;
-    }
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run mount(8) ({e}): install util-linux's mount"));
+    assert!(
+        mounted.status.success(),
+        "cannot mount a tmpfs ({}): run the tests as root, with mount allowed",
+        String::from_utf8_lossy(&mounted.stderr)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+    );
     let _guard = Mount(mnt.clone());
     std::fs::create_dir(mnt.join("sub")).unwrap();
     // Below the mount point, the project's .workflow/ is on another file system: not used.

@@ -283,19 +283,21 @@ fn mkfifo(path: &Path) {
     nix::unistd::mkfifo(path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
 }
 
-/// Make `path` a character device like /dev/zero when allowed (as root); false otherwise.
-fn mkzero(path: &Path) -> bool {
+/// Make `path` a character device like /dev/zero, which only root may do.
+fn mkzero(path: &Path) {
     use nix::sys::stat::{Mode, SFlag, makedev, mknod};
-    let made = mknod(
+    mknod(
         path,
         SFlag::S_IFCHR,
         Mode::from_bits_truncate(0o644),
         makedev(1, 5),
-    );
-    if let Err(e) = made {
-        eprintln!("cannot make a character device ({e}): skipping that case");
-    }
-    made.is_ok()
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "cannot make a character device {} ({e}): run the tests as root",
+            path.display()
+        )
+    });
 }
 
 #[test]
@@ -303,14 +305,11 @@ fn special_files_are_refused_at_once_and_not_listed() {
     let team = Team::new();
     team.ctl_ok(&["doc", "write", "real.md"]);
     let docs = team.docs();
-    let mut specials = vec!["fifo.md"];
+    let specials = ["fifo.md", "zero.md", "sub/pipe.md"];
     mkfifo(&docs.join("fifo.md"));
-    if mkzero(&docs.join("zero.md")) {
-        specials.push("zero.md");
-    }
+    mkzero(&docs.join("zero.md"));
     std::fs::create_dir(docs.join("sub")).unwrap();
     mkfifo(&docs.join("sub/pipe.md"));
-    specials.push("sub/pipe.md");
 
     let mut raw = Raw::start(&team, "alice");
     raw.initialize();
@@ -388,10 +387,9 @@ fn resources_that_are_special_or_too_big_are_refused() {
     let (c, e) = code("res-00000000000000f1").unwrap_err();
     assert_eq!(c, DATAERR as u8, "{e}");
     assert!(e.contains("not a regular file"), "{e}");
-    if mkzero(&dir.join("res-00000000000000f2.txt")) {
-        let (c, e) = code("res-00000000000000f2").unwrap_err();
-        assert_eq!(c, DATAERR as u8, "{e}");
-    }
+    mkzero(&dir.join("res-00000000000000f2.txt"));
+    let (c, e) = code("res-00000000000000f2").unwrap_err();
+    assert_eq!(c, DATAERR as u8, "{e}");
     let f = std::fs::File::create(dir.join("res-00000000000000f3.json")).unwrap();
     f.set_len(aw::resource::MAX_RESOURCE as u64 * 8).unwrap();
     let (c, e) = code("res-00000000000000f3").unwrap_err();

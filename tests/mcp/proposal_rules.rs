@@ -95,6 +95,96 @@ async fn mcp_refused(team: &Team, a: &Agent, tool: &str, args: Value, needles: &
 }
 
 // ---------------------------------------------------------------------------------------------
+// Expiry
+
+/// Three agents, and an approval by @alice that timed out unvoted while other tool calls
+/// went by: they leave it alone, active in the file and unannounced. Its id.
+async fn lapsed() -> (Team, [Agent; 3], String) {
+    let team = Team::new();
+    let [alice, bob, carol] = trio(&team).await;
+    let p = alice
+        .ok(
+            "team_proposal_create",
+            json!({"type": "approval", "title": "Ship?", "timeoutSeconds": 1}),
+        )
+        .await
+        .data;
+    let id = p["id"].as_str().unwrap().to_string();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    alice.ok("channel_read", json!({"limit": 1})).await;
+    bob.ok("my_inbox", json!({})).await;
+    bob.ok("team_members", json!({})).await;
+    bob.ok("team_doc_list", json!({})).await;
+    let stored = team.state("proposals.json")["proposals"][0].clone();
+    assert_eq!(
+        (&stored["id"], &stored["status"]),
+        (&json!(id), &json!("active"))
+    );
+    assert!(team.entries_starting(&format!("[EXPIRED:{id}]")).is_empty());
+    (team, [alice, bob, carol], id)
+}
+
+/// The one `[EXPIRED:id]` announcement, from the system.
+fn expired_once(team: &Team, id: &str) {
+    let ann = team.entries_starting(&format!("[EXPIRED:{id}]"));
+    assert_eq!(ann.len(), 1, "{ann:?}");
+    assert_eq!(ann[0]["from"], "system");
+    let stored = team.state("proposals.json")["proposals"][0].clone();
+    assert_eq!(stored["status"], "expired");
+}
+
+#[tokio::test]
+async fn a_lapsed_proposal_is_expired_to_aw_ctl_proposals() {
+    let (team, agents, id) = lapsed().await;
+    assert_eq!(team.ctl_ok(&["proposals"]), "");
+    let all = team.proposals();
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        (&all[0]["id"], &all[0]["status"]),
+        (&json!(id), &json!("expired"))
+    );
+    assert_eq!(all[0]["resolvedBy"], "no-votes");
+    expired_once(&team, &id);
+    quit_all(agents).await;
+}
+
+#[tokio::test]
+async fn a_lapsed_proposal_is_expired_to_the_agent_tool_that_lists_them() {
+    let (team, agents, id) = lapsed().await;
+    let active = agents[2].ok("team_proposal_status", json!({})).await;
+    assert_eq!(active.data["proposals"], json!([]));
+    expired_once(&team, &id);
+    let one = agents[2]
+        .ok("team_proposal_status", json!({ "proposal": id }))
+        .await;
+    assert_eq!(one.data["status"], "expired");
+    quit_all(agents).await;
+}
+
+#[tokio::test]
+async fn a_lapsed_proposal_is_expired_to_a_vote() {
+    let (team, agents, id) = lapsed().await;
+    agents[2]
+        .fail_with(
+            "team_vote",
+            json!({"proposal": id, "choice": "yes"}),
+            &[&id, "expired", "takes no more votes"],
+        )
+        .await;
+    expired_once(&team, &id);
+    // And to a vote through aw-ctl.
+    ctl_refused(
+        &team,
+        &["vote", &id, "yes", "--as", "bob"],
+        77,
+        &["expired", "takes no more votes"],
+    );
+    let stored = team.state("proposals.json")["proposals"][0].clone();
+    assert_eq!(stored["votes"], json!([]));
+    quit_all(agents).await;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Document ownership
 
 fn owner_election(extra: Value) -> Value {
@@ -239,8 +329,7 @@ async fn a_timed_out_owner_election_short_of_its_quorum_changes_nothing() {
     vote(&bob, "doc-owner-1", "bob").await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
 
-    // Whoever looks next applies the timeout.
-    alice.ok("channel_read", json!({"limit": 1})).await;
+    // Whoever reads the proposals next applies the timeout.
     let p = proposal(&team, "doc-owner-1");
     assert_eq!(p["status"], "expired");
     assert_eq!(p["resolvedBy"], "no-quorum");

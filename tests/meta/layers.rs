@@ -7,7 +7,9 @@
 //! is that module's file wherever the new name is used, and the `pub use` itself is no
 //! reference. The check fails, naming the edges, on a cycle between files or on an arrow
 //! against the layer order: base < fs < domain < tools < {run, mcp} < cli < bin, where run
-//! and mcp never import each other and nothing but cli imports run.
+//! and mcp never import each other and nothing but cli imports run. Of cli, `aw-ctl`'s files
+//! (`src/cli/ctl/`) never import run either: what they read of a run (its ledger, logs,
+//! records) has a home in the domain, below both front ends.
 //!
 //! A type's behaviour lives where the type is: an inherent `impl T` (not `impl Trait for T`)
 //! stands in the file that defines `T` (`struct`, `enum`, `union`, `trait` or `type`), and
@@ -33,6 +35,9 @@ const LAYERS: [(&str, &[&str]); 8] = [
     ("cli", &["cli"]),
     ("bin", &["bin"]),
 ];
+
+/// Files of cli that may not import run: `aw-ctl` reads what a run leaves through the domain.
+const CLI_NOT_RUN: &str = "src/cli/ctl/";
 
 /// Edges (from file, to file) allowed against the rules while a move that removes them is
 /// under way: none today. An entry that is no longer an edge is reported, so that the list
@@ -92,6 +97,8 @@ fn the_check_reports_cycles_and_arrows_against_the_layers() {
         ("src/run/runner.rs", "use super::super::channel;"),
         ("src/mcp/mod.rs", "pub fn f() { crate::run::runner::go(); }"),
         ("src/cli/mod.rs", "use crate::run::Runner;"),
+        // aw-ctl reaching into the runner, inline.
+        ("src/cli/ctl/top.rs", "fn t() { crate::run::runner::go(); }"),
         (
             "src/post.rs",
             "fn p() { let c = '\\''; crate::run::runner::go(c); }",
@@ -109,17 +116,18 @@ fn the_check_reports_cycles_and_arrows_against_the_layers() {
         "run and mcp: src/run/mod.rs -> src/mcp/mod.rs",
         "run and mcp: src/mcp/mod.rs -> src/run/runner.rs",
         "into run/: src/post.rs (domain) -> src/run/runner.rs",
+        "into run/: src/cli/ctl/top.rs (aw-ctl reads through the domain) -> src/run/runner.rs",
     ] {
         assert!(
             problems.iter().any(|p| p == want),
             "missing {want:?} in:\n{text}"
         );
     }
-    assert_eq!(problems.len(), 5, "{text}");
-    // Comments, strings and test modules are not references; cli may use run.
+    assert_eq!(problems.len(), 6, "{text}");
+    // Comments, strings and test modules are not references; cli but aw-ctl may use run.
     assert!(!text.contains("time.rs ("), "{text}");
     assert!(!text.contains("src/inbox.rs (domain) -> src/run"), "{text}");
-    assert!(!text.contains("src/cli"), "{text}");
+    assert!(!text.contains("src/cli/mod.rs"), "{text}");
     // The pending list lets an edge through.
     let pending = [
         ("src/error.rs", "src/channel.rs"),
@@ -127,6 +135,7 @@ fn the_check_reports_cycles_and_arrows_against_the_layers() {
         ("src/run/mod.rs", "src/mcp/mod.rs"),
         ("src/mcp/mod.rs", "src/run/runner.rs"),
         ("src/post.rs", "src/run/runner.rs"),
+        ("src/cli/ctl/top.rs", "src/run/runner.rs"),
     ];
     let left = check(&files, &pending);
     assert!(left.is_empty(), "{}", left.join("\n"));
@@ -340,6 +349,10 @@ fn check(files: &[(String, String)], pending: &[(&str, &str)]) -> Vec<String> {
         let pair = [lf, lt];
         if pair == ["run", "mcp"] || pair == ["mcp", "run"] {
             problems.push(format!("run and mcp: {from} -> {to}"));
+        } else if lt == "run" && from.starts_with(CLI_NOT_RUN) {
+            problems.push(format!(
+                "into run/: {from} (aw-ctl reads through the domain) -> {to}"
+            ));
         } else if lt == "run" && lf != "run" && lf != "cli" {
             problems.push(format!("into run/: {from} ({lf}) -> {to}"));
         } else if rank(lt) > rank(lf) {

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::inbox;
 use crate::names;
 use crate::proposal;
-use crate::registry::{self, Agent, Backend, Config, Registry};
+use crate::registry::{self, Agent, BackendKind, Config, Registry};
 use crate::serve::{self, Served};
 use crate::status;
 use crate::usage::Usage;
@@ -18,15 +18,15 @@ use crate::usage::Usage;
 pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     let (name, inst) = agent_instance(a, addr)?;
     let backend = match &a.backend {
-        Some(b) if Backend::from_name(b).is_some() => b.clone(),
+        Some(b) if BackendKind::from_name(b).is_some() => b.clone(),
         Some(b) => {
             return Err(Error::invalid(format!(
                 "unknown backend '{}' (valid: {})",
                 names::sanitize(b),
-                Backend::names()
+                BackendKind::names()
             )));
         }
-        None if a.command.is_some() => Backend::Exec.name().to_string(),
+        None if a.command.is_some() => BackendKind::Exec.name().to_string(),
         None => registry::backend_for_model(a.model.as_deref())
             .name()
             .to_string(),
@@ -182,7 +182,6 @@ pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> {
     let inst = a.common.instance()?;
     inst.require()?;
-    proposal::refresh(&inst)?;
     let mut reg = Registry::load(&inst)?;
     let pattern = only.filter(|n| n.contains(['*', '?', '[']));
     if let Some(p) = pattern {
@@ -224,7 +223,7 @@ pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> 
                 "unread": m.unread,
                 "cursor": m.cursor,
                 "controller": served.get(&m.agent.name).map(controller),
-                "usage": crate::run::controller::usage_of(&inst, &m.agent.name),
+                "usage": crate::transcript::usage_of(&inst, &m.agent.name, |_| true),
             })
         })
         .collect();
@@ -297,7 +296,9 @@ pub(super) fn shown_state<'a>(own: &'a str, controller: Option<&'a str>, backend
     match controller {
         Some("idle") if own == "done" => own,
         Some(c) => c,
-        None if backend != crate::registry::Backend::External.name() && own != "done" => UNSERVED,
+        None if backend != crate::registry::BackendKind::External.name() && own != "done" => {
+            UNSERVED
+        }
         None => own,
     }
 }

@@ -1,5 +1,5 @@
 //! `aw-ctl budget [reset]`: what an instance has spent across the runs of aw-run, against
-//! its workflow budget (`_state/budget.json`, see [`crate::run::ledger`]), and starting the
+//! its workflow budget (`_state/budget.json`, see [`crate::ledger`]), and starting the
 //! count again.
 
 use serde_json::json;
@@ -7,7 +7,7 @@ use serde_json::json;
 use super::Args;
 use crate::cli::Out;
 use crate::error::Result;
-use crate::run::ledger::{self, Ledger};
+use crate::ledger::{self, Ledger};
 use crate::usage::{Budget, Usage};
 
 /// `aw-ctl budget`: spent, limit, and each agent's spending.

@@ -467,7 +467,7 @@ pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>
     }
     let mut rows = Vec::new();
     for agent in &agents {
-        let iterations = crate::run::iter::records(&inst, agent, "aw-ctl")?;
+        let iterations = crate::iterations::records(&inst, agent, "aw-ctl")?;
         for (n, path) in crate::transcript::numbered(&inst, agent)? {
             match load(&path, n) {
                 Ok(mut l) => {
@@ -551,7 +551,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
     inst.require()?;
     require_agent(&inst, &agent)?;
     let dir = transcript_dir(&inst, &agent);
-    let mut current: Option<u64> = crate::run::attempt_log::numbers(&dir).last().copied();
+    let mut current: Option<u64> = crate::transcript::log_numbers(&dir).last().copied();
     let mut offset = 0u64;
     let mut ended = false;
     if let Some(n) = current {
@@ -562,7 +562,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         // there will be.
         let served = serve::is_served(&inst, &agent);
         if let Some(n) = current {
-            let path = crate::run::attempt_log::log_path(&dir, n);
+            let path = crate::transcript::log_path(&dir, n);
             // Whether it ended is read first: what it wrote before is all there then.
             let done = std::fs::symlink_metadata(dir.join(format!("{n}.json"))).is_ok();
             if let Ok(mut f) = crate::fs::owned::open_read(&path) {
@@ -581,7 +581,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
             }
             out.flush()?;
         }
-        let next = crate::run::attempt_log::numbers(&dir)
+        let next = crate::transcript::log_numbers(&dir)
             .into_iter()
             .find(|&m| current.is_none_or(|c| m > c));
         if let Some(m) = next {
@@ -597,9 +597,9 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
         // More output, a new attempt or the end: watched, and looked for at least every
         // FOLLOW_LOOK (the end of an attempt and of a server touch other files).
         let watched = match current {
-            Some(c) if !ended => crate::run::attempt_log::log_path(&dir, c),
-            Some(c) => crate::run::attempt_log::log_path(&dir, c + 1),
-            None => crate::run::attempt_log::log_path(&dir, 1),
+            Some(c) if !ended => crate::transcript::log_path(&dir, c),
+            Some(c) => crate::transcript::log_path(&dir, c + 1),
+            None => crate::transcript::log_path(&dir, 1),
         };
         match crate::fs::watch::FileWaiter::new(&watched, None) {
             Ok(mut w) => {

@@ -155,7 +155,7 @@ fn watch(inst: &Instance, tx: &Sender<Wake>, watched: &mut BTreeSet<PathBuf>) {
     let mut files: Vec<PathBuf> = vec![
         inst.channel_path(),
         inst.state_file("agents.json"),
-        inst.state_file(crate::run::ledger::FILE),
+        inst.state_file(crate::ledger::FILE),
         inst.state_file(crate::inbox::CURSORS),
         inst.state_file(crate::status::FILE),
     ];
@@ -211,7 +211,7 @@ fn snapshot(inst: &Instance) -> Snapshot {
         .into_iter()
         .map(|s| (s.agent.clone(), s))
         .collect();
-    let ledger = crate::run::ledger::load(inst).unwrap_or_default();
+    let ledger = crate::ledger::load(inst).unwrap_or_default();
     let members = crate::status::members(inst, &reg, None).unwrap_or_default();
     let agents = members
         .iter()
@@ -255,11 +255,11 @@ fn snapshot(inst: &Instance) -> Snapshot {
 /// started (its log's birth, else its last change).
 fn current_attempt(inst: &Instance, agent: &str) -> Option<(u64, Option<SystemTime>)> {
     let dir = transcript_dir(inst, agent);
-    let n = *crate::run::attempt_log::numbers(&dir).last()?;
+    let n = *crate::transcript::log_numbers(&dir).last()?;
     if dir.join(format!("{n}.json")).exists() {
         return None;
     }
-    let meta = std::fs::metadata(crate::run::attempt_log::log_path(&dir, n)).ok();
+    let meta = std::fs::metadata(crate::transcript::log_path(&dir, n)).ok();
     let since = meta.and_then(|m| m.created().or_else(|_| m.modified()).ok());
     Some((n, since))
 }
@@ -290,7 +290,7 @@ fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
                     format!("#{n}"),
                     since
                         .and_then(|s| s.elapsed().ok())
-                        .map_or("-".to_string(), crate::run::live::clock),
+                        .map_or("-".to_string(), crate::time::clock),
                 ),
                 None => ("-".to_string(), "-".to_string()),
             };
@@ -301,7 +301,7 @@ fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
                 elapsed,
                 a.unread.to_string(),
                 a.tokens.to_string(),
-                a.cost.map_or("-".to_string(), crate::run::live::money),
+                a.cost.map_or("-".to_string(), crate::usage::money),
             ])
         })
         .collect();

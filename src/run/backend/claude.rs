@@ -22,17 +22,6 @@ use crate::usage::Usage;
 /// The MCP tools of the aw server, as Claude Code names them in `--allowedTools`.
 pub const AW_TOOLS: &str = "mcp__aw";
 
-/// Claude Code's permission modes (`--permission-mode`). Without one, Claude Code's own
-/// default applies: in print mode, a tool not allowed by name is denied.
-pub const PERMISSION_MODES: [&str; 6] = [
-    "default",
-    "acceptEdits",
-    "plan",
-    "bypassPermissions",
-    "dontAsk",
-    "auto",
-];
-
 /// The smallest `--max-budget-usd` passed, when the budgets leave less.
 const MIN_CAP_USD: f64 = 0.0001;
 
@@ -53,7 +42,7 @@ pub struct Claude {
     pub tools: Vec<String>,
     /// `--max-turns`.
     pub max_turns: Option<u64>,
-    /// `--permission-mode`, one of [`PERMISSION_MODES`].
+    /// `--permission-mode`, one of [`PERMISSION_MODES`](crate::registry::PERMISSION_MODES).
     pub permission_mode: Option<String>,
     /// Kill a run that writes nothing for this long.
     pub idle_timeout: Duration,

@@ -10,7 +10,7 @@ use crate::usage::{Budget, Usage};
 
 /// Take the ledger's figures `l` as what is spent outside this process: the ledger less
 /// what this process's runs have spent (they are in it once written).
-fn absorb(st: &mut State, l: &crate::run::ledger::Ledger) {
+fn absorb(st: &mut State, l: &crate::ledger::Ledger) {
     st.outside = l.spent.minus(&st.spent_here);
     st.outside_agents = l
         .agents
@@ -129,7 +129,7 @@ impl Account<'_> {
         {
             // Under the lock, so that the ledger and this process's figures agree.
             let mut st = shared.lock();
-            let written = crate::run::ledger::add(self.inst, self.agent, u);
+            let written = crate::ledger::add(self.inst, self.agent, u);
             let a = st.agents.entry(self.agent.to_string()).or_default();
             a.usage.add(u);
             a.running = Usage::default();
@@ -149,7 +149,7 @@ impl Account<'_> {
     /// when a budget stopped the run.
     pub(super) fn check_budgets(&self, shared: &Shared) -> bool {
         // What other servers of the instance spent meanwhile.
-        let ledger = crate::run::ledger::load(self.inst).ok();
+        let ledger = crate::ledger::load(self.inst).ok();
         let mut st = shared.lock();
         if st.over_budget.is_some() {
             return true;

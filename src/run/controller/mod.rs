@@ -20,7 +20,7 @@
 //! | `loop_guard`  | the run cap, the rate limit and the pair limit, and the pauses they cause |
 //! | `attempt`     | [`Controller`]: what one controller is, and one run with its retries: prompt, backend call, reply, acknowledgement, record |
 //! | `event`       | [`Event`]: what a controller reports |
-//! | `transcripts` | an attempt's log and transcript, and what an agent's transcripts say it spent |
+//! | `transcripts` | an attempt's log and transcript |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
 //! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
 //! | `rate`        | [`Rate`]: the loop guard's limits and their defaults |
@@ -40,6 +40,5 @@ pub use dispatch::{Mail, Mailbox, dispatch};
 pub use event::{Event, Report};
 pub use rate::{DEFAULT_PAIR, DEFAULT_RATE, Rate};
 pub use shared::{AgentState, Shared, State};
-pub use transcripts::usage_of;
 
 pub use super::redact::secrets;

@@ -69,7 +69,7 @@ pub struct State {
     /// What the runs of this process spent: the sum of [`AgentState::usage`] over the
     /// agents, kept as they spend.
     pub spent_here: Usage,
-    /// What the instance's ledger (see [`crate::run::ledger`]) counts besides the runs of this
+    /// What the instance's ledger (see [`crate::ledger`]) counts besides the runs of this
     /// process: earlier runs, other servers. Refreshed whenever the ledger is read.
     pub outside: Usage,
     /// The same, per agent.

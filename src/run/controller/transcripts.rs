@@ -1,6 +1,5 @@
 //! What an attempt leaves behind: its output as it comes (`_state/runs/<agent>/<n>.log`)
-//! and its transcript (`<n>.json`), secrets redacted; and what an agent's transcripts say
-//! it spent.
+//! and its transcript (`<n>.json`), secrets redacted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,13 +13,6 @@ use crate::instance::Instance;
 use crate::run::backend::RunOutcome;
 use crate::run::redact::{redact, redact_cut};
 use crate::transcript::transcript_dir;
-use crate::usage::Usage;
-
-/// What `agent`'s runs spent, summed over its transcripts; `None` when no transcript
-/// reports usage.
-pub fn usage_of(inst: &Instance, agent: &str) -> Option<Usage> {
-    crate::transcript::usage_of(inst, agent, |_| true)
-}
 
 /// Where one agent's attempts leave their logs and transcripts, and what they never show.
 pub(super) struct Transcripts<'a> {
@@ -54,7 +46,7 @@ impl Transcripts<'_> {
             crate::warn::warn("aw-run", format!("{}: output not logged: {e}", self.agent));
             return None;
         }
-        let path = crate::run::attempt_log::log_path(&dir, n);
+        let path = crate::transcript::log_path(&dir, n);
         crate::run::attempt_log::AttemptLog::create(&path, self.secrets).map(Arc::new)
     }
 

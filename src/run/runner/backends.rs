@@ -6,14 +6,14 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::process::sibling;
 use crate::registry::Agent;
-use crate::run::backend::Backend as RunBackend;
+use crate::run::backend::Backend;
 use crate::run::backend::claude::Claude;
 use crate::run::backend::codex::Codex;
 use crate::run::backend::exec::{CLI_IDLE_TIMEOUT, Exec};
 use crate::run::backend::mock::Mock;
 use crate::run::backend::{anthropic, openai};
 use crate::run::interpolate::Vars;
-use crate::run::workflow::{Backend, Workflow};
+use crate::run::workflow::{BackendKind, Workflow};
 use crate::spawn::{CLAUDE, CODEX, runnable};
 use crate::tools::files::FileTool;
 
@@ -25,12 +25,12 @@ pub(super) fn backend(
     env: Vec<(String, String)>,
     root: &Path,
     instance: &str,
-) -> Result<Box<dyn RunBackend>> {
+) -> Result<Box<dyn Backend>> {
     let name = def.name.value.as_str();
     let idle = def.idle_timeout.as_ref().map(|t| t.value);
     match def.backend.value {
-        Backend::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
-        Backend::Exec => {
+        BackendKind::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
+        BackendKind::Exec => {
             let argv = exec_argv(wf, def, vars)?;
             Ok(Box::new(Exec {
                 argv,
@@ -39,7 +39,7 @@ pub(super) fn backend(
                 idle_timeout: idle,
             }))
         }
-        Backend::Claude => Ok(Box::new(Claude {
+        BackendKind::Claude => Ok(Box::new(Claude {
             program: CLAUDE.to_string(),
             model: def.model_name().map(str::to_string),
             system: def
@@ -55,7 +55,7 @@ pub(super) fn backend(
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
             delegate: def.delegate,
         })),
-        Backend::Codex => Ok(Box::new(Codex {
+        BackendKind::Codex => Ok(Box::new(Codex {
             program: CODEX.to_string(),
             model: def.model_name().map(str::to_string),
             mcp_keys: crate::tools::client_config::codex_keys(
@@ -69,7 +69,7 @@ pub(super) fn backend(
             cwd: def.cwd.as_ref().map(|c| c.value.clone()),
             delegate: def.delegate,
         })),
-        Backend::Anthropic | Backend::Openai => {
+        BackendKind::Anthropic | BackendKind::Openai => {
             let settings = crate::run::backend::api::Settings {
                 model: def.model_name().unwrap_or_default().to_string(),
                 system: def
@@ -97,11 +97,11 @@ pub(super) fn backend(
                     delegate: def.delegate,
                 },
             };
-            let built: std::result::Result<Box<dyn RunBackend>, String> =
-                if def.backend.value == Backend::Anthropic {
-                    anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+            let built: std::result::Result<Box<dyn Backend>, String> =
+                if def.backend.value == BackendKind::Anthropic {
+                    anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn Backend>)
                 } else {
-                    openai::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+                    openai::backend(settings).map(|b| Box::new(b) as Box<dyn Backend>)
                 };
             built.map_err(|why| Error::Unavailable(format!("{name}: {why}")))
         }
@@ -135,7 +135,7 @@ pub(super) fn exec_argv(
     Ok(argv)
 }
 
-pub(super) fn unavailable(agent: &str, backend: Backend) -> Error {
+pub(super) fn unavailable(agent: &str, backend: BackendKind) -> Error {
     Error::Unavailable(format!(
         "{agent}: the {} backend is not available in this version (use claude, codex, exec or mock)",
         backend.name()
@@ -148,14 +148,14 @@ pub(super) fn registered_backend(
     a: &Agent,
     root: &Path,
     instance: &str,
-) -> Result<Box<dyn RunBackend>> {
+) -> Result<Box<dyn Backend>> {
     runnable(a)?;
     let toolset = crate::tools::Toolset {
         collab: a.collab,
         delegate: a.delegate,
     };
     let max_steps = a.limits.get("max_steps").and_then(|v| v.as_u64());
-    let backend: Box<dyn RunBackend> = match a.backend.as_str() {
+    let backend: Box<dyn Backend> = match a.backend.as_str() {
         "mock" => Box::new(Mock::new(Default::default())),
         "claude" => Box::new(Claude {
             program: CLAUDE.to_string(),
@@ -207,10 +207,10 @@ pub(super) fn registered_backend(
                 instance_dir: root.join(instance),
                 toolset,
             };
-            let built: std::result::Result<Box<dyn RunBackend>, String> = if kind == "anthropic" {
-                anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+            let built: std::result::Result<Box<dyn Backend>, String> = if kind == "anthropic" {
+                anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn Backend>)
             } else {
-                openai::backend(settings).map(|b| Box::new(b) as Box<dyn RunBackend>)
+                openai::backend(settings).map(|b| Box::new(b) as Box<dyn Backend>)
             };
             built.map_err(|why| Error::Unavailable(format!("{}: {why}", a.name)))?
         }

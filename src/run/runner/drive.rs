@@ -183,7 +183,7 @@ fn shared_state(
     opts: &Options,
     controllers: &mut [Controller],
 ) -> Result<Arc<Shared>> {
-    let (budget, ledger) = crate::run::ledger::apply(inst, opts.budget)?;
+    let (budget, ledger) = crate::ledger::apply(inst, opts.budget)?;
     if let Some(why) = budget.exceeded(&ledger.spent) {
         return Err(Error::No(why).hint(
             "the instance's spending counts across runs: see aw-ctl budget; aw-ctl budget reset \
@@ -349,7 +349,7 @@ fn stopped(
         return Some(Err(Error::No(why)));
     }
     // What other servers of the instance (a worker's) spent counts too.
-    if let Some(why) = crate::run::ledger::load(inst)
+    if let Some(why) = crate::ledger::load(inst)
         .ok()
         .and_then(|l| shared.budget.exceeded(&l.spent))
     {

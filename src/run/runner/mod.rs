@@ -49,7 +49,7 @@ use serde_json::json;
 use super::backend::{anthropic, openai};
 use super::command::shell;
 use super::interpolate::Vars;
-use super::workflow::{Backend, Context, DocumentOwner, Workflow};
+use super::workflow::{BackendKind, Context, DocumentOwner, Workflow};
 use crate::channel::Channel;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
@@ -209,7 +209,7 @@ pub fn run(
             Trusted {
                 backend: def.backend.value.name().to_string(),
                 command: match def.backend.value {
-                    Backend::Exec => exec_argv(wf, def, &vars)?,
+                    BackendKind::Exec => exec_argv(wf, def, &vars)?,
                     _ => Vec::new(),
                 },
                 collab: def.collab,
@@ -225,7 +225,7 @@ pub fn run(
             limits: limits(def),
             // What `aw-run --serve` and an exec agent's workers run; never a secret.
             command: match def.backend.value {
-                Backend::Exec => Some(exec_argv(wf, def, &vars)?)
+                BackendKind::Exec => Some(exec_argv(wf, def, &vars)?)
                     .filter(|argv| {
                         !argv
                             .iter()

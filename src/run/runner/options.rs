@@ -22,7 +22,7 @@ pub struct Options {
     pub quiet: bool,
     pub json: bool,
     /// What the whole workflow may spend (else the instance's recorded budget, see
-    /// [`crate::run::ledger`]).
+    /// [`crate::ledger`]).
     pub budget: crate::usage::Budget,
     /// The loop guard's rate limit in keep mode (`None`: off).
     pub rate: Option<crate::run::controller::Rate>,

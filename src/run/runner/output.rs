@@ -289,7 +289,7 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
                     line.push_str(&format!(" {} tokens", a.usage.tokens()));
                 }
                 if let Some(c) = a.usage.cost_usd {
-                    line.push_str(&format!(" {}", crate::run::live::money(c)));
+                    line.push_str(&format!(" {}", crate::usage::money(c)));
                 }
                 line
             })
@@ -298,7 +298,7 @@ pub(super) fn summary(shared: &Shared, opts: &Options, has_tasks: bool, table: b
         if total.tokens() > 0 || total.cost_usd.is_some() {
             all = format!("; total {} tokens", total.tokens());
             if let Some(c) = total.cost_usd {
-                all.push_str(&format!(" {}", crate::run::live::money(c)));
+                all.push_str(&format!(" {}", crate::usage::money(c)));
             }
         }
         let _ = writeln!(

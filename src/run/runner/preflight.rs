@@ -7,7 +7,7 @@ use super::backends::{exec_argv, unavailable};
 use crate::error::{Error, Result};
 use crate::run::backend::{anthropic, openai};
 use crate::run::interpolate::Vars;
-use crate::run::workflow::{Backend, Workflow};
+use crate::run::workflow::{BackendKind, Workflow};
 use crate::spawn::{find_in, find_program, is_executable, missing_program, program_of};
 use crate::tools::files::FileTool;
 
@@ -33,10 +33,10 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos
         let name = &def.name.value;
         let at = def.backend.pos;
         match def.backend.value {
-            Backend::Mock => {}
+            BackendKind::Mock => {}
             // A setup or shell task may make the program: then it is checked when it runs.
-            Backend::Exec if makes_files(wf) => {}
-            Backend::Exec => {
+            BackendKind::Exec if makes_files(wf) => {}
+            BackendKind::Exec => {
                 if let Some(e) = exec_program(wf, def, vars) {
                     let pos = def
                         .command
@@ -46,13 +46,13 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos
                     found.push((pos, e));
                 }
             }
-            Backend::Claude | Backend::Codex => {
+            BackendKind::Claude | BackendKind::Codex => {
                 let program = program_of(def.backend.value);
                 if find_program(program).is_none() {
                     found.push((at, missing_program(name, def.backend.value)));
                 }
             }
-            Backend::Anthropic | Backend::Openai => {
+            BackendKind::Anthropic | BackendKind::Openai => {
                 let mut env = Vec::new();
                 let mut later = false;
                 for (k, v) in &def.env {
@@ -63,7 +63,7 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos
                         Err(_) => later = true,
                     }
                 }
-                let key = if def.backend.value == Backend::Anthropic {
+                let key = if def.backend.value == BackendKind::Anthropic {
                     anthropic::credentials(&env).map(drop)
                 } else {
                     openai::credentials(&env).map(drop)
@@ -111,7 +111,7 @@ pub fn environment_warnings(
     }
     wf.agents
         .iter()
-        .filter(|d| d.backend_read && d.backend.value == Backend::Exec)
+        .filter(|d| d.backend_read && d.backend.value == BackendKind::Exec)
         .filter_map(|def| {
             let (program, why) = program_problem(wf, def, vars)?;
             let pos = def.command.as_ref().and_then(|c| c.first())?.pos;

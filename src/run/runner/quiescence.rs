@@ -93,7 +93,7 @@ pub(super) fn wait_done(
                 let taken = adopter.lock().unwrap_or_else(|e| e.into_inner()).look(true);
                 let elsewhere = !taken && worker_at_work_elsewhere(inst, &ours);
                 let over = elsewhere
-                    && crate::run::ledger::load(inst)
+                    && crate::ledger::load(inst)
                         .is_ok_and(|l| shared.budget.exceeded(&l.spent).is_some());
                 st = shared.lock();
                 if over {

@@ -13,7 +13,7 @@ use crate::instance::Instance;
 use crate::models::Pricing;
 use crate::process::sibling;
 use crate::registry::Agent;
-use crate::run::backend::Backend as RunBackend;
+use crate::run::backend::Backend;
 use crate::run::controller::Controller;
 use crate::serve::{self, ControllerState, Served};
 use crate::transcript::next_transcript;
@@ -48,7 +48,7 @@ impl Serving {
     pub(super) fn controller(
         &self,
         name: &str,
-        backend: Box<dyn RunBackend>,
+        backend: Box<dyn Backend>,
         tool_args: &[String],
     ) -> Result<Controller> {
         let inst = &self.inst;

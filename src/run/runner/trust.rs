@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::registry::{self, Agent};
-use crate::run::workflow::Backend;
+use crate::run::workflow::BackendKind;
 
 /// What a server knows of an agent it serves from a trusted source, never from the registry
 /// as it may be later: the workflow file, the registry as the user's `aw-run --serve` read
@@ -53,7 +53,7 @@ pub(super) fn check_worker(
     if !w.tools.is_empty() {
         return refuse("a worker has no tools of its own, and this entry lists some".into());
     }
-    let exec = w.backend == Backend::Exec.name();
+    let exec = w.backend == BackendKind::Exec.name();
     if exec && spawner.is_none() {
         return refuse(format!(
             "an exec worker is served only by the aw-run that serves {by}"
@@ -62,7 +62,7 @@ pub(super) fn check_worker(
     // A spawner of unknown definition (served by nobody: an interactive session) is
     // taken at its word for any other backend.
     if let Some(sp) = spawner {
-        if exec && sp.backend != Backend::Exec.name() {
+        if exec && sp.backend != BackendKind::Exec.name() {
             return refuse(format!(
                 "{by} is not an exec agent: only an exec agent spawns exec workers"
             ));

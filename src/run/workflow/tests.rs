@@ -87,7 +87,7 @@ kickoff: |
     assert_eq!(w.dir, dir.path());
     assert_eq!(w.agent_names().collect::<Vec<_>>(), ["reviewer", "coder"]);
     let reviewer = w.agent("reviewer").unwrap();
-    assert_eq!(reviewer.backend.value, Backend::Anthropic);
+    assert_eq!(reviewer.backend.value, BackendKind::Anthropic);
     assert_eq!(reviewer.backend.pos, Pos::new(8, 12));
     assert_eq!(reviewer.model_name(), Some("claude-sonnet-4-5"));
     let prompt = reviewer.system_prompt.as_ref().unwrap();
@@ -146,7 +146,7 @@ agents:
     assert_eq!(r.max_steps.as_ref().unwrap().value, 10);
     assert!(r.reply_fallback);
     let g = &w.agents[1];
-    assert_eq!(g.backend.value, Backend::Openai);
+    assert_eq!(g.backend.value, BackendKind::Openai);
     assert_eq!(g.model_name(), Some("meta-llama/Llama-3-8B"));
     let prompt = g.system_prompt.as_ref().unwrap();
     assert!(prompt.file.is_none());
@@ -173,7 +173,7 @@ fn defaults() {
     assert_eq!(w.name.value, "w");
     assert_eq!(w.dir, Path::new("."));
     let a = &w.agents[0];
-    assert_eq!(a.backend, Spanned::new(Backend::Claude, Pos::new(2, 3)));
+    assert_eq!(a.backend, Spanned::new(BackendKind::Claude, Pos::new(2, 3)));
     assert!(a.model.is_none() && a.system_prompt.is_none() && a.command.is_none());
     assert!(a.reply_fallback);
     assert!(w.context.has_files());
@@ -188,41 +188,44 @@ fn backend_choice() {
         (a.backend.value, a.model_name().map(str::to_string))
     };
     let some = |s: &str| Some(s.to_string());
-    assert_eq!(backend("{}"), (Backend::Claude, None));
+    assert_eq!(backend("{}"), (BackendKind::Claude, None));
     assert_eq!(
         backend("{model: sonnet}"),
-        (Backend::Claude, some("sonnet"))
+        (BackendKind::Claude, some("sonnet"))
     );
     assert_eq!(
         backend("{model: anthropic/x}"),
-        (Backend::Anthropic, some("x"))
+        (BackendKind::Anthropic, some("x"))
     );
     assert_eq!(
         backend("{model: openai/gpt-5}"),
-        (Backend::Openai, some("gpt-5"))
+        (BackendKind::Openai, some("gpt-5"))
     );
     assert_eq!(
         backend("{backend: claude, model: anthropic/x}"),
-        (Backend::Claude, some("x"))
+        (BackendKind::Claude, some("x"))
     );
     assert_eq!(
         backend("{backend: codex, model: openai/o3}"),
-        (Backend::Codex, some("o3"))
+        (BackendKind::Codex, some("o3"))
     );
     assert_eq!(
         backend("{backend: codex, model: anthropic/x}"),
-        (Backend::Codex, some("anthropic/x"))
+        (BackendKind::Codex, some("anthropic/x"))
     );
-    assert_eq!(backend("{mock: {replies: [hi]}}"), (Backend::Mock, None));
-    assert_eq!(backend("{mock: }"), (Backend::Mock, None));
-    assert_eq!(backend("{command: [./bot]}"), (Backend::Exec, None));
+    assert_eq!(
+        backend("{mock: {replies: [hi]}}"),
+        (BackendKind::Mock, None)
+    );
+    assert_eq!(backend("{mock: }"), (BackendKind::Mock, None));
+    assert_eq!(backend("{command: [./bot]}"), (BackendKind::Exec, None));
     assert_eq!(
         backend("{command: [./bot], model: anthropic/x}"),
-        (Backend::Exec, some("anthropic/x"))
+        (BackendKind::Exec, some("anthropic/x"))
     );
-    for b in Backend::IN_WORKFLOWS {
+    for b in BackendKind::IN_WORKFLOWS {
         let name = b.name();
-        assert_eq!(Backend::from_name(name).unwrap().name(), name);
+        assert_eq!(BackendKind::from_name(name).unwrap().name(), name);
     }
 }
 
@@ -426,7 +429,7 @@ fn idle_timeouts() {
 #[test]
 fn permission_modes() {
     // Every mode the error message below lists is taken.
-    for mode in crate::run::backend::claude::PERMISSION_MODES {
+    for mode in crate::registry::PERMISSION_MODES {
         let (w, _) = loads(&format!("agents:\n  a:\n    permission_mode: {mode}\n"));
         let m = w.agents[0].permission_mode.as_ref().unwrap();
         assert_eq!((m.value.as_str(), m.pos), (mode, Pos::new(3, 22)));

@@ -6,12 +6,12 @@ use std::path::Path;
 use super::budget::{read_budget, read_usage};
 use crate::error::Error;
 use crate::names::{self, sanitize};
-use crate::run::backend::claude::PERMISSION_MODES;
+use crate::registry::PERMISSION_MODES;
 use crate::run::diagnostic::{Pos, Spanned};
 use crate::run::interpolate::Template;
 use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::workflow::{
-    AgentDef, Backend, MockDef, SystemPrompt, names_prompt_file, read_capped,
+    AgentDef, BackendKind, MockDef, SystemPrompt, names_prompt_file, read_capped,
 };
 use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
@@ -99,7 +99,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
     let backend_ok = chosen.is_some();
     let mut agent = AgentDef {
         name: Spanned::new(name.value.to_string(), name.pos),
-        backend: chosen.unwrap_or(Spanned::new(Backend::Claude, name.pos)),
+        backend: chosen.unwrap_or(Spanned::new(BackendKind::Claude, name.pos)),
         backend_read: backend_ok,
         model,
         system_prompt: f
@@ -217,11 +217,12 @@ fn choose_backend(
     name: &Spanned<&str>,
     path: &str,
     model: Option<&Spanned<String>>,
-) -> Option<Spanned<Backend>> {
+) -> Option<Spanned<BackendKind>> {
     if let Some(node) = f.get("backend") {
         let text = r.string(node, &join(path, "backend"))?;
-        let known = Backend::IN_WORKFLOWS.map(Backend::name);
-        let Some(b) = Backend::from_name(&text).filter(|b| Backend::IN_WORKFLOWS.contains(b))
+        let known = BackendKind::IN_WORKFLOWS.map(BackendKind::name);
+        let Some(b) =
+            BackendKind::from_name(&text).filter(|b| BackendKind::IN_WORKFLOWS.contains(b))
         else {
             let msg = format!(
                 "unknown backend '{}'{}; expected one of: {}",
@@ -243,23 +244,23 @@ fn choose_backend(
             );
             return None;
         }
-        (Some((key, _)), None) => return Some(Spanned::new(Backend::Mock, key.pos)),
-        (None, Some((key, _))) => return Some(Spanned::new(Backend::Exec, key.pos)),
+        (Some((key, _)), None) => return Some(Spanned::new(BackendKind::Mock, key.pos)),
+        (None, Some((key, _))) => return Some(Spanned::new(BackendKind::Exec, key.pos)),
         (None, None) => {}
     }
     let Some(model) = model else {
-        return Some(Spanned::new(Backend::Claude, name.pos));
+        return Some(Spanned::new(BackendKind::Claude, name.pos));
     };
     let Some((provider, _)) = model.split_once('/') else {
-        return Some(Spanned::new(Backend::Claude, model.pos));
+        return Some(Spanned::new(BackendKind::Claude, model.pos));
     };
-    match Backend::for_provider(provider) {
+    match BackendKind::for_provider(provider) {
         Some(b) => Some(Spanned::new(b, model.pos)),
         None => {
-            let known: Vec<&str> = Backend::IN_WORKFLOWS
+            let known: Vec<&str> = BackendKind::IN_WORKFLOWS
                 .into_iter()
-                .map(Backend::name)
-                .filter(|n| Backend::for_provider(n).is_some())
+                .map(BackendKind::name)
+                .filter(|n| BackendKind::for_provider(n).is_some())
                 .collect();
             let msg = format!(
                 "unknown model provider '{}' (known: {}); name the backend to use this model",
@@ -275,7 +276,7 @@ fn choose_backend(
 /// Keys that only some backends take, and what some backends need.
 fn check_backend_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
     let backend = agent.backend.value;
-    for (key, only) in [("command", Backend::Exec), ("mock", Backend::Mock)] {
+    for (key, only) in [("command", BackendKind::Exec), ("mock", BackendKind::Mock)] {
         if let Some((k, _)) = f.entry(key).filter(|_| backend != only) {
             let msg = format!(
                 "only for backend {} (this agent's is {})",
@@ -285,7 +286,7 @@ fn check_backend_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) 
             r.error(k.pos, &join(path, key), &msg);
         }
     }
-    if backend == Backend::Exec && f.get("command").is_none() {
+    if backend == BackendKind::Exec && f.get("command").is_none() {
         r.error(
             agent.name.pos,
             path,
@@ -305,8 +306,8 @@ fn check_tools(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
     let backend = agent.backend.value;
     let path = join(path, "tools");
     match backend {
-        Backend::Claude => {}
-        Backend::Anthropic | Backend::Openai => {
+        BackendKind::Claude => {}
+        BackendKind::Anthropic | BackendKind::Openai => {
             for (i, tool) in agent.tools.iter().enumerate() {
                 let at = format!("{path}[{i}]");
                 let first = agent.tools[..i].iter().find(|t| t.value == tool.value);
@@ -330,7 +331,7 @@ fn check_tools(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
                 r.error(tool.pos, &at, &msg);
             }
         }
-        Backend::Codex | Backend::Exec | Backend::Mock | Backend::External => {
+        BackendKind::Codex | BackendKind::Exec | BackendKind::Mock | BackendKind::External => {
             if let Some((key, _)) = f.entry("tools") {
                 let msg = format!(
                     "only for the claude, anthropic and openai backends (this agent's is {})",
@@ -346,13 +347,16 @@ fn check_tools(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
 /// is Claude Code's.
 fn check_program_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) {
     let backend = agent.backend.value;
-    if let Some((k, _)) = f.entry("idle_timeout").filter(|_| backend == Backend::Mock) {
+    if let Some((k, _)) = f
+        .entry("idle_timeout")
+        .filter(|_| backend == BackendKind::Mock)
+    {
         let msg = "only for backends that wait on a program or a service (this agent's is mock)";
         r.error(k.pos, &join(path, "idle_timeout"), msg);
     }
     if let Some((k, _)) = f
         .entry("permission_mode")
-        .filter(|_| backend != Backend::Claude)
+        .filter(|_| backend != BackendKind::Claude)
     {
         let msg = format!(
             "only for backend claude (this agent's is {})",
