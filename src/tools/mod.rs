@@ -2,9 +2,11 @@
 //! carries the call. `aw-mcp` serves them over stdio; the API backends of `aw-run` call them
 //! in process. Neither front end knows the other; both go through [`call`].
 //!
-//! - [`catalogue`]: the tool names, descriptions and input schemas, the collab and delegate
-//!   subsets ([`Toolset`]) and the [`INSTRUCTIONS`] for the model;
-//! - [`args`]: reading a call's arguments;
+//! - [`catalogue`]: the tool names, descriptions and input schemas ([`ToolDef`], neutral: the
+//!   front end makes of it what its protocol needs), the collab and delegate subsets
+//!   ([`Toolset`]) and the [`INSTRUCTIONS`] for the model;
+//! - [`args`]: reading a call's arguments into the tool's argument struct (`params`, which
+//!   the input schemas are made from too);
 //! - the handlers, by area: `messages` (channel and inbox), `team` (status, members),
 //!   `documents` (documents and resources), `proposals`, `workers` (the collab tools);
 //! - [`files`]: the built-in file tools of API agents, confined to one folder;
@@ -20,16 +22,17 @@ pub mod client_config;
 mod documents;
 pub mod files;
 mod messages;
+mod params;
 mod proposals;
 mod team;
 mod workers;
 
 pub use caller::{Caller, Reply};
-pub use catalogue::{INSTRUCTIONS, Tool, Toolset};
+pub use catalogue::{INSTRUCTIONS, Tool, ToolDef, Toolset};
 
 use crate::error::{Error, Result};
 use crate::proposal;
-use args::Args;
+use args::{Args, parse};
 
 /// Run one tool call as `s`: the tool named `name`, with the arguments `a`.
 pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
@@ -45,50 +48,31 @@ pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
             }
         )));
     }
-    check_arguments(tool, a)?;
     // Apply proposal expiry on every call: whoever looks next resolves what timed out.
     proposal::refresh(&s.inst)?;
+    let n = tool.name();
     match tool {
-        Tool::ChannelSend => messages::channel_send(s, a),
-        Tool::ChannelRead => messages::channel_read(s, a),
-        Tool::MyInbox => messages::my_inbox(s, a),
-        Tool::MyInboxAck => messages::my_inbox_ack(s, a),
-        Tool::MyStatusSet => team::my_status_set(s, a),
-        Tool::TeamMembers => team::team_members(s, a),
-        Tool::TeamDocRead => documents::doc_read(s, a),
-        Tool::TeamDocWrite => documents::doc_write(s, a, false),
-        Tool::TeamDocAppend => documents::doc_write(s, a, true),
-        Tool::TeamDocList => documents::doc_list(s),
-        Tool::TeamDocCreate => documents::doc_create(s, a),
-        Tool::DocumentSuggest => documents::document_suggest(s, a),
-        Tool::TeamProposalCreate => proposals::proposal_create(s, a),
-        Tool::TeamVote => proposals::vote(s, a),
-        Tool::TeamProposalStatus => proposals::proposal_status(s, a),
-        Tool::TeamProposalCancel => proposals::proposal_cancel(s, a),
-        Tool::ResourceCreate => documents::resource_create(s, a),
-        Tool::ResourceRead => documents::resource_read(s, a),
-        Tool::SpawnAgent => workers::spawn_agent(s, a),
-        Tool::SendInput => workers::send_input(s, a),
-        Tool::Wait => workers::wait(s, a),
-        Tool::CloseAgent => workers::close_agent(s, a),
+        Tool::ChannelSend => messages::channel_send(s, parse(n, a)?),
+        Tool::ChannelRead => messages::channel_read(s, parse(n, a)?),
+        Tool::MyInbox => messages::my_inbox(s, parse(n, a)?),
+        Tool::MyInboxAck => messages::my_inbox_ack(s, parse(n, a)?),
+        Tool::MyStatusSet => team::my_status_set(s, parse(n, a)?),
+        Tool::TeamMembers => team::team_members(s, parse(n, a)?),
+        Tool::TeamDocRead => documents::doc_read(s, parse(n, a)?),
+        Tool::TeamDocWrite => documents::doc_write(s, parse(n, a)?, false),
+        Tool::TeamDocAppend => documents::doc_write(s, parse(n, a)?, true),
+        Tool::TeamDocList => parse::<params::NoArgs>(n, a).and_then(|_| documents::doc_list(s)),
+        Tool::TeamDocCreate => documents::doc_create(s, parse(n, a)?),
+        Tool::DocumentSuggest => documents::document_suggest(s, parse(n, a)?),
+        Tool::TeamProposalCreate => proposals::proposal_create(s, parse(n, a)?),
+        Tool::TeamVote => proposals::vote(s, parse(n, a)?),
+        Tool::TeamProposalStatus => proposals::proposal_status(s, parse(n, a)?),
+        Tool::TeamProposalCancel => proposals::proposal_cancel(s, parse(n, a)?),
+        Tool::ResourceCreate => documents::resource_create(s, parse(n, a)?),
+        Tool::ResourceRead => documents::resource_read(s, parse(n, a)?),
+        Tool::SpawnAgent => workers::spawn_agent(s, parse(n, a)?),
+        Tool::SendInput => workers::send_input(s, parse(n, a)?),
+        Tool::Wait => workers::wait(s, parse(n, a)?),
+        Tool::CloseAgent => workers::close_agent(s, parse(n, a)?),
     }
-}
-
-/// Refuse an argument that `tool`'s schema does not name (it forbids others), with the
-/// near one the model may have meant, so that a misspelt option is never ignored.
-fn check_arguments(tool: Tool, a: &Args) -> Result<()> {
-    let known = catalogue::arguments(tool);
-    let Some(unknown) = a.keys().find(|k| !known.contains(k)) else {
-        return Ok(());
-    };
-    let near = crate::suggest::suggestion(unknown, known.iter().map(String::as_str));
-    Err(Error::invalid(format!(
-        "{}: unknown argument '{}'{near} (arguments: {}); nothing was done",
-        tool.name(),
-        crate::names::sanitize(unknown),
-        match known.is_empty() {
-            true => "none".to_string(),
-            false => known.join(", "),
-        }
-    )))
 }
