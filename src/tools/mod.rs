@@ -30,12 +30,31 @@ mod workers;
 pub use caller::{Caller, Reply};
 pub use catalogue::{INSTRUCTIONS, Tool, ToolDef, Toolset};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::proposal;
 use args::{Args, parse};
 
-/// Run one tool call as `s`: the tool named `name`, with the arguments `a`.
+/// Run one tool call as `s`: the tool named `name`, with the arguments `a`. What can be done
+/// about a failure is said in an agent's terms, never as a command-line option.
 pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
+    run(s, name, a).map_err(|e| e.word_remedies(&agent_hint))
+}
+
+/// What an agent can do about an error: it cannot choose how its server was started.
+fn agent_hint(r: &Remedy) -> Option<String> {
+    match r {
+        // The instance is checked when the server starts: a tool never meets this.
+        Remedy::CreateInstance => None,
+        Remedy::ChooseRoot => {
+            Some("the root is chosen when this agent is started; ask whoever started it".into())
+        }
+        Remedy::TrustRoot { list, .. } => Some(format!(
+            "whoever trusts that root may add its path to {list}; ask whoever started this agent"
+        )),
+    }
+}
+
+fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
     let tool: Tool = name.parse()?;
     if !s.tools.has(tool) {
         return Err(Error::not_found(format!(
