@@ -76,6 +76,8 @@ pub enum Remedy {
     CreateInstance,
     /// Choose the root: the project's, or one named.
     ChooseRoot,
+    /// Have an aw-run serve the agent.
+    ServeAgent,
     /// Trust the root `root`: choose it on purpose, or add it to the allow list `list`.
     TrustRoot { root: PathBuf, list: String },
 }

@@ -203,6 +203,20 @@ async fn an_error_tells_an_agent_what_it_can_do_never_a_command_line_option() {
         assert!(!text.contains("AW_ROOT"), "{tool}: {text}");
     }
     alice.quit().await;
+
+    // Waiting for an agent nothing serves: the agent is told what it can do instead.
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    team.register("carol");
+    let text = alice
+        .fail_with(
+            "channel_send",
+            json!({"message": "hi", "wait_for": "carol"}),
+            &["no aw-run serves carol@", "send without wait_for"],
+        )
+        .await;
+    assert!(!text.contains("--"), "{text}");
+    alice.quit().await;
 }
 
 // ---------------------------------------------------------------------------------------------

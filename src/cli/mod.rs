@@ -41,6 +41,7 @@ pub fn command_line_hint(r: &Remedy) -> Option<String> {
         Remedy::ChooseRoot => {
             "run from the project, or choose the root with --root DIR or AW_ROOT".into()
         }
+        Remedy::ServeAgent => "start one: aw-run --keep FILE, or aw-run --serve".into(),
         Remedy::TrustRoot { root, list } => format!(
             "if you trust it, choose it with --root {} or AW_ROOT, or add that path to {list}",
             root.display()

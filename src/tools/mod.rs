@@ -48,6 +48,9 @@ fn agent_hint(r: &Remedy) -> Option<String> {
         Remedy::ChooseRoot => {
             Some("the root is chosen when this agent is started; ask whoever started it".into())
         }
+        Remedy::ServeAgent => {
+            Some("send without wait_for: the message reaches the agent once it is served".into())
+        }
         Remedy::TrustRoot { list, .. } => Some(format!(
             "whoever trusts that root may add its path to {list}; ask whoever started this agent"
         )),
@@ -61,7 +64,7 @@ fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
             "tool '{name}' is not given to {}{}",
             s.agent,
             if tool.is_collab() {
-                " (the collab tools need aw-mcp --collab)"
+                " (the collab tools are given only to an agent started with them)"
             } else {
                 " (it only coordinates: delegate mode)"
             }
