@@ -62,6 +62,24 @@ pub enum Error {
     /// a command-line tool prints the hint on a line of its own.
     #[error("{error} (hint: {hint})")]
     Hinted { error: Box<Error>, hint: String },
+    /// Another error, and what can be done about it, which each front end says in its own
+    /// terms ([`Error::word_remedies`]): the command line names its options, a tool what an
+    /// agent can do. Shown as the error alone until then.
+    #[error("{error}")]
+    Remedied { error: Box<Error>, remedy: Remedy },
+}
+
+/// What can be done about an error, in no front end's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remedy {
+    /// Ask for a new instance though its name is near an existing one's.
+    CreateInstance,
+    /// Choose the root: the project's, or one named.
+    ChooseRoot,
+    /// Have an aw-run serve the agent.
+    ServeAgent,
+    /// Trust the root `root`: choose it on purpose, or add it to the allow list `list`.
+    TrustRoot { root: PathBuf, list: String },
 }
 
 impl Error {
@@ -85,7 +103,31 @@ impl Error {
             Error::Unavailable(_) => exit::UNAVAILABLE,
             Error::No(_) => exit::NO,
             Error::Interrupted => exit::INTERRUPTED,
-            Error::Hinted { error, .. } => error.exit_code(),
+            Error::Hinted { error, .. } | Error::Remedied { error, .. } => error.exit_code(),
+        }
+    }
+
+    /// This error with what can be done about it, for the front end to word.
+    pub fn remedy(self, remedy: Remedy) -> Error {
+        Error::Remedied {
+            error: Box::new(self),
+            remedy,
+        }
+    }
+
+    /// This error with each remedy it carries made a hint by `word` (or dropped, when it
+    /// gives none).
+    pub fn word_remedies(self, word: &impl Fn(&Remedy) -> Option<String>) -> Error {
+        match self {
+            Error::Hinted { error, hint } => error.word_remedies(word).hint(hint),
+            Error::Remedied { error, remedy } => {
+                let error = error.word_remedies(word);
+                match word(&remedy) {
+                    Some(h) => error.hint(h),
+                    None => error,
+                }
+            }
+            e => e,
         }
     }
 
@@ -101,9 +143,15 @@ impl Error {
     pub fn split_hints(&self) -> (&Error, Vec<&str>) {
         let mut e = self;
         let mut hints = Vec::new();
-        while let Error::Hinted { error, hint } = e {
-            hints.push(hint.as_str());
-            e = error;
+        loop {
+            match e {
+                Error::Hinted { error, hint } => {
+                    hints.push(hint.as_str());
+                    e = error;
+                }
+                Error::Remedied { error, .. } => e = error,
+                _ => break,
+            }
         }
         hints.reverse();
         (e, hints)
@@ -146,5 +194,28 @@ pub trait IoContext<T> {
 impl<T> IoContext<T> for io::Result<T> {
     fn at(self, path: impl Into<PathBuf>) -> Result<T> {
         self.map_err(|e| Error::io(path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remedy_is_worded_by_the_front_end_and_keeps_the_exit_code() {
+        let e = Error::not_found("no such instance 'helo'")
+            .remedy(Remedy::CreateInstance)
+            .hint("outer");
+        assert_eq!(e.to_string(), "no such instance 'helo' (hint: outer)");
+        assert_eq!(e.split_hints().1, ["outer"]);
+        let worded = e.word_remedies(&|r: &Remedy| {
+            (r == &Remedy::CreateInstance).then(|| "ask for it".to_string())
+        });
+        assert_eq!(worded.split_hints().1, ["ask for it", "outer"]);
+        assert_eq!(worded.exit_code(), exit::NOINPUT);
+        let dropped = Error::denied("no").remedy(Remedy::ChooseRoot);
+        let dropped = dropped.word_remedies(&|_: &Remedy| None);
+        assert_eq!(dropped.to_string(), "no");
+        assert_eq!(dropped.exit_code(), exit::NOPERM);
     }
 }

@@ -3,7 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, IoContext, Remedy, Result};
 use crate::names::{self, DEFAULT_INSTANCE};
 
 /// Name of the root directory looked for in the current directory and above.
@@ -144,9 +144,6 @@ fn is_instance_dir(dir: &Path) -> bool {
     dir.join("channel.md").is_file() || dir.join("_state").is_dir()
 }
 
-/// How to choose a root, for hints.
-pub const CHOOSE_ROOT: &str = "run from the project, or choose the root with --root DIR or AW_ROOT";
-
 /// The instance name from `-i/--instance`, else `$AW_INSTANCE`, else `default`.
 pub fn instance_name(arg: Option<&str>) -> String {
     match arg {
@@ -203,7 +200,7 @@ impl Instance {
         if let Some(why) = self.root.missing() {
             return Err(
                 Error::not_found(format!("no such instance '{}': {why}", self.name))
-                    .hint(CHOOSE_ROOT),
+                    .remedy(Remedy::ChooseRoot),
             );
         }
         Err(Error::not_found(format!(
@@ -257,7 +254,7 @@ impl Instance {
                 self.name,
                 self.root.path.display()
             ))
-            .hint("pass --create to create a new instance with that name"));
+            .remedy(Remedy::CreateInstance));
         }
         Ok(true)
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::channel::{Channel, Entry};
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::instance::Instance;
 use crate::process::Stop;
 use crate::serve::{self, ControllerState};
@@ -28,10 +28,8 @@ const REGISTER_WAIT: Duration = Duration::from_secs(5);
 /// now reaches it; otherwise an "unavailable" error (exit 69), nothing waited for.
 pub fn check_served(inst: &Instance, agent: &str) -> Result<()> {
     let unserved = || {
-        Error::Unavailable(format!(
-            "no aw-run serves {agent}@{} (start one: aw-run --keep FILE, or aw-run --serve)",
-            inst.name()
-        ))
+        Error::Unavailable(format!("no aw-run serves {agent}@{}", inst.name()))
+            .remedy(Remedy::ServeAgent)
     };
     if !serve::is_served(inst, agent) {
         return Err(unserved());

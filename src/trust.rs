@@ -14,7 +14,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 
 /// The effective user id of this process.
 pub fn me() -> u32 {
@@ -117,10 +117,12 @@ pub fn check_found(root: &Path, walked: &[PathBuf]) -> Result<()> {
         p.display().to_string()
     });
     Err(
-        Error::denied(format!("{}: not trusted: {why}", root.display())).hint(format!(
-            "if you trust it, choose it with --root {} or AW_ROOT, or add that path to {list}",
-            root.display()
-        )),
+        Error::denied(format!("{}: not trusted: {why}", root.display())).remedy(
+            Remedy::TrustRoot {
+                root: root.to_path_buf(),
+                list,
+            },
+        ),
     )
 }
 

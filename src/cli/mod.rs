@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::instance::{self, Instance, Root};
 
 pub use crate::VERSION;
@@ -27,10 +27,26 @@ pub fn main(tool: &str, body: impl FnOnce(&mut Out) -> Result<u8>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
+            let e = e.word_remedies(&command_line_hint);
             crate::warn::report(tool, &e);
             ExitCode::from(e.exit_code())
         }
     }
+}
+
+/// What can be done about an error, in the terms of the command line: its options.
+pub fn command_line_hint(r: &Remedy) -> Option<String> {
+    Some(match r {
+        Remedy::CreateInstance => "pass --create to create a new instance with that name".into(),
+        Remedy::ChooseRoot => {
+            "run from the project, or choose the root with --root DIR or AW_ROOT".into()
+        }
+        Remedy::ServeAgent => "start one: aw-run --keep FILE, or aw-run --serve".into(),
+        Remedy::TrustRoot { root, list } => format!(
+            "if you trust it, choose it with --root {} or AW_ROOT, or add that path to {list}",
+            root.display()
+        ),
+    })
 }
 
 /// Buffered stdout whose errors carry the path `<stdout>` (so EPIPE is recognised). On a

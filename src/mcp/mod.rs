@@ -4,6 +4,8 @@
 
 pub mod framing;
 
+use std::sync::Arc;
+
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
@@ -11,8 +13,10 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 
+use serde_json::Value;
+
 use crate::instance::Instance;
-use crate::tools::{self, Caller, INSTRUCTIONS};
+use crate::tools::{self, Caller, INSTRUCTIONS, ToolDef};
 
 /// The longest content a tool takes: a document or a resource.
 const MAX_CONTENT: usize = if crate::document::MAX_DOCUMENT > crate::resource::MAX_RESOURCE {
@@ -25,6 +29,15 @@ const MAX_CONTENT: usize = if crate::document::MAX_DOCUMENT > crate::resource::M
 /// with every byte written as a six-byte escape (`\u0001`, the longest JSON has), and 1 MiB
 /// for the rest of the request. A longer line is skipped and answered with an error.
 pub const MAX_REQUEST_LINE: usize = 6 * MAX_CONTENT + (1 << 20);
+
+/// A tool's neutral definition as MCP lists it.
+fn listed(t: ToolDef) -> rmcp::model::Tool {
+    let schema = match t.schema {
+        Value::Object(map) => map,
+        other => unreachable!("an input schema is an object: {other}"),
+    };
+    rmcp::model::Tool::new(t.name, t.description, Arc::new(schema))
+}
 
 /// The server for one agent of one instance: the agent's identity and tools, served over
 /// stdio.
@@ -53,7 +66,8 @@ impl rmcp::ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.caller.tools.listed()))
+        let tools = self.caller.tools.listed().into_iter().map(listed).collect();
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(

@@ -2,16 +2,17 @@
 //! and what the model is told about working with them.
 
 use std::str::FromStr;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::args::schema;
+use super::params;
 use crate::error::{Error, Result};
-use crate::proposal::{
-    Kind, MAX_DESCRIPTION, MAX_LABEL, MAX_OPTION_ID, MAX_OPTIONS, MAX_REASON, MAX_TITLE, Rule,
-    TieBreaker,
+
+pub use super::params::{
+    DEFAULT_COLLAB_WAIT, DEFAULT_REPLY_WAIT, MAX_COLLAB_WAIT, MAX_REPLY_WAIT, MAX_WAIT_SECONDS,
 };
-use crate::status::State;
 
 /// What the model is told about working with these tools.
 pub const INSTRUCTIONS: &str = "\
@@ -23,16 +24,6 @@ decisions, findings) in documents (team_doc_*), not only in the channel; if a do
 is set and it is not you, use document_suggest. Put long content in resource_create and
 reference its id. When you see [PROPOSAL:id], vote with team_vote (votes are final); create
 proposals for decisions the team must share. Mention only agents who must act.";
-
-/// Longest `my_inbox` wait, in seconds.
-pub const MAX_WAIT_SECONDS: u64 = 120;
-
-/// How long `channel_send` with `wait_for` waits for the reply unless told, in seconds.
-pub const DEFAULT_REPLY_WAIT: u64 = 120;
-
-/// Longest `channel_send` wait for a reply, in seconds: well under the 10 minutes a CLI agent
-/// may stay silent before aw-run stops it.
-pub const MAX_REPLY_WAIT: u64 = 300;
 
 crate::keyword_enum! {
     /// Every tool, in listing order. A new tool is a line here, its definition in
@@ -65,12 +56,6 @@ crate::keyword_enum! {
 
 /// How many tools every agent gets: all but the collab tools.
 pub const DEFAULT_TOOLS: usize = 18;
-
-/// Longest `wait` for workers, in seconds (as for a reply to `channel_send`).
-pub const MAX_COLLAB_WAIT: u64 = MAX_REPLY_WAIT;
-
-/// How long `wait` waits unless told, in seconds.
-pub const DEFAULT_COLLAB_WAIT: u64 = DEFAULT_REPLY_WAIT;
 
 impl Tool {
     /// One of the collab tools (`aw-mcp --collab`).
@@ -108,7 +93,7 @@ impl Toolset {
     }
 
     /// The tools' definitions, in listing order.
-    pub fn listed(&self) -> Vec<rmcp::model::Tool> {
+    pub fn listed(&self) -> Vec<ToolDef> {
         Tool::ALL
             .iter()
             .zip(all())
@@ -131,212 +116,132 @@ impl FromStr for Tool {
     }
 }
 
-/// The definition `tools/list` gives for `t`.
-fn listed(t: Tool) -> rmcp::model::Tool {
-    let (description, props, required) = definition(t);
-    let mut schema = json!({
-        "type": "object",
-        "properties": props,
-        "additionalProperties": false,
-    });
-    if !required.is_empty() {
-        schema["required"] = json!(required);
-    }
-    let Value::Object(map) = schema else {
-        unreachable!()
-    };
-    rmcp::model::Tool::new(t.name(), description, Arc::new(map))
-}
-
-/// The names of the arguments `t` takes (its schema's properties), in listing order.
-pub fn arguments(t: Tool) -> Vec<String> {
-    match definition(t).1 {
-        Value::Object(props) => props.keys().cloned().collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn file_prop() -> Value {
-    json!({"type": "string", "description": "Document path relative to the documents folder, e.g. notes.md or findings/auth.md (default: notes.md)"})
-}
-
-fn id_prop(what: &str) -> Value {
-    json!({"type": ["integer", "string"], "description": what})
+/// A tool as a model is told of it, whichever front end carries it: `aw-mcp` makes it an MCP
+/// tool, the API backends of `aw-run` a tool of their request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of its input: an object schema that names every argument, and forbids
+    /// others.
+    pub schema: Value,
 }
 
 /// Every tool's definition in listing order, the collab tools included, built once.
-pub fn all() -> &'static [rmcp::model::Tool] {
-    static TOOLS: OnceLock<Vec<rmcp::model::Tool>> = OnceLock::new();
-    TOOLS.get_or_init(|| Tool::ALL.iter().map(|&t| listed(t)).collect())
+pub fn all() -> &'static [ToolDef] {
+    static TOOLS: OnceLock<Vec<ToolDef>> = OnceLock::new();
+    TOOLS.get_or_init(|| {
+        Tool::ALL
+            .iter()
+            .map(|&t| ToolDef {
+                name: t.name().to_string(),
+                description: description(t).to_string(),
+                schema: input_schema(t),
+            })
+            .collect()
+    })
 }
 
-/// A tool's description, input properties and required inputs.
-fn definition(t: Tool) -> (&'static str, Value, &'static [&'static str]) {
+/// The JSON Schema of `t`'s arguments, made from its argument struct.
+fn input_schema(t: Tool) -> Value {
     match t {
-        Tool::ChannelSend => (
-            "Post a message to the team channel as yourself. @name mentions wake those agents and land in their inbox. With wait_for, ask one agent and wait for its answer: the call returns the entries it wrote while handling your message.",
-            json!({
-                "message": {"type": "string", "description": "Message text (Markdown); mention agents with @name"},
-                "wait_for": {"type": "string", "description": "An agent to ask: it is mentioned if the message does not already, and the call waits until it has handled the message and returns its reply. The agent must be served by a running aw-run."},
-                "wait_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_REPLY_WAIT, "description": "With wait_for: give up after this many seconds (default 120, at most 300); the message stays sent"}
-            }),
-            &["message"],
-        ),
-        Tool::ChannelRead => (
-            "Read channel entries: the latest ones, or those after an entry id (or ISO timestamp).",
-            json!({
-                "since": id_prop("Only entries after this entry id (or after this ISO 8601 timestamp)"),
-                "limit": {"type": "integer", "minimum": 1, "maximum": 500, "description": "At most this many entries (default 50): the newest, or the first ones after `since`"}
-            }),
-            &[],
-        ),
-        Tool::MyInbox => (
-            "Your unread @mentions, oldest first, with priority: at most the oldest 50 and 64 KiB of text (at least one, whole); the newer ones are counted with their id range (`more`), for the next call. Reading does not acknowledge: call my_inbox_ack with the id it names after handling them, then my_inbox again for the next ones. With wait_seconds, waits for a mention when the inbox is empty.",
-            json!({"wait_seconds": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT_SECONDS, "description": "When the inbox is empty, wait up to this many seconds for a new mention (default 0, at most 120)"}}),
-            &[],
-        ),
-        Tool::MyInboxAck => (
-            "Acknowledge your inbox up to and including an entry id, after you handled those messages.",
-            json!({"until": id_prop("Entry id of the newest message you handled")}),
-            &["until"],
-        ),
-        Tool::MyStatusSet => (
-            "Set your status for the team: state idle|running, current task, metadata.",
-            json!({
-                "task": {"type": "string", "description": "What you are working on (empty clears it)"},
-                "state": {"type": "string", "enum": State::NAMES},
-                "metadata": {"type": "object", "description": "Free-form JSON object"}
-            }),
-            &[],
-        ),
-        Tool::TeamMembers => (
-            "List the agents of this team (instance), optionally with their status and unread counts.",
-            json!({"includeStatus": {"type": "boolean", "description": "Include state, task and unread count"}}),
-            &[],
-        ),
-        Tool::TeamDocRead => (
-            "Read a shared document (default notes.md).",
-            json!({"file": file_prop()}),
-            &[],
-        ),
-        Tool::TeamDocWrite => (
-            "Replace a shared document's content (creates it). Only the document owner may write when one is set.",
-            json!({"content": {"type": "string"}, "file": file_prop()}),
-            &["content"],
-        ),
-        Tool::TeamDocAppend => (
-            "Append to a shared document (creates it). Only the document owner may write when one is set.",
-            json!({"content": {"type": "string"}, "file": file_prop()}),
-            &["content"],
-        ),
-        Tool::TeamDocList => ("List the shared documents.", json!({}), &[]),
-        Tool::TeamDocCreate => (
-            "Create a new shared document; fails if it exists.",
-            json!({"file": {"type": "string", "description": "Path relative to the documents folder, e.g. findings/auth.md"}, "content": {"type": "string"}}),
-            &["file", "content"],
-        ),
-        Tool::DocumentSuggest => (
-            "Suggest a document change to the document owner (posts @owner [DOC_SUGGEST] to the channel). Use this when you are not the owner.",
-            json!({
-                "suggestion": {"type": "string", "description": "The change to make"},
-                "file": file_prop(),
-                "reason": {"type": "string", "description": "Why the change is needed"}
-            }),
-            &["suggestion"],
-        ),
-        Tool::TeamProposalCreate => (
-            "Create a proposal for the team to vote on: election (options default to the agents), decision, approval (options default to yes/no) or assignment. Limits: 2 to 20 options, option ids of at most 64 bytes, labels and title of at most 200 bytes, description of at most 4096 bytes; at most 50 active proposals per team. A binding election whose id starts with doc-owner chooses the document owner: its options must be registered agents and its quorum at least a majority of them (at most all); a tie or a timeout leaves the owner unchanged.",
-            json!({
-                "type": {"type": "string", "enum": Kind::NAMES},
-                "title": {"type": "string", "maxLength": MAX_TITLE, "description": "One line, at most 200 bytes"},
-                "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "description": "Context for voters, at most 4096 bytes"},
-                "options": {"type": "array", "maxItems": MAX_OPTIONS, "items": {"type": "object", "properties": {"id": {"type": "string", "maxLength": MAX_OPTION_ID}, "label": {"type": "string", "maxLength": MAX_LABEL}}, "required": ["id"]}, "description": "Choices as {id, label}: 2 to 20; ids of letters, digits, - _ . @ (at most 64 bytes), labels of at most 200 bytes"},
-                "resolution": {"type": "object", "properties": {
-                    "type": {"type": "string", "enum": Rule::NAMES},
-                    "quorum": {"type": "integer", "minimum": 1, "description": "Votes needed to resolve (default: number of agents; a doc-owner election needs at least a majority of the agents)"},
-                    "tieBreaker": {"type": "string", "enum": TieBreaker::NAMES}
-                }},
-                "binding": {"type": "boolean", "description": "Enforced by the system (an election with an id starting doc-owner sets the document owner)"},
-                "timeoutSeconds": {"type": "integer", "minimum": 1, "description": "Resolve with the votes so far (or expire without votes) after this many seconds"},
-                "id": {"type": "string", "description": "Optional proposal id (default prop-N)"}
-            }),
-            &["type", "title"],
-        ),
-        Tool::TeamVote => (
-            "Vote on an active proposal. Votes are final. Only registered agents vote in a doc-owner election.",
-            json!({
-                "proposal": {"type": "string", "description": "Proposal id"},
-                "choice": {"type": "string", "description": "Option id"},
-                "reason": {"type": "string", "maxLength": MAX_REASON, "description": "Why, at most 1000 bytes"}
-            }),
-            &["proposal", "choice"],
-        ),
-        Tool::TeamProposalStatus => (
-            "Show one proposal with votes and counts, or all active proposals.",
-            json!({"proposal": {"type": "string", "description": "Proposal id (default: all active)"}}),
-            &[],
-        ),
-        Tool::TeamProposalCancel => (
-            "Cancel a proposal you created.",
-            json!({"proposal": {"type": "string"}}),
-            &["proposal"],
-        ),
-        Tool::ResourceCreate => (
-            "Store long content (a diff, a log, a report) once and get an id to reference in messages instead of pasting it.",
-            json!({
-                "content": {"type": "string"},
-                "type": {"type": "string", "enum": ["markdown", "json", "text", "diff"], "description": "Default markdown"}
-            }),
-            &["content"],
-        ),
-        Tool::ResourceRead => (
-            "Read a resource by id, verbatim.",
-            json!({"id": {"type": "string", "description": "Resource id, e.g. res-0123456789abcdef"}}),
-            &["id"],
-        ),
-        Tool::SpawnAgent => (
-            "Start a worker agent on a task: it is registered in this team, gets your prompt as a message from you, and is run by aw-run like any agent. Returns its name. Workers you spawn count against the team's budget and worker limit; close them with close_agent when their work is done.",
-            json!({
-                "prompt": {"type": "string", "description": "The worker's task, sent to it as your message"},
-                "name": {"type": "string", "description": "Its agent name (default worker-N)"},
-                "backend": {"type": "string", "enum": ["claude", "codex", "anthropic", "openai", "mock"], "description": "How it runs (default: your own backend)"},
-                "model": {"type": "string", "description": "Its model (default: yours, when the backend is yours)"},
-                "system_prompt": {"type": "string", "description": "Its system prompt"}
-            }),
-            &["prompt"],
-        ),
-        Tool::SendInput => (
-            "Send a message to an agent (a worker you spawned): a channel message from you that mentions it, so it runs again.",
-            json!({
-                "agent": {"type": "string", "description": "The agent's name"},
-                "message": {"type": "string", "description": "Message text"}
-            }),
-            &["agent", "message"],
-        ),
-        Tool::Wait => (
-            "Wait until every named agent has handled everything sent to it (idle with nothing unread, failed, or closed), or until the timeout; returns each one's state and what it wrote since your last message to it.",
-            json!({
-                "agents": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "Agent names"},
-                "timeout_seconds": {"type": "integer", "minimum": 1, "maximum": MAX_COLLAB_WAIT, "description": "Give up after this many seconds (default 120, at most 300) and return the states as they are"}
-            }),
-            &["agents"],
-        ),
-        Tool::CloseAgent => (
-            "Close a worker you spawned: it is no longer run (a run in progress is stopped); its messages and history stay.",
-            json!({"agent": {"type": "string", "description": "The worker's name"}}),
-            &["agent"],
-        ),
+        Tool::ChannelSend => schema::<params::ChannelSend>(),
+        Tool::ChannelRead => schema::<params::ChannelRead>(),
+        Tool::MyInbox => schema::<params::MyInbox>(),
+        Tool::MyInboxAck => schema::<params::MyInboxAck>(),
+        Tool::MyStatusSet => schema::<params::MyStatusSet>(),
+        Tool::TeamMembers => schema::<params::TeamMembers>(),
+        Tool::TeamDocRead => schema::<params::DocRead>(),
+        Tool::TeamDocWrite | Tool::TeamDocAppend => schema::<params::DocWrite>(),
+        Tool::TeamDocList => schema::<params::NoArgs>(),
+        Tool::TeamDocCreate => schema::<params::DocCreate>(),
+        Tool::DocumentSuggest => schema::<params::DocumentSuggest>(),
+        Tool::TeamProposalCreate => schema::<params::ProposalCreate>(),
+        Tool::TeamVote => schema::<params::Vote>(),
+        Tool::TeamProposalStatus => schema::<params::ProposalStatus>(),
+        Tool::TeamProposalCancel => schema::<params::ProposalCancel>(),
+        Tool::ResourceCreate => schema::<params::ResourceCreate>(),
+        Tool::ResourceRead => schema::<params::ResourceRead>(),
+        Tool::SpawnAgent => schema::<params::SpawnAgent>(),
+        Tool::SendInput => schema::<params::SendInput>(),
+        Tool::Wait => schema::<params::Wait>(),
+        Tool::CloseAgent => schema::<params::CloseAgent>(),
+    }
+}
+
+/// What the model is told a tool does.
+fn description(t: Tool) -> &'static str {
+    match t {
+        Tool::ChannelSend => {
+            "Post a message to the team channel as yourself. @name mentions wake those agents and land in their inbox. With wait_for, ask one agent and wait for its answer: the call returns the entries it wrote while handling your message."
+        }
+        Tool::ChannelRead => {
+            "Read channel entries: the latest ones, or those after an entry id (or ISO timestamp)."
+        }
+        Tool::MyInbox => {
+            "Your unread @mentions, oldest first, with priority: at most the oldest 50 and 64 KiB of text (at least one, whole); the newer ones are counted with their id range (`more`), for the next call. Reading does not acknowledge: call my_inbox_ack with the id it names after handling them, then my_inbox again for the next ones. With wait_seconds, waits for a mention when the inbox is empty."
+        }
+        Tool::MyInboxAck => {
+            "Acknowledge your inbox up to and including an entry id, after you handled those messages."
+        }
+        Tool::MyStatusSet => {
+            "Set your status for the team: state idle|running, current task, metadata."
+        }
+        Tool::TeamMembers => {
+            "List the agents of this team (instance), optionally with their status and unread counts."
+        }
+        Tool::TeamDocRead => "Read a shared document (default notes.md).",
+        Tool::TeamDocWrite => {
+            "Replace a shared document's content (creates it). Only the document owner may write when one is set."
+        }
+        Tool::TeamDocAppend => {
+            "Append to a shared document (creates it). Only the document owner may write when one is set."
+        }
+        Tool::TeamDocList => "List the shared documents.",
+        Tool::TeamDocCreate => "Create a new shared document; fails if it exists.",
+        Tool::DocumentSuggest => {
+            "Suggest a document change to the document owner (posts @owner [DOC_SUGGEST] to the channel). Use this when you are not the owner."
+        }
+        Tool::TeamProposalCreate => {
+            "Create a proposal for the team to vote on: election (options default to the agents), decision, approval (options default to yes/no) or assignment. Limits: 2 to 20 options, option ids of at most 64 bytes, labels and title of at most 200 bytes, description of at most 4096 bytes; at most 50 active proposals per team. A binding election whose id starts with doc-owner chooses the document owner: its options must be registered agents and its quorum at least a majority of them (at most all); a tie or a timeout leaves the owner unchanged."
+        }
+        Tool::TeamVote => {
+            "Vote on an active proposal. Votes are final. Only registered agents vote in a doc-owner election."
+        }
+        Tool::TeamProposalStatus => {
+            "Show one proposal with votes and counts, or all active proposals."
+        }
+        Tool::TeamProposalCancel => "Cancel a proposal you created.",
+        Tool::ResourceCreate => {
+            "Store long content (a diff, a log, a report) once and get an id to reference in messages instead of pasting it."
+        }
+        Tool::ResourceRead => "Read a resource by id, verbatim.",
+        Tool::SpawnAgent => {
+            "Start a worker agent on a task: it is registered in this team, gets your prompt as a message from you, and is run by aw-run like any agent. Returns its name. Workers you spawn count against the team's budget and worker limit; close them with close_agent when their work is done."
+        }
+        Tool::SendInput => {
+            "Send a message to an agent (a worker you spawned): a channel message from you that mentions it, so it runs again."
+        }
+        Tool::Wait => {
+            "Wait until every named agent has handled everything sent to it (idle with nothing unread, failed, or closed), or until the timeout; returns each one's state and what it wrote since your last message to it."
+        }
+        Tool::CloseAgent => {
+            "Close a worker you spawned: it is no longer run (a run in progress is stopped); its messages and history stay."
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proposal::MAX_ACTIVE;
+    use crate::proposal::{
+        MAX_ACTIVE, MAX_DESCRIPTION, MAX_LABEL, MAX_OPTION_ID, MAX_OPTIONS, MAX_REASON, MAX_TITLE,
+    };
+    use serde_json::json;
 
     fn description(name: &str) -> String {
         let t = all().iter().find(|t| t.name == name).expect("tool");
-        t.description.as_deref().unwrap_or_default().to_string()
+        t.description.clone()
     }
 
     #[test]
@@ -356,7 +261,7 @@ mod tests {
             "the description gives them as one figure"
         );
         let v = all().iter().find(|t| t.name == "team_vote").unwrap();
-        let reason = v.input_schema["properties"]["reason"]["description"].as_str();
+        let reason = v.schema["properties"]["reason"]["description"].as_str();
         assert_eq!(
             reason,
             Some(format!("Why, at most {MAX_REASON} bytes").as_str())
@@ -418,7 +323,7 @@ mod tests {
     fn schemas_list_the_keywords_of_the_library() {
         let schema = |name: &str| {
             let t = all().iter().find(|t| t.name == name).unwrap();
-            serde_json::Value::Object((*t.input_schema).clone())
+            t.schema.clone()
         };
         let create = schema("team_proposal_create");
         assert_eq!(

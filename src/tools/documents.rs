@@ -3,35 +3,31 @@
 
 use serde_json::json;
 
-use super::args::{Args, req_str, str_arg};
 use super::caller::{Caller, Reply};
+use super::params;
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::Result;
 use crate::post::{self, PostOptions};
 use crate::registry::Config;
 use crate::resource;
 
-fn file_arg(a: &Args) -> Result<String> {
-    Ok(str_arg(a, "file")?.unwrap_or(DEFAULT_DOCUMENT).to_string())
-}
-
-pub(super) fn doc_read(s: &Caller, a: &Args) -> Result<Reply> {
-    let file = file_arg(a)?;
-    let text = document::read(&s.inst, &file)?;
+pub(super) fn doc_read(s: &Caller, a: params::DocRead) -> Result<Reply> {
+    let file = a.file.as_deref().unwrap_or(DEFAULT_DOCUMENT);
+    let text = document::read(&s.inst, file)?;
     Ok(Reply::text(text))
 }
 
-pub(super) fn doc_write(s: &Caller, a: &Args, append: bool) -> Result<Reply> {
-    let file = file_arg(a)?;
-    let content = req_str(a, "content")?;
+pub(super) fn doc_write(s: &Caller, a: params::DocWrite, append: bool) -> Result<Reply> {
+    let file = a.file.as_deref().unwrap_or(DEFAULT_DOCUMENT);
+    let content = a.content.as_str();
     if append {
-        document::append(&s.inst, &file, content, &s.agent)?;
+        document::append(&s.inst, file, content, &s.agent)?;
         Ok(Reply::text(format!(
             "Appended {} bytes to {file}.",
             content.len()
         )))
     } else {
-        document::write(&s.inst, &file, content, &s.agent)?;
+        document::write(&s.inst, file, content, &s.agent)?;
         Ok(Reply::text(format!(
             "Wrote {file} ({} bytes).",
             content.len()
@@ -53,20 +49,18 @@ pub(super) fn doc_list(s: &Caller) -> Result<Reply> {
     Ok(Reply::with(text, json!({ "files": docs })))
 }
 
-pub(super) fn doc_create(s: &Caller, a: &Args) -> Result<Reply> {
-    let file = req_str(a, "file")?;
-    let content = req_str(a, "content")?;
-    document::create(&s.inst, file, content, &s.agent)?;
-    Ok(Reply::text(format!("Created {file}.")))
+pub(super) fn doc_create(s: &Caller, a: params::DocCreate) -> Result<Reply> {
+    document::create(&s.inst, &a.file, &a.content, &s.agent)?;
+    Ok(Reply::text(format!("Created {}.", a.file)))
 }
 
-pub(super) fn document_suggest(s: &Caller, a: &Args) -> Result<Reply> {
-    let suggestion = req_str(a, "suggestion")?;
-    let file = str_arg(a, "file")?;
+pub(super) fn document_suggest(s: &Caller, a: params::DocumentSuggest) -> Result<Reply> {
+    let suggestion = a.suggestion.as_str();
+    let file = a.file.as_deref();
     if let Some(f) = file {
         document::resolve(&s.inst, f)?;
     }
-    let reason = str_arg(a, "reason")?;
+    let reason = a.reason.as_deref();
     let owner = Config::load(&s.inst)?.document_owner;
     let mut text = match &owner {
         Some(o) => format!("@{o} [DOC_SUGGEST]"),
@@ -95,9 +89,9 @@ pub(super) fn document_suggest(s: &Caller, a: &Args) -> Result<Reply> {
     ))
 }
 
-pub(super) fn resource_create(s: &Caller, a: &Args) -> Result<Reply> {
-    let content = req_str(a, "content")?;
-    let kind = str_arg(a, "type")?;
+pub(super) fn resource_create(s: &Caller, a: params::ResourceCreate) -> Result<Reply> {
+    let content = a.content.as_str();
+    let kind = a.kind.as_deref();
     let id = resource::create(&s.inst, content, kind)?;
     let kind = kind.unwrap_or("markdown");
     Ok(Reply::with(
@@ -109,7 +103,7 @@ pub(super) fn resource_create(s: &Caller, a: &Args) -> Result<Reply> {
     ))
 }
 
-pub(super) fn resource_read(s: &Caller, a: &Args) -> Result<Reply> {
-    let (content, _kind) = resource::read(&s.inst, req_str(a, "id")?)?;
+pub(super) fn resource_read(s: &Caller, a: params::ResourceRead) -> Result<Reply> {
+    let (content, _kind) = resource::read(&s.inst, &a.id)?;
     Ok(Reply::text(content))
 }

@@ -3,11 +3,10 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::args::{Args, req_str, str_arg, uint_arg};
 use super::caller::{Caller, Reply};
-use super::catalogue::{DEFAULT_REPLY_WAIT, MAX_REPLY_WAIT, MAX_WAIT_SECONDS};
+use super::params::{self, DEFAULT_REPLY_WAIT, MAX_REPLY_WAIT, MAX_WAIT_SECONDS, Since};
 use crate::channel::{Channel, Entry};
 use crate::error::{Error, Result};
 use crate::fs::watch::{FALLBACK_HINT, FileWaiter};
@@ -19,10 +18,10 @@ pub(super) fn entry_line(e: &Entry) -> String {
     crate::channel::human_entry(e, None)
 }
 
-pub(super) fn channel_send(s: &Caller, a: &Args) -> Result<Reply> {
-    let message = req_str(a, "message")?;
-    let wait_for = str_arg(a, "wait_for")?;
-    let wait = uint_arg(a, "wait_seconds")?;
+pub(super) fn channel_send(s: &Caller, a: params::ChannelSend) -> Result<Reply> {
+    let message = a.message.as_str();
+    let wait_for = a.wait_for.as_deref();
+    let wait = a.wait_seconds.map(|w| w.0);
     let message = match wait_for {
         None if wait.is_some() => {
             return Err(Error::invalid("'wait_seconds' goes with 'wait_for'"));
@@ -79,12 +78,12 @@ pub(super) fn channel_send(s: &Caller, a: &Args) -> Result<Reply> {
     Ok(Reply::with(text, structured))
 }
 
-pub(super) fn channel_read(s: &Caller, a: &Args) -> Result<Reply> {
-    let limit = uint_arg(a, "limit")?.unwrap_or(50).clamp(1, 500) as usize;
+pub(super) fn channel_read(s: &Caller, a: params::ChannelRead) -> Result<Reply> {
+    let limit = a.limit.map_or(50, |l| l.0).clamp(1, 500) as usize;
     let ch = Channel::new(&s.inst);
-    let since = match a.get("since") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(t)) if t.contains('T') || t.contains(':') => {
+    let since = match a.since {
+        None => None,
+        Some(Since::Time(t)) => {
             // A timestamp: entries strictly after it.
             let t = t.trim().to_string();
             if chrono::DateTime::parse_from_rfc3339(&t).is_err() {
@@ -102,7 +101,7 @@ pub(super) fn channel_read(s: &Caller, a: &Args) -> Result<Reply> {
                 .map_or(0, |e| e.id);
             Some(after)
         }
-        Some(_) => uint_arg(a, "since")?,
+        Some(Since::Id(id)) => Some(id),
     };
     let mut entries = match since {
         Some(id) => {
@@ -187,10 +186,8 @@ fn inbox_head(s: &Caller) -> Result<(Vec<InboxMessage>, Option<inbox::Older>)> {
     )
 }
 
-pub(super) fn my_inbox(s: &Caller, a: &Args) -> Result<Reply> {
-    let wait = uint_arg(a, "wait_seconds")?
-        .unwrap_or(0)
-        .min(MAX_WAIT_SECONDS);
+pub(super) fn my_inbox(s: &Caller, a: params::MyInbox) -> Result<Reply> {
+    let wait = a.wait_seconds.map_or(0, |w| w.0).min(MAX_WAIT_SECONDS);
     let (mut msgs, mut newer) = inbox_head(s)?;
     if msgs.is_empty() && wait > 0 {
         let deadline = crate::time::deadline(Duration::from_secs(wait));
@@ -222,9 +219,8 @@ pub(super) fn my_inbox(s: &Caller, a: &Args) -> Result<Reply> {
     Ok(Reply::with(text, data))
 }
 
-pub(super) fn my_inbox_ack(s: &Caller, a: &Args) -> Result<Reply> {
-    let until = uint_arg(a, "until")?
-        .ok_or_else(|| Error::invalid("missing required parameter 'until' (an entry id)"))?;
+pub(super) fn my_inbox_ack(s: &Caller, a: params::MyInboxAck) -> Result<Reply> {
+    let until = a.until.0;
     let cursor = inbox::ack(&s.inst, &s.agent, Some(until))?;
     // Counted, not read: the unread left may be many.
     let left = inbox::unread_count(&s.inst, &s.agent)?;
@@ -238,6 +234,7 @@ pub(super) fn my_inbox_ack(s: &Caller, a: &Args) -> Result<Reply> {
 mod tests {
     use super::*;
     use crate::instance::Root;
+    use crate::tools::args::Args;
     use crate::tools::call;
 
     #[test]

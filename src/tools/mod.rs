@@ -2,9 +2,11 @@
 //! carries the call. `aw-mcp` serves them over stdio; the API backends of `aw-run` call them
 //! in process. Neither front end knows the other; both go through [`call`].
 //!
-//! - [`catalogue`]: the tool names, descriptions and input schemas, the collab and delegate
-//!   subsets ([`Toolset`]) and the [`INSTRUCTIONS`] for the model;
-//! - [`args`]: reading a call's arguments;
+//! - [`catalogue`]: the tool names, descriptions and input schemas ([`ToolDef`], neutral: the
+//!   front end makes of it what its protocol needs), the collab and delegate subsets
+//!   ([`Toolset`]) and the [`INSTRUCTIONS`] for the model;
+//! - [`args`]: reading a call's arguments into the tool's argument struct (`params`, which
+//!   the input schemas are made from too);
 //! - the handlers, by area: `messages` (channel and inbox), `team` (status, members),
 //!   `documents` (documents and resources), `proposals`, `workers` (the collab tools);
 //! - [`files`]: the built-in file tools of API agents, confined to one folder;
@@ -20,72 +22,76 @@ pub mod client_config;
 mod documents;
 pub mod files;
 mod messages;
+mod params;
 mod proposals;
 mod team;
 mod workers;
 
 pub use caller::{Caller, Reply};
-pub use catalogue::{INSTRUCTIONS, Tool, Toolset};
+pub use catalogue::{INSTRUCTIONS, Tool, ToolDef, Toolset};
 
-use crate::error::{Error, Result};
-use args::Args;
+use crate::error::{Error, Remedy, Result};
+use args::{Args, parse};
 
-/// Run one tool call as `s`: the tool named `name`, with the arguments `a`.
+/// Run one tool call as `s`: the tool named `name`, with the arguments `a`. What can be done
+/// about a failure is said in an agent's terms, never as a command-line option.
 pub fn call(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
+    run(s, name, a).map_err(|e| e.word_remedies(&agent_hint))
+}
+
+/// What an agent can do about an error: it cannot choose how its server was started.
+fn agent_hint(r: &Remedy) -> Option<String> {
+    match r {
+        // The instance is checked when the server starts: a tool never meets this.
+        Remedy::CreateInstance => None,
+        Remedy::ChooseRoot => {
+            Some("the root is chosen when this agent is started; ask whoever started it".into())
+        }
+        Remedy::ServeAgent => {
+            Some("send without wait_for: the message reaches the agent once it is served".into())
+        }
+        Remedy::TrustRoot { list, .. } => Some(format!(
+            "whoever trusts that root may add its path to {list}; ask whoever started this agent"
+        )),
+    }
+}
+
+fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
     let tool: Tool = name.parse()?;
     if !s.tools.has(tool) {
         return Err(Error::not_found(format!(
             "tool '{name}' is not given to {}{}",
             s.agent,
             if tool.is_collab() {
-                " (the collab tools need aw-mcp --collab)"
+                " (the collab tools are given only to an agent started with them)"
             } else {
                 " (it only coordinates: delegate mode)"
             }
         )));
     }
-    check_arguments(tool, a)?;
+    let n = tool.name();
     match tool {
-        Tool::ChannelSend => messages::channel_send(s, a),
-        Tool::ChannelRead => messages::channel_read(s, a),
-        Tool::MyInbox => messages::my_inbox(s, a),
-        Tool::MyInboxAck => messages::my_inbox_ack(s, a),
-        Tool::MyStatusSet => team::my_status_set(s, a),
-        Tool::TeamMembers => team::team_members(s, a),
-        Tool::TeamDocRead => documents::doc_read(s, a),
-        Tool::TeamDocWrite => documents::doc_write(s, a, false),
-        Tool::TeamDocAppend => documents::doc_write(s, a, true),
-        Tool::TeamDocList => documents::doc_list(s),
-        Tool::TeamDocCreate => documents::doc_create(s, a),
-        Tool::DocumentSuggest => documents::document_suggest(s, a),
-        Tool::TeamProposalCreate => proposals::proposal_create(s, a),
-        Tool::TeamVote => proposals::vote(s, a),
-        Tool::TeamProposalStatus => proposals::proposal_status(s, a),
-        Tool::TeamProposalCancel => proposals::proposal_cancel(s, a),
-        Tool::ResourceCreate => documents::resource_create(s, a),
-        Tool::ResourceRead => documents::resource_read(s, a),
-        Tool::SpawnAgent => workers::spawn_agent(s, a),
-        Tool::SendInput => workers::send_input(s, a),
-        Tool::Wait => workers::wait(s, a),
-        Tool::CloseAgent => workers::close_agent(s, a),
+        Tool::ChannelSend => messages::channel_send(s, parse(n, a)?),
+        Tool::ChannelRead => messages::channel_read(s, parse(n, a)?),
+        Tool::MyInbox => messages::my_inbox(s, parse(n, a)?),
+        Tool::MyInboxAck => messages::my_inbox_ack(s, parse(n, a)?),
+        Tool::MyStatusSet => team::my_status_set(s, parse(n, a)?),
+        Tool::TeamMembers => team::team_members(s, parse(n, a)?),
+        Tool::TeamDocRead => documents::doc_read(s, parse(n, a)?),
+        Tool::TeamDocWrite => documents::doc_write(s, parse(n, a)?, false),
+        Tool::TeamDocAppend => documents::doc_write(s, parse(n, a)?, true),
+        Tool::TeamDocList => parse::<params::NoArgs>(n, a).and_then(|_| documents::doc_list(s)),
+        Tool::TeamDocCreate => documents::doc_create(s, parse(n, a)?),
+        Tool::DocumentSuggest => documents::document_suggest(s, parse(n, a)?),
+        Tool::TeamProposalCreate => proposals::proposal_create(s, parse(n, a)?),
+        Tool::TeamVote => proposals::vote(s, parse(n, a)?),
+        Tool::TeamProposalStatus => proposals::proposal_status(s, parse(n, a)?),
+        Tool::TeamProposalCancel => proposals::proposal_cancel(s, parse(n, a)?),
+        Tool::ResourceCreate => documents::resource_create(s, parse(n, a)?),
+        Tool::ResourceRead => documents::resource_read(s, parse(n, a)?),
+        Tool::SpawnAgent => workers::spawn_agent(s, parse(n, a)?),
+        Tool::SendInput => workers::send_input(s, parse(n, a)?),
+        Tool::Wait => workers::wait(s, parse(n, a)?),
+        Tool::CloseAgent => workers::close_agent(s, parse(n, a)?),
     }
-}
-
-/// Refuse an argument that `tool`'s schema does not name (it forbids others), with the
-/// near one the model may have meant, so that a misspelt option is never ignored.
-fn check_arguments(tool: Tool, a: &Args) -> Result<()> {
-    let known = catalogue::arguments(tool);
-    let Some(unknown) = a.keys().find(|k| !known.contains(k)) else {
-        return Ok(());
-    };
-    let near = crate::suggest::suggestion(unknown, known.iter().map(String::as_str));
-    Err(Error::invalid(format!(
-        "{}: unknown argument '{}'{near} (arguments: {}); nothing was done",
-        tool.name(),
-        crate::names::sanitize(unknown),
-        match known.is_empty() {
-            true => "none".to_string(),
-            false => known.join(", "),
-        }
-    )))
 }

@@ -3,83 +3,24 @@
 
 use serde_json::{Value, json};
 
-use super::args::{Args, bool_arg, req_str, str_arg, uint_arg};
 use super::caller::{Caller, Reply};
-use crate::error::{Error, Result};
-use crate::proposal::{self, Choice, NewProposal};
+use super::params;
+use crate::error::Result;
+use crate::proposal::{self, NewProposal};
 
-pub(super) fn proposal_create(s: &Caller, a: &Args) -> Result<Reply> {
-    let kind = req_str(a, "type")?.to_string();
-    let title = req_str(a, "title")?.to_string();
-    let options = match a.get("options") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|it| match it {
-                Value::String(id) => Ok(Choice {
-                    id: id.clone(),
-                    label: id.clone(),
-                }),
-                Value::Object(o) => {
-                    let id = match o.get("id") {
-                        Some(Value::String(id)) => id.clone(),
-                        _ => return Err(Error::invalid("every option needs a string 'id'")),
-                    };
-                    let label = match o.get("label") {
-                        Some(Value::String(l)) => l.clone(),
-                        _ => id.clone(),
-                    };
-                    Ok(Choice { id, label })
-                }
-                _ => Err(Error::invalid("options must be {id, label} objects")),
-            })
-            .collect::<Result<Vec<_>>>()?,
-        Some(_) => return Err(Error::invalid("'options' must be an array of {id, label}")),
-    };
-    let (rule, quorum, tie_breaker) = match a.get("resolution") {
-        None | Some(Value::Null) => (None, None, None),
-        Some(Value::Object(r)) => {
-            let get = |k: &str| -> Result<Option<String>> {
-                match r.get(k) {
-                    None | Some(Value::Null) => Ok(None),
-                    Some(Value::String(s)) => Ok(Some(s.clone())),
-                    Some(_) => Err(Error::invalid(format!("resolution.{k} must be a string"))),
-                }
-            };
-            let quorum = match r.get("quorum") {
-                None | Some(Value::Null) => None,
-                Some(Value::Number(n)) => Some(
-                    n.as_u64()
-                        .filter(|&q| q <= u32::MAX as u64)
-                        .ok_or_else(|| {
-                            Error::invalid("resolution.quorum must be a positive integer")
-                        })? as u32,
-                ),
-                Some(_) => {
-                    return Err(Error::invalid(
-                        "resolution.quorum must be a positive integer",
-                    ));
-                }
-            };
-            (get("type")?, quorum, get("tieBreaker")?)
-        }
-        Some(_) => {
-            return Err(Error::invalid(
-                "'resolution' must be an object {type, quorum, tieBreaker}",
-            ));
-        }
-    };
+pub(super) fn proposal_create(s: &Caller, a: params::ProposalCreate) -> Result<Reply> {
+    let resolution = a.resolution.unwrap_or_default();
     let new = NewProposal {
-        id: str_arg(a, "id")?.map(str::to_string),
-        kind,
-        title,
-        description: str_arg(a, "description")?.map(str::to_string),
-        options,
-        rule,
-        quorum,
-        tie_breaker,
-        binding: bool_arg(a, "binding")?.unwrap_or(false),
-        timeout_seconds: uint_arg(a, "timeoutSeconds")?,
+        id: a.id,
+        kind: a.kind,
+        title: a.title,
+        description: a.description,
+        options: a.options.unwrap_or_default().0,
+        rule: resolution.rule,
+        quorum: params::small(resolution.quorum, "resolution.quorum")?,
+        tie_breaker: resolution.tie_breaker,
+        binding: a.binding.is_some_and(|b| b.0),
+        timeout_seconds: a.timeout_seconds.map(|t| t.0),
     };
     let p = proposal::create(&s.inst, &s.agent, new)?;
     Ok(Reply::with(
@@ -98,10 +39,14 @@ pub(super) fn proposal_create(s: &Caller, a: &Args) -> Result<Reply> {
     ))
 }
 
-pub(super) fn vote(s: &Caller, a: &Args) -> Result<Reply> {
-    let id = req_str(a, "proposal")?;
-    let choice = req_str(a, "choice")?;
-    let p = proposal::vote(&s.inst, &s.agent, id, choice, str_arg(a, "reason")?)?;
+pub(super) fn vote(s: &Caller, a: params::Vote) -> Result<Reply> {
+    let p = proposal::vote(
+        &s.inst,
+        &s.agent,
+        &a.proposal,
+        &a.choice,
+        a.reason.as_deref(),
+    )?;
     let mut text = format!("Voted on {}. {}", p.id, p.summary());
     if !p.is_active() {
         text.push_str(" — closed.");
@@ -109,10 +54,10 @@ pub(super) fn vote(s: &Caller, a: &Args) -> Result<Reply> {
     Ok(Reply::with(text, p.to_json()))
 }
 
-pub(super) fn proposal_status(s: &Caller, a: &Args) -> Result<Reply> {
-    match str_arg(a, "proposal")? {
+pub(super) fn proposal_status(s: &Caller, a: params::ProposalStatus) -> Result<Reply> {
+    match a.proposal {
         Some(id) => {
-            let p = proposal::status(&s.inst, id)?;
+            let p = proposal::status(&s.inst, &id)?;
             Ok(Reply::with(p.summary(), p.to_json()))
         }
         None => {
@@ -132,7 +77,7 @@ pub(super) fn proposal_status(s: &Caller, a: &Args) -> Result<Reply> {
     }
 }
 
-pub(super) fn proposal_cancel(s: &Caller, a: &Args) -> Result<Reply> {
-    let p = proposal::cancel(&s.inst, &s.agent, req_str(a, "proposal")?)?;
+pub(super) fn proposal_cancel(s: &Caller, a: params::ProposalCancel) -> Result<Reply> {
+    let p = proposal::cancel(&s.inst, &s.agent, &a.proposal)?;
     Ok(Reply::with(format!("Cancelled {}.", p.id), p.to_json()))
 }

@@ -1,24 +1,20 @@
 //! The team tools: `my_status_set` and `team_members`.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::args::{Args, bool_arg, str_arg};
 use super::caller::{Caller, Reply};
+use super::params;
 use crate::error::Result;
 use crate::registry::{Config, Registry};
 use crate::status;
 
-pub(super) fn my_status_set(s: &Caller, a: &Args) -> Result<Reply> {
-    let metadata = match a.get("metadata") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(v.clone()),
-    };
+pub(super) fn my_status_set(s: &Caller, a: params::MyStatusSet) -> Result<Reply> {
     let st = status::set(
         &s.inst,
         &s.agent,
-        str_arg(a, "state")?,
-        str_arg(a, "task")?,
-        metadata,
+        a.state.as_deref(),
+        a.task.as_deref(),
+        a.metadata,
     )?;
     Ok(Reply::with(
         format!(
@@ -33,8 +29,8 @@ pub(super) fn my_status_set(s: &Caller, a: &Args) -> Result<Reply> {
     ))
 }
 
-pub(super) fn team_members(s: &Caller, a: &Args) -> Result<Reply> {
-    let with_status = bool_arg(a, "includeStatus")?.unwrap_or(false);
+pub(super) fn team_members(s: &Caller, a: params::TeamMembers) -> Result<Reply> {
+    let with_status = a.include_status.is_some_and(|f| f.0);
     let reg = Registry::load(&s.inst)?;
     let members = if with_status {
         status::members(&s.inst, &reg, None)?

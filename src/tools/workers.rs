@@ -3,22 +3,21 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::args::{Args, req_str, str_arg, uint_arg};
 use super::caller::{Caller, Reply};
-use super::catalogue::{DEFAULT_COLLAB_WAIT, MAX_COLLAB_WAIT};
 use super::messages::entry_line;
-use crate::error::{Error, Result};
+use super::params::{self, DEFAULT_COLLAB_WAIT, MAX_COLLAB_WAIT};
+use crate::error::Result;
 
-pub(super) fn spawn_agent(s: &Caller, a: &Args) -> Result<Reply> {
+pub(super) fn spawn_agent(s: &Caller, a: params::SpawnAgent) -> Result<Reply> {
     let limits = s.tools.collab.unwrap_or_default();
     let req = crate::collab::SpawnRequest {
-        prompt: req_str(a, "prompt")?.to_string(),
-        name: str_arg(a, "name")?.map(str::to_string),
-        backend: str_arg(a, "backend")?.map(str::to_string),
-        model: str_arg(a, "model")?.map(str::to_string),
-        system_prompt: str_arg(a, "system_prompt")?.map(str::to_string),
+        prompt: a.prompt,
+        name: a.name,
+        backend: a.backend,
+        model: a.model,
+        system_prompt: a.system_prompt,
     };
     let w = crate::collab::spawn(&s.inst, &s.agent, limits, req)?;
     let mut text = format!(
@@ -47,32 +46,20 @@ pub(super) fn spawn_agent(s: &Caller, a: &Args) -> Result<Reply> {
     Ok(Reply::with(text, serde_json::to_value(&w).expect("worker")))
 }
 
-pub(super) fn send_input(s: &Caller, a: &Args) -> Result<Reply> {
-    let agent = req_str(a, "agent")?;
-    let e = crate::collab::send_input(&s.inst, &s.agent, agent, req_str(a, "message")?)?;
+pub(super) fn send_input(s: &Caller, a: params::SendInput) -> Result<Reply> {
+    let agent = &a.agent;
+    let e = crate::collab::send_input(&s.inst, &s.agent, agent, &a.message)?;
     Ok(Reply::with(
         format!("Sent to @{agent} as #{}.", e.id),
         serde_json::to_value(&e).expect("entry"),
     ))
 }
 
-pub(super) fn wait(s: &Caller, a: &Args) -> Result<Reply> {
-    let agents = match a.get("agents") {
-        Some(Value::Array(v)) => v
-            .iter()
-            .map(|x| match x {
-                Value::String(n) => Ok(n.clone()),
-                _ => Err(Error::invalid("'agents' must be an array of agent names")),
-            })
-            .collect::<Result<Vec<_>>>()?,
-        Some(Value::String(n)) => vec![n.clone()],
-        None | Some(Value::Null) => {
-            return Err(Error::invalid("missing required parameter 'agents'"));
-        }
-        Some(_) => return Err(Error::invalid("'agents' must be an array of agent names")),
-    };
-    let secs = uint_arg(a, "timeout_seconds")?
-        .unwrap_or(DEFAULT_COLLAB_WAIT)
+pub(super) fn wait(s: &Caller, a: params::Wait) -> Result<Reply> {
+    let agents = a.agents.0;
+    let secs = a
+        .timeout_seconds
+        .map_or(DEFAULT_COLLAB_WAIT, |t| t.0)
         .clamp(1, MAX_COLLAB_WAIT);
     let (list, done) = crate::collab::wait(
         &s.inst,
@@ -104,8 +91,8 @@ pub(super) fn wait(s: &Caller, a: &Args) -> Result<Reply> {
     Ok(Reply::with(text, json!({"done": done, "agents": list})))
 }
 
-pub(super) fn close_agent(s: &Caller, a: &Args) -> Result<Reply> {
-    let agent = req_str(a, "agent")?;
+pub(super) fn close_agent(s: &Caller, a: params::CloseAgent) -> Result<Reply> {
+    let agent = &a.agent;
     let state = crate::collab::close(&s.inst, &s.agent, agent)?;
     Ok(Reply::with(
         format!("@{agent}: {state}."),

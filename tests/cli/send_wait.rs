@@ -82,7 +82,9 @@ fn waiting_for_nobody_is_refused_at_once() {
     let out = send(&s, &["--wait", "-t", "bob", "anyone?"]);
     assert_code(&out, 69);
     assert!(
-        stderr(&out).contains("no aw-run serves bob@w"),
+        stderr(&out).contains(
+            "no aw-run serves bob@w\nhint: start one: aw-run --keep FILE, or aw-run --serve"
+        ),
         "{}",
         stderr(&out)
     );

@@ -180,6 +180,12 @@ fn aw_run_refuses_an_instance_near_an_existing_one_unless_created_on_purpose() {
             p.join(".workflow").display()
         )
     );
+    // The command line says which of its options creates it anyway.
+    assert!(
+        stderr(&out).contains("\nhint: pass --create to create a new instance with that name"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!p.join(".workflow/helo").exists());
     let out = run_in(&p, "aw-run", &["-q", "-i", "helo", "--create", "wf.yaml"]);
     assert_code(&out, 0);

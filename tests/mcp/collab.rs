@@ -177,7 +177,10 @@ async fn limits_depth_and_who_may_close() {
         .fail_with(
             "spawn_agent",
             json!({"prompt": "x", "backend": "mock"}),
-            &["not given", "--collab"],
+            &[
+                "not given",
+                "the collab tools are given only to an agent started with them",
+            ],
         )
         .await;
     let lead = team

@@ -184,6 +184,41 @@ async fn failures_are_one_line_tool_errors_and_the_server_goes_on() {
     alice.quit().await;
 }
 
+#[tokio::test]
+async fn an_error_tells_an_agent_what_it_can_do_never_a_command_line_option() {
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    alice.say("hello").await;
+    // The root goes away under the running server: the command line would say to choose
+    // another with --root; the agent, which cannot, is told whom to ask.
+    std::fs::remove_dir_all(&team.root).unwrap();
+    for (tool, args) in [
+        ("team_doc_read", json!({})),
+        ("my_inbox_ack", json!({"until": 1})),
+    ] {
+        let text = alice
+            .fail_with(tool, args, &["no such instance", "ask whoever started it"])
+            .await;
+        assert!(!text.contains("--"), "{tool}: {text}");
+        assert!(!text.contains("AW_ROOT"), "{tool}: {text}");
+    }
+    alice.quit().await;
+
+    // Waiting for an agent nothing serves: the agent is told what it can do instead.
+    let team = Team::new();
+    let alice = team.join("alice").await;
+    team.register("carol");
+    let text = alice
+        .fail_with(
+            "channel_send",
+            json!({"message": "hi", "wait_for": "carol"}),
+            &["no aw-run serves carol@", "send without wait_for"],
+        )
+        .await;
+    assert!(!text.contains("--"), "{text}");
+    alice.quit().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Identity
 

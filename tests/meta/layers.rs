@@ -11,6 +11,10 @@
 //! (`src/cli/ctl/`) never import run either: what they read of a run (its ledger, logs,
 //! records) has a home in the domain, below both front ends.
 //!
+//! The MCP protocol stays in its front end: only `src/mcp/`, `src/cli/mcp.rs` and the thin mains
+//! of `src/bin/` name the `rmcp` crate (its tests aside); the tools hand out a neutral
+//! definition that the front end converts. The check fails, naming the file, on any other.
+//!
 //! A type's behaviour lives where the type is: an inherent `impl T` (not `impl Trait for T`)
 //! stands in the file that defines `T` (`struct`, `enum`, `union`, `trait` or `type`), and
 //! code elsewhere calls it through an import. The check fails, naming the impl and the
@@ -172,6 +176,60 @@ fn a_module_named_again_is_its_file() {
             "upward: src/time.rs (base) -> src/channel/post.rs (domain)",
         ]
     );
+}
+
+/// Files that may name the `rmcp` crate: the MCP front end and what starts it.
+const RMCP_ALLOWED: &[&str] = &["src/mcp/", "src/cli/mcp.rs", "src/bin/"];
+
+#[test]
+fn only_the_mcp_front_end_names_rmcp() {
+    let files = source_files();
+    let problems = rmcp_outside(&files);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_check_reports_rmcp_outside_the_mcp_front_end() {
+    let tree = [
+        (
+            "src/tools/catalogue.rs",
+            "pub fn all() -> Vec<rmcp::model::Tool> { todo!() }",
+        ),
+        ("src/run/backend/api.rs", "use rmcp::model::Tool;"),
+        (
+            "src/tools/mod.rs",
+            "// rmcp is not named here\nconst S: &str = \"rmcp\";",
+        ),
+        (
+            "src/tools/args.rs",
+            "#[cfg(test)]\nmod tests { use rmcp::model::Tool; }",
+        ),
+        ("src/mcp/mod.rs", "use rmcp::ServerHandler;"),
+        ("src/cli/mcp.rs", "use rmcp::ServiceExt;"),
+        ("src/cli/send.rs", "fn f() { let my_rmcp_x = 1; }"),
+    ];
+    let files: Vec<(String, String)> = tree
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+    assert_eq!(
+        rmcp_outside(&files),
+        [
+            "rmcp outside the MCP front end: src/tools/catalogue.rs",
+            "rmcp outside the MCP front end: src/run/backend/api.rs",
+        ]
+    );
+}
+
+/// The files outside [`RMCP_ALLOWED`] whose code (comments, strings and test modules aside)
+/// names `rmcp`.
+fn rmcp_outside(files: &[(String, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|(path, _)| !RMCP_ALLOWED.iter().any(|a| path.starts_with(a)))
+        .filter(|(_, text)| find_word(&without_tests(&strip(text)).0, "rmcp").is_some())
+        .map(|(path, _)| format!("rmcp outside the MCP front end: {path}"))
+        .collect()
 }
 
 #[test]

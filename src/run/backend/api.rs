@@ -99,13 +99,7 @@ pub fn base_url(env: &[(String, String)], var: &str, default: &str) -> Result<St
 }
 
 /// A tool as the model is told of it.
-#[derive(Debug, Clone)]
-pub struct ToolDef {
-    pub name: String,
-    pub description: String,
-    /// JSON Schema of its input (an object schema).
-    pub schema: Value,
-}
+pub use crate::tools::ToolDef;
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,15 +169,7 @@ pub struct Api<D: Dialect> {
 
 /// The aw tools of `toolset`, for the model.
 pub fn aw_tools(toolset: &Toolset) -> Vec<ToolDef> {
-    toolset
-        .listed()
-        .iter()
-        .map(|t| ToolDef {
-            name: t.name.to_string(),
-            description: t.description.as_deref().unwrap_or("").to_string(),
-            schema: Value::Object((*t.input_schema).clone()),
-        })
-        .collect()
+    toolset.listed()
 }
 
 /// The system prompt of an API agent: its own, then how to work with the aw tools.
@@ -198,12 +184,7 @@ impl<D: Dialect> Api<D> {
     fn tools(&self) -> Vec<ToolDef> {
         let mut tools = aw_tools(&self.toolset);
         for t in self.files.iter().flat_map(|(_, given)| given) {
-            let (description, schema) = t.definition();
-            tools.push(ToolDef {
-                name: t.name().to_string(),
-                description: description.to_string(),
-                schema,
-            });
+            tools.push(t.definition());
         }
         tools
     }

@@ -49,16 +49,17 @@
 mod ops;
 mod sandbox;
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 pub use ops::{
     BINARY_PROBE, MAX_LIST, MAX_MATCH_LINE, MAX_MATCHES, MAX_READ, MAX_SEARCH_FILE, MAX_WRITE,
 };
 pub use sandbox::Sandbox;
 
-use crate::error::{Error, Result};
-use crate::names::sanitize;
-use crate::tools::args::{Args, bool_arg, req_str, str_arg, whole};
+use crate::error::Result;
+use crate::tools::ToolDef;
+use crate::tools::args::{Args, Flag, Whole, parse, schema};
 
 crate::keyword_enum! {
     /// The built-in file tools an API agent may be given by name.
@@ -70,118 +71,119 @@ crate::keyword_enum! {
     }
 }
 
-impl FileTool {
-    /// Description for the model, and the JSON Schema object of its input
-    /// (`{"type":"object","properties":{..},"required":[..],"additionalProperties":false}`).
-    pub fn definition(self) -> (&'static str, Value) {
-        let path = |what: &str| json!({"type": "string", "description": what});
-        let (description, properties, required): (&str, Value, &[&str]) = match self {
-            FileTool::ReadFile => (
-                "Read a text file of the working folder. Gives its text as it is, without line \
-                 numbers, at most 256 KiB; when more follows, a last line in brackets says \
-                 which offset reads on.",
-                json!({
-                    "path": path("File path, relative to the working folder"),
-                    "offset": {"type": "integer", "minimum": 1, "description": "First line to give, counted from 1 (default 1)"},
-                    "limit": {"type": "integer", "minimum": 1, "description": "Most lines to give (default: all, up to 256 KiB)"}
-                }),
-                &["path"],
-            ),
-            FileTool::ListFiles => (
-                "List a folder of the working folder, one entry per line, sorted. Folders end \
-                 in /, symbolic links in @ (not part of the name). With recursive, the whole \
-                 tree below it, without following symbolic links. .git folders and the aw \
-                 root are left out. At most 2000 entries.",
-                json!({
-                    "path": path("Folder path, relative to the working folder (default .)"),
-                    "recursive": {"type": "boolean", "description": "List the whole tree below the folder (default false)"}
-                }),
-                &[],
-            ),
-            FileTool::Search => (
-                "Search the text files under a path of the working folder for a fixed string \
-                 (not a regular expression). One line per match: path:line: text. Binary \
-                 files, files over 4 MiB, .git folders and the aw root are skipped; at most \
-                 500 matches.",
-                json!({
-                    "pattern": {"type": "string", "description": "The text to find, as written"},
-                    "path": path("File or folder to search, relative to the working folder (default .)"),
-                    "ignore_case": {"type": "boolean", "description": "Match regardless of case (default false)"}
-                }),
-                &["pattern"],
-            ),
-            FileTool::WriteFile => (
-                "Create or replace a file of the working folder with the given content (at \
-                 most 1 MiB), creating the folders it needs. The file is replaced whole, at \
-                 once.",
-                json!({
-                    "path": path("File path, relative to the working folder"),
-                    "content": {"type": "string", "description": "The whole new content of the file"}
-                }),
-                &["path", "content"],
-            ),
-        };
-        let schema = json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        });
-        (description, schema)
-    }
+/// `read_file`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadFile {
+    /// File path, relative to the working folder
+    pub path: String,
+    /// First line to give, counted from 1 (default 1)
+    pub offset: Option<Whole>,
+    /// Most lines to give (default: all, up to 256 KiB)
+    pub limit: Option<Whole>,
+}
+
+/// `list_files`' arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListFiles {
+    /// Folder path, relative to the working folder (default .)
+    pub path: Option<String>,
+    /// List the whole tree below the folder (default false)
+    pub recursive: Option<Flag>,
+}
+
+/// `search`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Search {
+    /// The text to find, as written
+    pub pattern: String,
+    /// File or folder to search, relative to the working folder (default .)
+    pub path: Option<String>,
+    /// Match regardless of case (default false)
+    pub ignore_case: Option<Flag>,
+}
+
+/// `write_file`'s arguments.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteFile {
+    /// File path, relative to the working folder
+    pub path: String,
+    /// The whole new content of the file
+    pub content: String,
 }
 
 impl FileTool {
+    /// The tool as the model is told of it: its input schema is made from its argument
+    /// struct, and forbids arguments that the struct does not name.
+    pub fn definition(self) -> ToolDef {
+        let (description, schema) = match self {
+            FileTool::ReadFile => (DESCRIPTION_READ, schema::<ReadFile>()),
+            FileTool::ListFiles => (DESCRIPTION_LIST, schema::<ListFiles>()),
+            FileTool::Search => (DESCRIPTION_SEARCH, schema::<Search>()),
+            FileTool::WriteFile => (DESCRIPTION_WRITE, schema::<WriteFile>()),
+        };
+        ToolDef {
+            name: self.name().to_string(),
+            description: description.to_string(),
+            schema,
+        }
+    }
+
     /// Run this tool in `sandbox`; Ok(text for the model) or an Error whose Display is one
     /// line for the model.
     pub fn call(self, sandbox: &Sandbox, args: &Args) -> Result<String> {
-        check_names(self, args)?;
+        let tool = self.name();
         match self {
-            FileTool::ReadFile => ops::read_file(
-                sandbox,
-                req_str(args, "path")?,
-                whole(args, "offset")?.unwrap_or(1),
-                whole(args, "limit")?,
-            ),
-            FileTool::ListFiles => ops::list_files(
-                sandbox,
-                str_arg(args, "path")?.unwrap_or("."),
-                bool_arg(args, "recursive")?.unwrap_or(false),
-            ),
-            FileTool::Search => ops::search(
-                sandbox,
-                req_str(args, "pattern")?,
-                str_arg(args, "path")?.unwrap_or("."),
-                bool_arg(args, "ignore_case")?.unwrap_or(false),
-            ),
+            FileTool::ReadFile => {
+                let a: ReadFile = parse(tool, args)?;
+                let offset = a.offset.map_or(1, |o| o.0);
+                ops::read_file(sandbox, &a.path, offset, a.limit.map(|l| l.0))
+            }
+            FileTool::ListFiles => {
+                let a: ListFiles = parse(tool, args)?;
+                let path = a.path.as_deref().unwrap_or(".");
+                ops::list_files(sandbox, path, a.recursive.is_some_and(|r| r.0))
+            }
+            FileTool::Search => {
+                let a: Search = parse(tool, args)?;
+                let path = a.path.as_deref().unwrap_or(".");
+                let ignore_case = a.ignore_case.is_some_and(|i| i.0);
+                ops::search(sandbox, &a.pattern, path, ignore_case)
+            }
             FileTool::WriteFile => {
-                ops::write_file(sandbox, req_str(args, "path")?, req_str(args, "content")?)
+                let a: WriteFile = parse(tool, args)?;
+                ops::write_file(sandbox, &a.path, &a.content)
             }
         }
     }
 }
 
-/// Refuse an argument the tool does not take.
-fn check_names(tool: FileTool, args: &Args) -> Result<()> {
-    let (_, schema) = tool.definition();
-    let known = schema["properties"].as_object().expect("properties");
-    match args.keys().find(|k| !known.contains_key(k.as_str())) {
-        None => Ok(()),
-        Some(k) => {
-            let names: Vec<&str> = known.keys().map(String::as_str).collect();
-            Err(Error::invalid(format!(
-                "{tool}: unknown argument '{}' (arguments: {})",
-                sanitize(k),
-                names.join(", ")
-            )))
-        }
-    }
-}
+const DESCRIPTION_READ: &str = "Read a text file of the working folder. Gives its text as it is, without line \
+                 numbers, at most 256 KiB; when more follows, a last line in brackets says \
+                 which offset reads on.";
+
+const DESCRIPTION_LIST: &str = "List a folder of the working folder, one entry per line, sorted. Folders end \
+                 in /, symbolic links in @ (not part of the name). With recursive, the whole \
+                 tree below it, without following symbolic links. .git folders and the aw \
+                 root are left out. At most 2000 entries.";
+
+const DESCRIPTION_SEARCH: &str = "Search the text files under a path of the working folder for a fixed string \
+                 (not a regular expression). One line per match: path:line: text. Binary \
+                 files, files over 4 MiB, .git folders and the aw root are skipped; at most \
+                 500 matches.";
+
+const DESCRIPTION_WRITE: &str = "Create or replace a file of the working folder with the given content (at \
+                 most 1 MiB), creating the folders it needs. The file is replaced whole, at \
+                 once.";
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use nix::sys::stat::Mode;
+    use serde_json::{Value, json};
     use std::fs;
     use std::os::unix::fs::{PermissionsExt, symlink};
     use std::path::{Path, PathBuf};
@@ -254,7 +256,11 @@ mod tests {
     fn names_round_trip_and_schemas_are_closed_objects() {
         crate::keyword::assert_round_trips(FileTool::ALL, |t| t.name(), FileTool::from_name);
         for &t in FileTool::ALL {
-            let (description, schema) = t.definition();
+            let ToolDef {
+                description,
+                schema,
+                ..
+            } = t.definition();
             assert!(description.len() > 40, "{t}");
             assert_eq!(schema["type"], "object");
             assert_eq!(schema["additionalProperties"], false);
@@ -264,10 +270,10 @@ mod tests {
             }
         }
         assert_eq!(
-            WriteFile.definition().1["required"],
+            WriteFile.definition().schema["required"],
             json!(["path", "content"])
         );
-        assert_eq!(ListFiles.definition().1["required"], json!([]));
+        assert_eq!(ListFiles.definition().schema["required"], json!([]));
     }
 
     #[test]
@@ -879,7 +885,7 @@ mod tests {
             (
                 ReadFile,
                 json!({"path": "x", "lines": 3}),
-                "read_file: unknown argument 'lines' (arguments: limit, offset, path)",
+                "read_file: unknown argument 'lines' (arguments: path, offset, limit); nothing was done",
             ),
             (ReadFile, json!({}), "missing required parameter 'path'"),
             (
