@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cli::complete::{Operands, Tool};
+use crate::cli::flags::{self, BASE, Complete, Flag};
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result, exit};
 use crate::instance::{Instance, Root};
@@ -18,7 +20,8 @@ use crate::run::workflow::{Context, Workflow};
 use crate::run::{LoadError, Vars, iter, workflow};
 use crate::spawn::READY_FD;
 
-pub const HELP: &str = "\
+/// What `--help` says before the options.
+const ABOUT: &str = "\
 aw-run - run a workflow file: its agents, setup and kickoff
 
 Usage: aw-run [OPTIONS] FILE
@@ -29,61 +32,10 @@ Usage: aw-run [OPTIONS] FILE
 Registers the workflow's agents, runs its setup, posts its kickoff, then runs each agent
 when it is mentioned, until every agent is idle with nothing unread (with --keep: until
 stopped). Prints the channel's new entries on stdout and one line per run on stderr.
+";
 
-Options:
-      --root DIR       root directory (default: $AW_ROOT, else the nearest
-                       .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name); with
-                       --serve and no AGENT, repeatable: every runnable agent of
-                       each instance
-      --check          check the file and what its agents need (CLIs, keys, programs)
-                       in one pass; every problem as FILE:LINE:COL: what (with
-                       --json: one JSON line each on stdout)
-      --var NAME=VALUE define a variable (repeatable)
-      --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
-      --create         create the instance named by -i or AW_INSTANCE even if an
-                       existing one has a near name (else refused as a likely typo)
-      --detach         run in the background; print its pid (and on stderr the log
-                       and how to stop it); log to _state/aw-run.log
-      --serve          serve agents registered with aw-ctl new (all runnable ones, or
-                       the AGENTs named), without a workflow file; AGENT@INSTANCE
-                       names an agent of another instance: one process serves the
-                       agents of several instances, each line saying which
-      --iter N|DUR     run one agent on the kickoff, its task, N times or until DUR
-                       (30s, 5m, 2h) has passed, or until it says it is done; in a
-                       git work tree each iteration that changed files is committed
-      --agent NAME     the agent that iterates (needed when the file has several)
-      --resume         continue the last --iter series after its last iteration
-      --debounce DUR   accepted and ignored (the end of the work is known exactly)
-      --poll SECS      poll the channel every SECS seconds instead of watching it
-      --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
-                       with --keep, counted since the workflow was last quiet or
-                       the agent's last message from outside, and it pauses the
-                       agent instead of ending the server
-      --max-rate N/DUR with --keep, pause an agent that ran N times within DUR on
-                       other agents' messages alone, until someone else writes to
-                       it (default 20/60s; off to turn it off)
-      --max-pair N/DUR with --keep, pause an agent that ran on one other agent's
-                       messages alone once the two mentioned each other N times
-                       within DUR (default 10/60s; off to turn it off)
-      --timeout DUR    bound on the whole workflow
-      --retries N      attempts per run (default 3)
-      --backoff DUR    wait before the second attempt, doubled after (default 1s)
-      --cooldown DUR   after a run failed for good, wait before trying its messages
-                       again unless something new arrives (default 60s)
-      --budget-usd USD stop every agent once the instance's runs cost more than USD
-                       dollars (instead of the file's budget.usd; counted across
-                       runs until aw-ctl budget reset)
-      --budget-tokens N
-                       stop every agent once the instance's runs used more than N
-                       input and output tokens (instead of the file's
-                       budget.tokens; counted the same way)
-  -q, --quiet          print no entries, and no run events or summary on stderr
-      --json           print entries, run events and the summary as JSON Lines
-                       (with -q: the run events and the summary)
-  -h, --help           print this help
-  -V, --version        print the version
-
+/// What `--help` says after the options.
+const EXIT: &str = "\
 Exit status: 0 done or stopped by SIGTERM (aw-ctl stop), 1 an agent failed for good,
 the loop guard, a budget or the timeout stopped the run, or a setup task failed,
 64 usage,
@@ -91,6 +43,180 @@ the loop guard, a budget or the timeout stopped the run, or a setup task failed,
 73 cannot create, 74 I/O error, 75 agent already served, 77 permission denied,
 130 interrupted (SIGINT). Serving several instances: the highest of theirs.
 ";
+
+/// The options of aw-run.
+pub const FLAGS: &[Flag] = &[
+    flags::ROOT,
+    Flag {
+        doc: "instance (default: $AW_INSTANCE or the workflow's name); with\n\
+              --serve and no AGENT, repeatable: every runnable agent of\n\
+              each instance",
+        many: true,
+        ..flags::INSTANCE
+    },
+    Flag {
+        long: "check",
+        doc: "check the file and what its agents need (CLIs, keys, programs)\n\
+              in one pass; every problem as FILE:LINE:COL: what (with\n\
+              --json: one JSON line each on stdout)",
+        ..BASE
+    },
+    Flag {
+        long: "var",
+        value: Some("NAME=VALUE"),
+        doc: "define a variable (repeatable)",
+        many: true,
+        ..BASE
+    },
+    Flag {
+        long: "keep",
+        doc: "stay until stopped (aw-ctl stop, SIGTERM, SIGINT)",
+        ..BASE
+    },
+    Flag {
+        long: "create",
+        doc: "create the instance named by -i or AW_INSTANCE even if an\n\
+              existing one has a near name (else refused as a likely typo)",
+        ..BASE
+    },
+    Flag {
+        long: "detach",
+        doc: "run in the background; print its pid (and on stderr the log\n\
+              and how to stop it); log to _state/aw-run.log",
+        ..BASE
+    },
+    Flag {
+        long: "serve",
+        doc: "serve agents registered with aw-ctl new (all runnable ones, or\n\
+              the AGENTs named), without a workflow file; AGENT@INSTANCE\n\
+              names an agent of another instance: one process serves the\n\
+              agents of several instances, each line saying which",
+        ..BASE
+    },
+    Flag {
+        long: "iter",
+        value: Some("N|DUR"),
+        doc: "run one agent on the kickoff, its task, N times or until DUR\n\
+              (30s, 5m, 2h) has passed, or until it says it is done; in a\n\
+              git work tree each iteration that changed files is committed",
+        ..BASE
+    },
+    Flag {
+        long: "agent",
+        value: Some("NAME"),
+        complete: Complete::Agent,
+        doc: "the agent that iterates (needed when the file has several)",
+        ..BASE
+    },
+    Flag {
+        long: "resume",
+        doc: "continue the last --iter series after its last iteration",
+        ..BASE
+    },
+    Flag {
+        long: "debounce",
+        value: Some("DUR"),
+        doc: "accepted and ignored (the end of the work is known exactly)",
+        ..BASE
+    },
+    Flag {
+        long: "poll",
+        value: Some("SECS"),
+        doc: "poll the channel every SECS seconds instead of watching it",
+        ..BASE
+    },
+    Flag {
+        long: "max-runs",
+        value: Some("N"),
+        doc: "most runs per agent (default 50; an agent's max_runs wins);\n\
+              with --keep, counted since the workflow was last quiet or\n\
+              the agent's last message from outside, and it pauses the\n\
+              agent instead of ending the server",
+        ..BASE
+    },
+    Flag {
+        long: "max-rate",
+        value: Some("N/DUR"),
+        doc: "with --keep, pause an agent that ran N times within DUR on\n\
+              other agents' messages alone, until someone else writes to\n\
+              it (default 20/60s; off to turn it off)",
+        ..BASE
+    },
+    Flag {
+        long: "max-pair",
+        value: Some("N/DUR"),
+        doc: "with --keep, pause an agent that ran on one other agent's\n\
+              messages alone once the two mentioned each other N times\n\
+              within DUR (default 10/60s; off to turn it off)",
+        ..BASE
+    },
+    Flag {
+        long: "timeout",
+        value: Some("DUR"),
+        doc: "bound on the whole workflow",
+        ..BASE
+    },
+    Flag {
+        long: "retries",
+        value: Some("N"),
+        doc: "attempts per run (default 3)",
+        ..BASE
+    },
+    Flag {
+        long: "backoff",
+        value: Some("DUR"),
+        doc: "wait before the second attempt, doubled after (default 1s)",
+        ..BASE
+    },
+    Flag {
+        long: "cooldown",
+        value: Some("DUR"),
+        doc: "after a run failed for good, wait before trying its messages\n\
+              again unless something new arrives (default 60s)",
+        ..BASE
+    },
+    Flag {
+        long: "budget-usd",
+        value: Some("USD"),
+        doc: "stop every agent once the instance's runs cost more than USD\n\
+              dollars (instead of the file's budget.usd; counted across\n\
+              runs until aw-ctl budget reset)",
+        ..BASE
+    },
+    Flag {
+        long: "budget-tokens",
+        value: Some("N"),
+        doc: "stop every agent once the instance's runs used more than N\n\
+              input and output tokens (instead of the file's\n\
+              budget.tokens; counted the same way)",
+        ..BASE
+    },
+    Flag {
+        long: "quiet",
+        short: Some('q'),
+        doc: "print no entries, and no run events or summary on stderr",
+        ..BASE
+    },
+    Flag {
+        long: "json",
+        doc: "print entries, run events and the summary as JSON Lines\n\
+              (with -q: the run events and the summary)",
+        ..BASE
+    },
+    flags::GENERATE,
+    flags::HELP,
+    flags::VERSION,
+];
+
+/// The help text: about, options, exit status.
+pub fn help() -> String {
+    flags::help(ABOUT, FLAGS, 23, EXIT)
+}
+
+/// What the completions know of aw-run.
+pub fn tool() -> Tool<'static, ()> {
+    Tool::plain("aw-run", help, FLAGS, Operands::Workflow { serve: "serve" })
+}
 
 #[derive(Debug)]
 struct Args {
@@ -115,6 +241,7 @@ use cli::duration;
 enum Parsed {
     Help,
     Version,
+    Generate(String),
     Run(Box<Args>),
 }
 
@@ -157,62 +284,72 @@ fn parse() -> Result<Parsed> {
             a.common.set(k, &mut p)?;
             continue;
         }
-        match arg {
-            Long("check") => a.check = true,
-            Long("var") => a.vars.push(cli::string(&mut p, "--var")?),
-            Long("keep") => a.opts.keep = true,
-            Long("create") => a.create = true,
-            Long("detach") => a.detach = true,
-            Long("serve") => a.serve = true,
-            Long("iter") => {
+        if let Value(v) = arg {
+            if !(a.serve || a.positional.is_empty()) {
+                return Err(cli::unexpected(Value(v), FLAGS));
+            }
+            a.positional.push(v);
+            continue;
+        }
+        let Some(f) = flags::find(FLAGS, &arg) else {
+            return Err(cli::unexpected(arg, FLAGS));
+        };
+        match f.long {
+            "check" => a.check = true,
+            "var" => a.vars.push(cli::string(&mut p, "--var")?),
+            "keep" => a.opts.keep = true,
+            "create" => a.create = true,
+            "detach" => a.detach = true,
+            "serve" => a.serve = true,
+            "iter" => {
                 let v = cli::string(&mut p, "--iter")?;
                 a.iter = Some(
                     iter::Limit::parse(&v).map_err(|why| Error::Usage(format!("--iter {why}")))?,
                 );
             }
-            Long("agent") => {
+            "agent" => {
                 let name = cli::string(&mut p, "--agent")?;
                 crate::names::check_agent(&name)?;
                 a.agent = Some(name);
             }
-            Long("resume") => a.resume = true,
+            "resume" => a.resume = true,
             // Kept for the scripts that pass it: checked, then ignored.
-            Long("debounce") => {
+            "debounce" => {
                 duration(&mut p, "--debounce")?;
             }
-            Long("poll") => {
+            "poll" => {
                 let secs: f64 = cli::number(&mut p, "--poll")?;
                 if !(secs > 0.0 && secs <= 3600.0) {
                     return Err(Error::Usage("--poll: expected seconds in (0, 3600]".into()));
                 }
                 a.opts.poll = Some(Duration::from_secs_f64(secs));
             }
-            Long("max-runs") => {
+            "max-runs" => {
                 a.opts.max_runs = cli::number(&mut p, "--max-runs")?;
                 if a.opts.max_runs == 0 {
                     return Err(Error::Usage("--max-runs: must be at least 1".into()));
                 }
             }
-            Long("max-rate") => {
+            "max-rate" => {
                 let v = cli::string(&mut p, "--max-rate")?;
                 a.opts.rate = crate::run::controller::Rate::parse(&v)
                     .map_err(|why| Error::Usage(format!("--max-rate '{v}': {why}")))?;
             }
-            Long("max-pair") => {
+            "max-pair" => {
                 let v = cli::string(&mut p, "--max-pair")?;
                 a.opts.pair = crate::run::controller::Rate::parse(&v)
                     .map_err(|why| Error::Usage(format!("--max-pair '{v}': {why}")))?;
             }
-            Long("timeout") => a.opts.timeout = Some(duration(&mut p, "--timeout")?),
-            Long("retries") => {
+            "timeout" => a.opts.timeout = Some(duration(&mut p, "--timeout")?),
+            "retries" => {
                 a.opts.retry.attempts = cli::number(&mut p, "--retries")?;
                 if a.opts.retry.attempts == 0 {
                     return Err(Error::Usage("--retries: must be at least 1".into()));
                 }
             }
-            Long("backoff") => a.opts.retry.backoff = duration(&mut p, "--backoff")?,
-            Long("cooldown") => a.opts.cooldown = duration(&mut p, "--cooldown")?,
-            Long("budget-usd") => {
+            "backoff" => a.opts.retry.backoff = duration(&mut p, "--backoff")?,
+            "cooldown" => a.opts.cooldown = duration(&mut p, "--cooldown")?,
+            "budget-usd" => {
                 let usd: f64 = cli::number(&mut p, "--budget-usd")?;
                 if !(usd.is_finite() && usd > 0.0) {
                     return Err(Error::Usage(
@@ -221,7 +358,7 @@ fn parse() -> Result<Parsed> {
                 }
                 a.opts.budget.usd = Some(usd);
             }
-            Long("budget-tokens") => {
+            "budget-tokens" => {
                 let n: u64 = cli::number(&mut p, "--budget-tokens")?;
                 if n == 0 {
                     return Err(Error::Usage(
@@ -230,12 +367,12 @@ fn parse() -> Result<Parsed> {
                 }
                 a.opts.budget.tokens = Some(n);
             }
-            Short('q') | Long("quiet") => a.opts.quiet = true,
-            Long("json") => a.opts.json = true,
-            Short('h') | Long("help") => return Ok(Parsed::Help),
-            Short('V') | Long("version") => return Ok(Parsed::Version),
-            Value(v) if a.serve || a.positional.is_empty() => a.positional.push(v),
-            _ => return Err(cli::unexpected(arg, HELP)),
+            "quiet" => a.opts.quiet = true,
+            "json" => a.opts.json = true,
+            "help" => return Ok(Parsed::Help),
+            "version" => return Ok(Parsed::Version),
+            "generate" => return Ok(Parsed::Generate(cli::string(&mut p, "--generate")?)),
+            other => panic!("aw-run: --{other} is in the table of flags but not parsed"),
         }
     }
     if a.serve && a.check {
@@ -286,7 +423,12 @@ pub fn main() -> std::process::ExitCode {
 
 pub fn run(out: &mut Out) -> Result<u8> {
     let mut a = match parse()? {
-        Parsed::Help => return cli::print_help(out, HELP),
+        Parsed::Help => return cli::print_help(out, &help()),
+        Parsed::Generate(kind) => {
+            out.exact();
+            out.raw(crate::cli::complete::generate(&tool(), &kind)?.as_bytes())?;
+            return Ok(0);
+        }
         Parsed::Version => return cli::print_version(out, "aw-run"),
         Parsed::Run(a) => *a,
     };
