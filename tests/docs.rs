@@ -585,6 +585,70 @@ fn bash_completes_commands_options_agents_and_documents() {
     }
 }
 
+/// Run `shell` with `args` in `dir`, standard output as text; a missing shell fails.
+fn shell(dir: &Path, shell: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(shell)
+        .current_dir(dir)
+        .env_remove("AW_ROOT")
+        .env_remove("AW_INSTANCE")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {shell} (sh scripts/test-deps.sh installs it): {e}")
+        });
+    assert!(out.status.success(), "{shell} {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn zsh_reads_and_fish_runs_the_completions() {
+    for tool in TOOLS {
+        let zsh = repo().join(format!("completions/_{tool}"));
+        shell(&repo(), "zsh", &["-n", &zsh.display().to_string()]);
+        let fish = repo().join(format!("completions/{tool}.fish"));
+        shell(&repo(), "fish", &["-n", &fish.display().to_string()]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for args in [
+        &["new", "alice@team", "--backend", "mock"][..],
+        &["new", "bob@team", "--backend", "mock"],
+    ] {
+        let out = Command::cargo_bin("aw-ctl")
+            .unwrap()
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "aw-ctl {args:?}: {out:?}");
+    }
+    for (tool, line, want) in [
+        ("aw-ctl", "aw-ctl st", &["status", "stop"][..]),
+        ("aw-ctl", "aw-ctl -i team status ", &["alice", "bob"]),
+        ("aw-ctl", "aw-ctl -i team runs --f", &["--follow"]),
+        ("aw-ctl", "aw-ctl -i team ls --f", &[]),
+        ("aw-send", "aw-send -i team -t ", &["@team", "alice", "bob"]),
+        ("aw-run", "aw-run --serve -i team alice@", &["alice@team"]),
+    ] {
+        let script = format!(
+            "source {}; complete -C {}",
+            repo().join(format!("completions/{tool}.fish")).display(),
+            shell_quote(line)
+        );
+        let mut got: Vec<String> = shell(d, "fish", &["-c", &script])
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "fish: {line:?}");
+    }
+}
+
+/// A single-quoted shell word.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"\'"))
+}
+
 #[test]
 fn flag_extraction() {
     let help = "Usage: x [--root DIR] [-i NAME] <CMD>\n  -n, --limit N  e.g. claude-sonnet-4-5, aw-ctl\n  --doc [FILE]  (-F) a-b --x- [MESSAGE... | -]\n";
