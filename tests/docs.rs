@@ -489,6 +489,53 @@ fn every_flag_of_a_table_is_parsed() {
     }
 }
 
+/// The man page of aw-ctl names, for each option of its table, the commands that take it
+/// (`.Pq Cm doc write , Cm propose` in its entry of OPTIONS), and no other; a subcommand whose
+/// command takes it too (`budget reset`, `budget`) is named by its command.
+#[test]
+fn aw_ctl_man_page_names_the_commands_of_each_option() {
+    use std::collections::BTreeMap;
+    let page = read(&repo().join("man/aw-ctl.1")).unwrap();
+    let mut entries: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in section(&page, "OPTIONS").lines() {
+        if let Some(item) = line.strip_prefix(".It ") {
+            let words: Vec<&str> = item.split_whitespace().collect();
+            current = words
+                .windows(2)
+                .filter(|w| w[0] == "Fl" && w[1].starts_with('-'))
+                .map(|w| w[1][1..].to_string())
+                .next();
+        } else if let (Some(flag), Some(cmds)) = (&current, line.strip_prefix(".Pq Cm ")) {
+            entries
+                .entry(flag.clone())
+                .or_default()
+                .extend(cmds.split(" , Cm ").map(|c| c.trim().to_string()));
+        }
+    }
+    let mut problems = Vec::new();
+    for f in aw::cli::ctl::FLAGS.iter().filter(|f| !f.cmds.is_empty()) {
+        let want: BTreeSet<String> = f
+            .cmds
+            .iter()
+            .filter(|c| !c.split_once(' ').is_some_and(|(w, _)| f.cmds.contains(&w)))
+            .map(|c| c.to_string())
+            .collect();
+        let got = entries.get(f.long).cloned().unwrap_or_default();
+        if got != want {
+            problems.push(format!(
+                "--{}: the table says {want:?}, the man page {got:?}",
+                f.long
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "man/aw-ctl.1:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
 /// The candidates that the bash completion of `tool` offers for `line` (the cursor at its
 /// end), run in a real bash in `dir`: the function that `complete -p` names is called as
 /// bash calls it on TAB.
