@@ -75,8 +75,15 @@ man:
 		mandoc -Tlint -W warning $(MAN1) $(MAN5) $(MAN7); \
 	else echo "mandoc not installed: man pages not linted"; fi
 
+# The shell completions, rendered from each tool's table of options (aw-X --generate);
+# tests/docs.rs fails when the files in completions/ differ from what the tools print.
 completions:
-	@ls completions
+	$(CARGO) build --bins
+	for t in $(BINS); do \
+		target/debug/$$t --generate complete-bash >completions/$$t.bash && \
+		target/debug/$$t --generate complete-zsh >completions/_$$t && \
+		target/debug/$$t --generate complete-fish >completions/$$t.fish || exit 1; \
+	done
 
 # The main job without an API key: two scripted agents talk until their work is done, on a
 # fresh instance each time (hello-DATE-TIME), its channel shown once as it is written.

@@ -4,7 +4,8 @@
 #   sh scripts/test-deps.sh
 #
 # The suite needs: mandoc (man page lint), tmux (the live view is driven in a terminal),
-# script (what reaches a terminal is read from one),
+# script (what reaches a terminal is read from one), zsh and fish (the completions are
+# read, and run, by the shells they are for),
 # GlusterFS with FUSE (the several-hosts tests mount a real volume twice), strace (the
 # system calls of a run are counted), jq (the growth-curve benchmarks read JSON Lines with
 # it, and their tests run them), and the nightly
@@ -27,6 +28,8 @@ need unshare util-linux
 need script bsdutils
 need strace strace
 need jq jq
+need zsh zsh
+need fish fish
 
 if [ -n "$missing" ]; then
 	# shellcheck disable=SC2086

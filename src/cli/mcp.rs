@@ -1,12 +1,15 @@
 //! `aw-mcp`: a stdio MCP server for one agent identity.
 
+use crate::cli::complete::{Operands, Tool};
+use crate::cli::flags::{self, BASE, Flag};
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result};
 use crate::mcp::Server;
 use crate::names;
 use crate::registry::{self, Agent, Registry};
 
-pub const HELP: &str = "\
+/// What `--help` says before the options.
+const ABOUT: &str = "\
 aw-mcp - MCP server (stdio) giving one agent the aw channel, inbox, documents and votes
 
 Usage: aw-mcp --agent NAME[@INSTANCE] [--collab [--max-workers N] [--spawn-depth N]]
@@ -15,32 +18,81 @@ Usage: aw-mcp --agent NAME[@INSTANCE] [--collab [--max-workers N] [--spawn-depth
 Speaks MCP (JSON-RPC) on stdin/stdout; logs go to stderr. The identity is fixed at start.
 An agent that is not registered is registered with backend 'external'.
 Wire it into Claude Code with the output of: aw-ctl mcp-config NAME@INSTANCE
+";
 
-Options:
-  -a, --agent NAME[@INSTANCE]  who is speaking (default: $AW_AGENT)
-      --collab                 also give the collab tools: spawn_agent, send_input,
-                               wait, close_agent
-      --max-workers N          with --collab: workers alive at once in the instance
-                               (default 8)
-      --spawn-depth N          with --collab: how deep spawning goes (default 1:
-                               workers cannot spawn workers)
-      --delegate               only coordinate: the collab tools, and none of the
-                               tools that write documents
-      --create                 create the instance even if an existing one has a
-                               near name (otherwise refused as a likely typo, 66)
-      --root DIR               root directory (default: $AW_ROOT, else the nearest
-                               .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME          instance (default: from --agent, $AW_INSTANCE or 'default')
-  -h, --help                   print this help
-  -V, --version                print the version
-
+/// What `--help` says after the options.
+const EXIT: &str = "\
 Exit status: 0 on end of input or SIGTERM, 64 usage, 65 bad name or damaged state
 file, 66 no such instance but one with a near name exists, 69 runtime or protocol could not start, 70 internal error, 73 cannot create,
 74 I/O error, 75 lock timeout, 77 permission denied, 130 on SIGINT.
 ";
 
+/// The options of aw-mcp.
+pub const FLAGS: &[Flag] = &[
+    Flag {
+        long: "agent",
+        short: Some('a'),
+        value: Some("NAME[@INSTANCE]"),
+        doc: "who is speaking (default: $AW_AGENT)",
+        brief: "the agent this server speaks for",
+        ..BASE
+    },
+    Flag {
+        long: "collab",
+        doc: "also give the collab tools: spawn_agent, send_input,\n\
+              wait, close_agent",
+        brief: "also give the collab tools",
+        ..BASE
+    },
+    Flag {
+        long: "max-workers",
+        value: Some("N"),
+        doc: "with --collab: workers alive at once in the instance\n(default 8)",
+        ..BASE
+    },
+    Flag {
+        long: "spawn-depth",
+        value: Some("N"),
+        doc: "with --collab: how deep spawning goes (default 1:\n\
+              workers cannot spawn workers)",
+        brief: "with --collab: how deep spawning goes",
+        ..BASE
+    },
+    Flag {
+        long: "delegate",
+        doc: "only coordinate: the collab tools, and none of the\n\
+              tools that write documents",
+        brief: "only coordinate: the collab tools, no tools that write documents",
+        ..BASE
+    },
+    Flag {
+        long: "create",
+        doc: "create the instance even if an existing one has a\n\
+              near name (otherwise refused as a likely typo, 66)",
+        brief: "create the instance even if an existing one has a near name",
+        ..BASE
+    },
+    flags::ROOT,
+    Flag {
+        doc: "instance (default: from --agent, $AW_INSTANCE or 'default')",
+        ..flags::INSTANCE
+    },
+    flags::GENERATE,
+    flags::HELP,
+    flags::VERSION,
+];
+
+/// The help text: about, options, exit status.
+pub fn help() -> String {
+    flags::help(ABOUT, FLAGS, 31, EXIT)
+}
+
+/// What the completions know of aw-mcp.
+pub fn tool() -> Tool<'static, ()> {
+    Tool::plain("aw-mcp", help, FLAGS, Operands::None)
+}
+
 pub fn run(out: &mut Out) -> Result<u8> {
-    use lexopt::prelude::*;
     let mut common = Common::default();
     let mut agent: Option<String> = None;
     let mut collab = false;
@@ -54,22 +106,23 @@ pub fn run(out: &mut Out) -> Result<u8> {
             common.set(k, &mut p)?;
             continue;
         }
-        match arg {
-            Short('a') | Long("agent") => agent = Some(cli::string(&mut p, "--agent")?),
-            Long("collab") => collab = true,
-            Long("delegate") => delegate = true,
-            Long("create") => create = true,
-            Long("max-workers") => {
+        let Some(f) = flags::find(FLAGS, &arg) else {
+            return Err(cli::unexpected(arg, FLAGS));
+        };
+        match f.long {
+            "agent" => agent = Some(cli::string(&mut p, "--agent")?),
+            "collab" => collab = true,
+            "delegate" => delegate = true,
+            "create" => create = true,
+            "max-workers" => {
                 limits.max_workers = positive(&mut p, "--max-workers")?;
                 limited = true;
             }
-            Long("spawn-depth") => {
+            "spawn-depth" => {
                 limits.max_depth = positive(&mut p, "--spawn-depth")?;
                 limited = true;
             }
-            Short('h') | Long("help") => return cli::print_help(out, HELP),
-            Short('V') | Long("version") => return cli::print_version(out, "aw-mcp"),
-            _ => return Err(cli::unexpected(arg, HELP)),
+            _ => return cli::common_flag(out, f, &mut p, &tool()),
         }
     }
     if limited && !collab && !delegate {

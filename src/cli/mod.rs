@@ -1,9 +1,12 @@
 //! Command-line front ends: shared options, output, and the mapping of errors to exit codes.
 
+pub mod complete;
 pub mod ctl;
+pub mod flags;
 pub mod mcp;
 pub mod peek;
 pub mod run;
+mod run_flags;
 pub mod send;
 
 use std::ffi::OsString;
@@ -229,42 +232,55 @@ pub fn string(p: &mut lexopt::Parser, name: &str) -> Result<String> {
 
 /// The value of an option, as a number.
 pub fn number<T: std::str::FromStr>(p: &mut lexopt::Parser, name: &str) -> Result<T> {
-    let s = string(p, name)?;
+    parse_number(&string(p, name)?, name)
+}
+
+/// A number given as the value of option `name`.
+pub fn parse_number<T: std::str::FromStr>(s: &str, name: &str) -> Result<T> {
     s.parse().map_err(|_| {
         Error::Usage(format!(
             "{name}: '{}' is not a valid number",
-            crate::names::sanitize(&s)
+            crate::names::sanitize(s)
         ))
     })
 }
 
-/// Turn a lexopt error or an unexpected argument into a usage error.
-/// An argument the tool does not take (exit 64), with the near option of its `help` text
-/// when there is one (`--form`: did you mean '--from'?).
-pub fn unexpected(arg: lexopt::Arg, help: &str) -> Error {
+/// An argument the tool does not take (exit 64), with the near option of its table of
+/// flags when there is one (`--form`: did you mean '--from'?).
+pub fn unexpected(arg: lexopt::Arg, table: &[flags::Flag]) -> Error {
     let near = match &arg {
-        lexopt::Arg::Long(l) => crate::suggest::suggestion(&format!("--{l}"), long_options(help)),
+        lexopt::Arg::Long(l) => {
+            let longs: Vec<String> = table.iter().map(flags::Flag::dashed).collect();
+            crate::suggest::suggestion(&format!("--{l}"), longs.iter().map(String::as_str))
+        }
         _ => String::new(),
     };
     let e = arg.unexpected();
     Error::Usage(format!("{e}{near}")).hint("see --help")
 }
 
-/// The long options a help text names (`--name`), in order, each once.
-pub fn long_options(help: &str) -> Vec<&str> {
-    let mut found: Vec<&str> = Vec::new();
-    for (i, _) in help.match_indices("--") {
-        let rest = &help[i..];
-        let end = 2 + rest[2..]
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .unwrap_or(rest.len() - 2);
-        let opt = &rest[..end];
-        let starts_word = i == 0 || !help[..i].ends_with(|c: char| c.is_ascii_alphanumeric());
-        if opt.len() > 3 && starts_word && !found.contains(&opt) {
-            found.push(opt);
+/// The flags every tool's table has besides `--root` and `-i`: print the help, the version
+/// or a completion script. Any other flag is one the tool's parser forgot.
+pub fn common_flag<R>(
+    out: &mut Out,
+    flag: &flags::Flag,
+    p: &mut lexopt::Parser,
+    tool: &complete::Tool<R>,
+) -> Result<u8> {
+    match flag.long {
+        "help" => print_help(out, &(tool.help)()),
+        "version" => print_version(out, tool.name),
+        "generate" => {
+            let kind = string(p, "--generate")?;
+            out.exact();
+            out.raw(complete::generate(tool, &kind)?.as_bytes())?;
+            Ok(0)
         }
+        other => panic!(
+            "{}: --{other} is in the table of flags but not parsed",
+            tool.name
+        ),
     }
-    found
 }
 
 pub fn lex_err(e: lexopt::Error) -> Error {

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::channel::{Channel, Damage, Entry, SCAN_CHUNK};
+use crate::cli::complete::{Operands, Tool};
+use crate::cli::flags::{self, BASE, Complete, Flag};
 use crate::cli::{self, Common, Out};
 use crate::document::{self, DEFAULT_DOCUMENT};
 use crate::error::{Error, Result};
@@ -14,36 +16,99 @@ use crate::instance::Instance;
 use crate::mention::{self, Priority};
 use crate::names::Target;
 
-pub const HELP: &str = "\
+/// What `--help` says before the options.
+const ABOUT: &str = "\
 aw-peek - read an aw channel, an agent's inbox, or a document
 
 Usage: aw-peek [OPTIONS] [TARGET]
 
 TARGET is @instance (that instance's channel) or agent[@instance] (that agent's inbox).
+";
 
-Options:
-      --root DIR       root directory (default: $AW_ROOT, else the nearest
-                       .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
-      --inbox AGENT    show AGENT's (or AGENT@INSTANCE's) unread mentions; does not
-                       acknowledge them
-      --since ID       only entries with an id greater than ID
-  -n, --limit N        at most N entries: the last N, or the first N after --since
-                       (channel default 20, no limit with --since or for an inbox;
-                       0 = no limit)
-      --json           one JSON record per line
-  -F, --follow         keep printing new entries as they arrive, until interrupted or
-                       nobody reads the output
-      --poll SECS      with --follow: poll every SECS seconds instead of using inotify
-      --doc [FILE]     print a document (default notes.md)
-      --docs [PATTERN] list the documents (those matching PATTERN, e.g. 'findings/*.md')
-  -h, --help           print this help
-  -V, --version        print the version
-
+/// What `--help` says after the options.
+const EXIT: &str = "\
 Exit status: 0 ok, 64 usage, 65 bad name or damaged state file, 66 no such instance,
 agent or document, 69 followed channel removed or replaced, 74 I/O error,
 77 permission denied, 130 interrupted.
 ";
+
+/// The options of aw-peek.
+pub const FLAGS: &[Flag] = &[
+    flags::ROOT,
+    flags::INSTANCE,
+    Flag {
+        long: "inbox",
+        value: Some("AGENT"),
+        doc: "show AGENT's (or AGENT@INSTANCE's) unread mentions; does not\n\
+              acknowledge them",
+        brief: "show the unread mentions of an agent",
+        complete: Complete::Agent,
+        ..BASE
+    },
+    Flag {
+        long: "since",
+        value: Some("ID"),
+        doc: "only entries with an id greater than ID",
+        ..BASE
+    },
+    Flag {
+        long: "limit",
+        short: Some('n'),
+        value: Some("N"),
+        doc: "at most N entries: the last N, or the first N after --since\n\
+              (channel default 20, no limit with --since or for an inbox;\n\
+              0 = no limit)",
+        brief: "at most N entries (0: no limit)",
+        ..BASE
+    },
+    Flag {
+        long: "json",
+        doc: "one JSON record per line",
+        ..BASE
+    },
+    Flag {
+        long: "follow",
+        short: Some('F'),
+        doc: "keep printing new entries as they arrive, until interrupted or\n\
+              nobody reads the output",
+        brief: "keep printing new entries as they arrive",
+        ..BASE
+    },
+    Flag {
+        long: "poll",
+        value: Some("SECS"),
+        doc: "with --follow: poll every SECS seconds instead of using inotify",
+        brief: "with --follow: poll every SECS seconds",
+        ..BASE
+    },
+    Flag {
+        long: "doc",
+        value: Some("[FILE]"),
+        doc: "print a document (default notes.md)",
+        complete: Complete::Document,
+        ..BASE
+    },
+    Flag {
+        long: "docs",
+        operand: Some("[PATTERN]"),
+        doc: "list the documents (those matching PATTERN, e.g. 'findings/*.md')",
+        brief: "list the documents",
+        ..BASE
+    },
+    flags::GENERATE,
+    flags::HELP,
+    flags::VERSION,
+];
+
+/// The help text: about, options, exit status.
+pub fn help() -> String {
+    flags::help(ABOUT, FLAGS, 23, EXIT)
+}
+
+/// What the completions know of aw-peek.
+pub fn tool() -> Tool<'static, ()> {
+    Tool::plain("aw-peek", help, FLAGS, Operands::Target)
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -68,29 +133,42 @@ pub fn run(out: &mut Out) -> Result<u8> {
             a.common.set(k, &mut p)?;
             continue;
         }
-        match arg {
-            Long("inbox") => {
+        if let Value(v) = arg {
+            if a.target.is_some() {
+                return Err(cli::unexpected(Value(v), FLAGS));
+            }
+            a.target = Some(
+                v.into_string()
+                    .map_err(|_| Error::invalid("TARGET is not valid UTF-8"))?,
+            );
+            continue;
+        }
+        let Some(f) = flags::find(FLAGS, &arg) else {
+            return Err(cli::unexpected(arg, FLAGS));
+        };
+        match f.long {
+            "inbox" => {
                 if a.target.is_some() || a.inbox.is_some() {
                     return Err(Error::Usage("give TARGET or --inbox, not both".into()));
                 }
                 a.target = Some(cli::string(&mut p, "--inbox")?);
                 a.inbox = Some(String::new()); // marks the target as an agent
             }
-            Long("since") => a.since = Some(cli::number(&mut p, "--since")?),
-            Short('n') | Long("limit") => a.limit = Some(cli::number(&mut p, "--limit")?),
-            Long("json") => {
+            "since" => a.since = Some(cli::number(&mut p, "--since")?),
+            "limit" => a.limit = Some(cli::number(&mut p, "--limit")?),
+            "json" => {
                 a.json = true;
                 out.exact();
             }
-            Short('F') | Long("follow") => a.follow = true,
-            Long("poll") => {
+            "follow" => a.follow = true,
+            "poll" => {
                 let s: f64 = cli::number(&mut p, "--poll")?;
                 if !(s > 0.0 && s <= 3600.0) {
                     return Err(Error::Usage("--poll: SECS must be in (0, 3600]".into()));
                 }
                 a.poll = Some(s);
             }
-            Long("doc") => {
+            "doc" => {
                 let file = match p.optional_value() {
                     Some(v) => Some(v),
                     None => {
@@ -115,16 +193,8 @@ pub fn run(out: &mut Out) -> Result<u8> {
                     None => DEFAULT_DOCUMENT.to_string(),
                 });
             }
-            Long("docs") => a.docs = true,
-            Short('h') | Long("help") => return cli::print_help(out, HELP),
-            Short('V') | Long("version") => return cli::print_version(out, "aw-peek"),
-            Value(v) if a.target.is_none() => {
-                a.target = Some(
-                    v.into_string()
-                        .map_err(|_| Error::invalid("TARGET is not valid UTF-8"))?,
-                )
-            }
-            _ => return Err(cli::unexpected(arg, HELP)),
+            "docs" => a.docs = true,
+            _ => return cli::common_flag(out, f, &mut p, &tool()),
         }
     }
     peek(out, a)

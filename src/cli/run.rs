@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::cli::flags;
+pub use crate::cli::run_flags::{FLAGS, help, tool};
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result, exit};
 use crate::instance::{Instance, Root};
@@ -17,80 +19,6 @@ use crate::run::runner::{self, Options};
 use crate::run::workflow::{Context, Workflow};
 use crate::run::{LoadError, Vars, iter, workflow};
 use crate::spawn::READY_FD;
-
-pub const HELP: &str = "\
-aw-run - run a workflow file: its agents, setup and kickoff
-
-Usage: aw-run [OPTIONS] FILE
-       aw-run --iter N|DURATION [--agent NAME] [--resume] [OPTIONS] FILE
-       aw-run --serve [OPTIONS] [AGENT[@INSTANCE]...]
-       aw-run --check FILE
-
-Registers the workflow's agents, runs its setup, posts its kickoff, then runs each agent
-when it is mentioned, until every agent is idle with nothing unread (with --keep: until
-stopped). Prints the channel's new entries on stdout and one line per run on stderr.
-
-Options:
-      --root DIR       root directory (default: $AW_ROOT, else the nearest
-                       .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME  instance (default: $AW_INSTANCE or the workflow's name); with
-                       --serve and no AGENT, repeatable: every runnable agent of
-                       each instance
-      --check          check the file and what its agents need (CLIs, keys, programs)
-                       in one pass; every problem as FILE:LINE:COL: what (with
-                       --json: one JSON line each on stdout)
-      --var NAME=VALUE define a variable (repeatable)
-      --keep           stay until stopped (aw-ctl stop, SIGTERM, SIGINT)
-      --create         create the instance named by -i or AW_INSTANCE even if an
-                       existing one has a near name (else refused as a likely typo)
-      --detach         run in the background; print its pid (and on stderr the log
-                       and how to stop it); log to _state/aw-run.log
-      --serve          serve agents registered with aw-ctl new (all runnable ones, or
-                       the AGENTs named), without a workflow file; AGENT@INSTANCE
-                       names an agent of another instance: one process serves the
-                       agents of several instances, each line saying which
-      --iter N|DUR     run one agent on the kickoff, its task, N times or until DUR
-                       (30s, 5m, 2h) has passed, or until it says it is done; in a
-                       git work tree each iteration that changed files is committed
-      --agent NAME     the agent that iterates (needed when the file has several)
-      --resume         continue the last --iter series after its last iteration
-      --debounce DUR   accepted and ignored (the end of the work is known exactly)
-      --poll SECS      poll the channel every SECS seconds instead of watching it
-      --max-runs N     most runs per agent (default 50; an agent's max_runs wins);
-                       with --keep, counted since the workflow was last quiet or
-                       the agent's last message from outside, and it pauses the
-                       agent instead of ending the server
-      --max-rate N/DUR with --keep, pause an agent that ran N times within DUR on
-                       other agents' messages alone, until someone else writes to
-                       it (default 20/60s; off to turn it off)
-      --max-pair N/DUR with --keep, pause an agent that ran on one other agent's
-                       messages alone once the two mentioned each other N times
-                       within DUR (default 10/60s; off to turn it off)
-      --timeout DUR    bound on the whole workflow
-      --retries N      attempts per run (default 3)
-      --backoff DUR    wait before the second attempt, doubled after (default 1s)
-      --cooldown DUR   after a run failed for good, wait before trying its messages
-                       again unless something new arrives (default 60s)
-      --budget-usd USD stop every agent once the instance's runs cost more than USD
-                       dollars (instead of the file's budget.usd; counted across
-                       runs until aw-ctl budget reset)
-      --budget-tokens N
-                       stop every agent once the instance's runs used more than N
-                       input and output tokens (instead of the file's
-                       budget.tokens; counted the same way)
-  -q, --quiet          print no entries, and no run events or summary on stderr
-      --json           print entries, run events and the summary as JSON Lines
-                       (with -q: the run events and the summary)
-  -h, --help           print this help
-  -V, --version        print the version
-
-Exit status: 0 done or stopped by SIGTERM (aw-ctl stop), 1 an agent failed for good,
-the loop guard, a budget or the timeout stopped the run, or a setup task failed,
-64 usage,
-65 bad workflow file, 66 no such file, instance or agent, 69 backend unavailable,
-73 cannot create, 74 I/O error, 75 agent already served, 77 permission denied,
-130 interrupted (SIGINT). Serving several instances: the highest of theirs.
-";
 
 #[derive(Debug)]
 struct Args {
@@ -115,6 +43,7 @@ use cli::duration;
 enum Parsed {
     Help,
     Version,
+    Generate(String),
     Run(Box<Args>),
 }
 
@@ -157,62 +86,72 @@ fn parse() -> Result<Parsed> {
             a.common.set(k, &mut p)?;
             continue;
         }
-        match arg {
-            Long("check") => a.check = true,
-            Long("var") => a.vars.push(cli::string(&mut p, "--var")?),
-            Long("keep") => a.opts.keep = true,
-            Long("create") => a.create = true,
-            Long("detach") => a.detach = true,
-            Long("serve") => a.serve = true,
-            Long("iter") => {
+        if let Value(v) = arg {
+            if !(a.serve || a.positional.is_empty()) {
+                return Err(cli::unexpected(Value(v), FLAGS));
+            }
+            a.positional.push(v);
+            continue;
+        }
+        let Some(f) = flags::find(FLAGS, &arg) else {
+            return Err(cli::unexpected(arg, FLAGS));
+        };
+        match f.long {
+            "check" => a.check = true,
+            "var" => a.vars.push(cli::string(&mut p, "--var")?),
+            "keep" => a.opts.keep = true,
+            "create" => a.create = true,
+            "detach" => a.detach = true,
+            "serve" => a.serve = true,
+            "iter" => {
                 let v = cli::string(&mut p, "--iter")?;
                 a.iter = Some(
                     iter::Limit::parse(&v).map_err(|why| Error::Usage(format!("--iter {why}")))?,
                 );
             }
-            Long("agent") => {
+            "agent" => {
                 let name = cli::string(&mut p, "--agent")?;
                 crate::names::check_agent(&name)?;
                 a.agent = Some(name);
             }
-            Long("resume") => a.resume = true,
+            "resume" => a.resume = true,
             // Kept for the scripts that pass it: checked, then ignored.
-            Long("debounce") => {
+            "debounce" => {
                 duration(&mut p, "--debounce")?;
             }
-            Long("poll") => {
+            "poll" => {
                 let secs: f64 = cli::number(&mut p, "--poll")?;
                 if !(secs > 0.0 && secs <= 3600.0) {
                     return Err(Error::Usage("--poll: expected seconds in (0, 3600]".into()));
                 }
                 a.opts.poll = Some(Duration::from_secs_f64(secs));
             }
-            Long("max-runs") => {
+            "max-runs" => {
                 a.opts.max_runs = cli::number(&mut p, "--max-runs")?;
                 if a.opts.max_runs == 0 {
                     return Err(Error::Usage("--max-runs: must be at least 1".into()));
                 }
             }
-            Long("max-rate") => {
+            "max-rate" => {
                 let v = cli::string(&mut p, "--max-rate")?;
                 a.opts.rate = crate::run::controller::Rate::parse(&v)
                     .map_err(|why| Error::Usage(format!("--max-rate '{v}': {why}")))?;
             }
-            Long("max-pair") => {
+            "max-pair" => {
                 let v = cli::string(&mut p, "--max-pair")?;
                 a.opts.pair = crate::run::controller::Rate::parse(&v)
                     .map_err(|why| Error::Usage(format!("--max-pair '{v}': {why}")))?;
             }
-            Long("timeout") => a.opts.timeout = Some(duration(&mut p, "--timeout")?),
-            Long("retries") => {
+            "timeout" => a.opts.timeout = Some(duration(&mut p, "--timeout")?),
+            "retries" => {
                 a.opts.retry.attempts = cli::number(&mut p, "--retries")?;
                 if a.opts.retry.attempts == 0 {
                     return Err(Error::Usage("--retries: must be at least 1".into()));
                 }
             }
-            Long("backoff") => a.opts.retry.backoff = duration(&mut p, "--backoff")?,
-            Long("cooldown") => a.opts.cooldown = duration(&mut p, "--cooldown")?,
-            Long("budget-usd") => {
+            "backoff" => a.opts.retry.backoff = duration(&mut p, "--backoff")?,
+            "cooldown" => a.opts.cooldown = duration(&mut p, "--cooldown")?,
+            "budget-usd" => {
                 let usd: f64 = cli::number(&mut p, "--budget-usd")?;
                 if !(usd.is_finite() && usd > 0.0) {
                     return Err(Error::Usage(
@@ -221,7 +160,7 @@ fn parse() -> Result<Parsed> {
                 }
                 a.opts.budget.usd = Some(usd);
             }
-            Long("budget-tokens") => {
+            "budget-tokens" => {
                 let n: u64 = cli::number(&mut p, "--budget-tokens")?;
                 if n == 0 {
                     return Err(Error::Usage(
@@ -230,12 +169,12 @@ fn parse() -> Result<Parsed> {
                 }
                 a.opts.budget.tokens = Some(n);
             }
-            Short('q') | Long("quiet") => a.opts.quiet = true,
-            Long("json") => a.opts.json = true,
-            Short('h') | Long("help") => return Ok(Parsed::Help),
-            Short('V') | Long("version") => return Ok(Parsed::Version),
-            Value(v) if a.serve || a.positional.is_empty() => a.positional.push(v),
-            _ => return Err(cli::unexpected(arg, HELP)),
+            "quiet" => a.opts.quiet = true,
+            "json" => a.opts.json = true,
+            "help" => return Ok(Parsed::Help),
+            "version" => return Ok(Parsed::Version),
+            "generate" => return Ok(Parsed::Generate(cli::string(&mut p, "--generate")?)),
+            other => panic!("aw-run: --{other} is in the table of flags but not parsed"),
         }
     }
     if a.serve && a.check {
@@ -286,7 +225,12 @@ pub fn main() -> std::process::ExitCode {
 
 pub fn run(out: &mut Out) -> Result<u8> {
     let mut a = match parse()? {
-        Parsed::Help => return cli::print_help(out, HELP),
+        Parsed::Help => return cli::print_help(out, &help()),
+        Parsed::Generate(kind) => {
+            out.exact();
+            out.raw(crate::cli::complete::generate(&tool(), &kind)?.as_bytes())?;
+            return Ok(0);
+        }
         Parsed::Version => return cli::print_version(out, "aw-run"),
         Parsed::Run(a) => *a,
     };

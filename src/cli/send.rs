@@ -3,13 +3,16 @@
 use std::os::fd::{AsFd, BorrowedFd};
 
 use crate::channel::MAX_MESSAGE;
+use crate::cli::complete::{Operands, Tool};
+use crate::cli::flags::{self, BASE, Complete, Flag};
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result, exit};
 use crate::instance::Instance;
 use crate::names::{self, Target};
 use crate::post::{self, PostOptions, Posted};
 
-pub const HELP: &str = "\
+/// What `--help` says before the options.
+const ABOUT: &str = "\
 aw-send - append one message to an aw channel
 
 Usage: aw-send [OPTIONS] [MESSAGE... | -]
@@ -22,24 +25,10 @@ With --lines, each line of stdin is sent as soon as it is read, and one id is
 printed per line sent; blank lines are skipped, a bad line is refused alone.
 With --wait, the reply of AGENT is printed instead of the id: the entries it
 wrote in the run(s) that handled the message, once its aw-run has handled it.
+";
 
-Options:
-      --root DIR       root directory (default: $AW_ROOT, else the nearest
-                       .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
-  -f, --from NAME      sender (default: $AW_AGENT or 'user')
-  -t, --to TARGET      agent, agent@instance (mention it) or @instance (broadcast)
-      --strict         refuse a message that mentions an unregistered @name
-      --create         create the instance even if an existing one has a near name
-  -q, --quiet          do not say on stderr that a new instance was created
-      --sync           fdatasync the channel before returning (also AW_SYNC=1)
-      --json           print the new entry as JSON instead of its id
-      --lines          send each line of stdin as a message, until end of input
-      --wait           wait for the reply of the agent given with -t, print it
-      --timeout DUR    with --wait, give up after DUR (90, 1.5s, 5m, 1h; default: none)
-  -h, --help           print this help
-  -V, --version        print the version
-
+/// What `--help` says after the options.
+const EXIT: &str = "\
 Exit status: 0 sent, 1 (--wait) no reply: the timeout passed or the agent's
 runs failed, 64 usage, 65 bad message or name (with --lines: a line was
 refused, the others were sent), 66 -t names an agent that is not registered,
@@ -48,6 +37,87 @@ or no such instance while one with a near name exists (a likely typo; see
 69 (--wait) no aw-run serves the agent, 73 cannot create, 74 I/O error,
 75 lock timeout, 77 permission denied, 130 interrupted.
 ";
+
+/// The options of aw-send.
+pub const FLAGS: &[Flag] = &[
+    flags::ROOT,
+    flags::INSTANCE,
+    Flag {
+        long: "from",
+        short: Some('f'),
+        value: Some("NAME"),
+        doc: "sender (default: $AW_AGENT or 'user')",
+        brief: "sender",
+        complete: Complete::Sender,
+        ..BASE
+    },
+    Flag {
+        long: "to",
+        short: Some('t'),
+        value: Some("TARGET"),
+        doc: "agent, agent@instance (mention it) or @instance (broadcast)",
+        brief: "agent, agent@instance or @instance",
+        complete: Complete::Target,
+        ..BASE
+    },
+    Flag {
+        long: "strict",
+        doc: "refuse a message that mentions an unregistered @name",
+        ..BASE
+    },
+    Flag {
+        long: "create",
+        doc: "create the instance even if an existing one has a near name",
+        ..BASE
+    },
+    Flag {
+        long: "quiet",
+        short: Some('q'),
+        doc: "do not say on stderr that a new instance was created",
+        ..BASE
+    },
+    Flag {
+        long: "sync",
+        doc: "fdatasync the channel before returning (also AW_SYNC=1)",
+        brief: "fdatasync the channel before returning",
+        ..BASE
+    },
+    Flag {
+        long: "json",
+        doc: "print the new entry as JSON instead of its id",
+        ..BASE
+    },
+    Flag {
+        long: "lines",
+        doc: "send each line of stdin as a message, until end of input",
+        ..BASE
+    },
+    Flag {
+        long: "wait",
+        doc: "wait for the reply of the agent given with -t, print it",
+        ..BASE
+    },
+    Flag {
+        long: "timeout",
+        value: Some("DUR"),
+        doc: "with --wait, give up after DUR (90, 1.5s, 5m, 1h; default: none)",
+        brief: "with --wait, give up after a duration",
+        ..BASE
+    },
+    flags::GENERATE,
+    flags::HELP,
+    flags::VERSION,
+];
+
+/// The help text: about, options, exit status.
+pub fn help() -> String {
+    flags::help(ABOUT, FLAGS, 23, EXIT)
+}
+
+/// What the completions know of aw-send.
+pub fn tool() -> Tool<'static, ()> {
+    Tool::plain("aw-send", help, FLAGS, Operands::Message)
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -75,40 +145,43 @@ pub fn run(out: &mut Out) -> Result<u8> {
             a.common.set(k, &mut p)?;
             continue;
         }
-        match arg {
-            Short('f') | Long("from") => a.from = Some(cli::string(&mut p, "--from")?),
-            Short('t') | Long("to") => a.to = Some(cli::string(&mut p, "--to")?),
-            Long("strict") => a.strict = true,
-            Long("create") => a.create = true,
-            Short('q') | Long("quiet") => a.quiet = true,
-            Long("sync") => a.sync = true,
-            Long("json") => {
-                a.json = true;
-                out.exact();
-            }
-            Long("lines") => a.lines = true,
-            Long("wait") => a.wait = true,
-            Long("timeout") => a.timeout = Some(cli::duration(&mut p, "--timeout")?),
-            Short('h') | Long("help") => return cli::print_help(out, HELP),
-            Short('V') | Long("version") => return cli::print_version(out, "aw-send"),
-            Value(v) => {
-                let s = v
-                    .into_string()
-                    .map_err(|_| Error::invalid("message argument is not valid UTF-8"))?;
-                if s == "-" && a.words.is_empty() {
-                    a.dash = true;
-                } else {
-                    a.words.push(s);
+        let Value(v) = arg else {
+            let Some(f) = flags::find(FLAGS, &arg) else {
+                return Err(cli::unexpected(arg, FLAGS));
+            };
+            let name = f.dashed();
+            match f.long {
+                "from" => a.from = Some(cli::string(&mut p, &name)?),
+                "to" => a.to = Some(cli::string(&mut p, &name)?),
+                "strict" => a.strict = true,
+                "create" => a.create = true,
+                "quiet" => a.quiet = true,
+                "sync" => a.sync = true,
+                "json" => {
+                    a.json = true;
+                    out.exact();
                 }
-                // Everything after the first word is message text, even if it looks like an option.
-                for rest in p.raw_args().map_err(cli::lex_err)? {
-                    a.words.push(
-                        rest.into_string()
-                            .map_err(|_| Error::invalid("message argument is not valid UTF-8"))?,
-                    );
-                }
+                "lines" => a.lines = true,
+                "wait" => a.wait = true,
+                "timeout" => a.timeout = Some(cli::duration(&mut p, &name)?),
+                _ => return cli::common_flag(out, f, &mut p, &tool()),
             }
-            _ => return Err(cli::unexpected(arg, HELP)),
+            continue;
+        };
+        let s = v
+            .into_string()
+            .map_err(|_| Error::invalid("message argument is not valid UTF-8"))?;
+        if s == "-" && a.words.is_empty() {
+            a.dash = true;
+        } else {
+            a.words.push(s);
+        }
+        // Everything after the first word is message text, even if it looks like an option.
+        for rest in p.raw_args().map_err(cli::lex_err)? {
+            a.words.push(
+                rest.into_string()
+                    .map_err(|_| Error::invalid("message argument is not valid UTF-8"))?,
+            );
         }
     }
     send(out, a)

@@ -149,6 +149,27 @@ fn each_aw_ctl_command_takes_only_its_own_options() {
             &["-i", "w", "ps", "--all"],
             "aw-ctl: ps takes no --all (it takes --all-roots, --json)",
         ),
+        // Each subcommand of doc takes only its own.
+        (
+            &["-i", "w", "doc", "list", "--as", "alice"],
+            "aw-ctl: doc list takes no --as (it takes --json)",
+        ),
+        (
+            &["-i", "w", "doc", "read", "--jsn"],
+            "aw-ctl: invalid option '--jsn' (did you mean '--json'?)",
+        ),
+        (
+            &["-i", "w", "doc", "read", "--json"],
+            "aw-ctl: doc read takes no option, not --json",
+        ),
+        (
+            &["-i", "w", "doc", "read", "a.md", "b.md"],
+            "aw-ctl: wrong number of arguments for 'doc read'",
+        ),
+        (
+            &["-i", "w", "budget", "clear"],
+            "aw-ctl: budget: unknown subcommand 'clear'",
+        ),
     ] {
         let out = run_in(&p, "aw-ctl", args);
         assert_code(&out, 64);

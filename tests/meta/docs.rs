@@ -6,6 +6,9 @@
 //!   tool's `--help` and the other way round, and is in the shared table of `man/aw.7`, which
 //!   is the table of `aw::error::exit`.
 //! - Every man page passes `mandoc -Tlint -W warning` (a missing mandoc fails).
+//! - The files of `completions/` are what each tool's `--generate` prints from its table of
+//!   options (`make completions` writes them), every flag of a table is one its parser
+//!   takes, and the bash completion completes in a real bash.
 //!
 //! To check a new tool, add it to [`TOOLS`].
 
@@ -378,6 +381,319 @@ fn man_pages_pass_mandoc_lint() {
         "mandoc -Tlint -W warning complains ({}):\n{text}",
         out.status
     );
+}
+
+/// The shells a tool prints a completion for, and the file of each under `completions/`.
+fn completion_files(tool: &str) -> [(&'static str, String); 3] {
+    [
+        ("complete-bash", format!("completions/{tool}.bash")),
+        ("complete-zsh", format!("completions/_{tool}")),
+        ("complete-fish", format!("completions/{tool}.fish")),
+    ]
+}
+
+#[test]
+fn completion_files_are_what_the_tools_generate() {
+    let mut stale = Vec::new();
+    for tool in TOOLS {
+        for (kind, file) in completion_files(tool) {
+            let out = Command::cargo_bin(tool)
+                .unwrap()
+                .args(["--generate", kind])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{tool} --generate {kind}: {out:?}");
+            let generated = String::from_utf8(out.stdout).expect("a script is UTF-8");
+            assert!(
+                generated.contains(&format!("{tool} --generate {kind}")),
+                "{tool} --generate {kind} does not say what made it"
+            );
+            if read(&repo().join(&file)).ok().as_deref() != Some(generated.as_str()) {
+                stale.push(file);
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "these completion files differ from what the tools generate (run make completions): {}",
+        stale.join(" ")
+    );
+    let out = Command::cargo_bin("aw-ctl")
+        .unwrap()
+        .args(["--generate", "complete-bsh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with(
+            "aw-ctl: --generate: unknown kind 'complete-bsh' (did you mean 'complete-bash'?)"
+        ),
+        "{out:?}"
+    );
+}
+
+/// Every flag of each tool's table, with a value where it takes one, is taken by the tool's
+/// parser: `TOOL FLAG [VALUE] --help` prints the help (a flag of the table that the parser
+/// does not handle panics).
+#[test]
+fn every_flag_of_a_table_is_parsed() {
+    use aw::cli::flags::Flag;
+    let tables: [(&str, &[Flag]); 5] = [
+        ("aw-send", aw::cli::send::FLAGS),
+        ("aw-peek", aw::cli::peek::FLAGS),
+        ("aw-ctl", aw::cli::ctl::FLAGS),
+        ("aw-mcp", aw::cli::mcp::FLAGS),
+        ("aw-run", aw::cli::run::FLAGS),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for (tool, table) in tables {
+        let help = help(tool);
+        for f in table {
+            let mut args = vec![format!("--{}", f.long)];
+            if f.value.is_some() {
+                args.push(
+                    match f.long {
+                        "agent" => "a",
+                        "max-rate" | "max-pair" => "off",
+                        "var" => "a=1",
+                        "generate" => "complete-bash",
+                        _ => "1",
+                    }
+                    .to_string(),
+                );
+            }
+            args.push("--help".into());
+            let out = Command::cargo_bin(tool)
+                .unwrap()
+                .current_dir(dir.path())
+                .args(&args)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{tool} {args:?}: {out:?}");
+            let version = format!("{tool} ");
+            let want = match f.long {
+                "generate" => "# bash completion",
+                "version" => &version,
+                _ => &help,
+            };
+            assert!(
+                String::from_utf8_lossy(&out.stdout).starts_with(want),
+                "{tool} {args:?}: {out:?}"
+            );
+            assert!(
+                has_token(&help, &format!("--{}", f.long)),
+                "{tool} --help does not name --{}",
+                f.long
+            );
+        }
+    }
+}
+
+/// The man page of aw-ctl names, for each option of its table, the commands that take it
+/// (`.Pq Cm doc write , Cm propose` in its entry of OPTIONS), and no other; a subcommand whose
+/// command takes it too (`budget reset`, `budget`) is named by its command.
+#[test]
+fn aw_ctl_man_page_names_the_commands_of_each_option() {
+    use std::collections::BTreeMap;
+    let page = read(&repo().join("man/aw-ctl.1")).unwrap();
+    let mut entries: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in section(&page, "OPTIONS").lines() {
+        if let Some(item) = line.strip_prefix(".It ") {
+            let words: Vec<&str> = item.split_whitespace().collect();
+            current = words
+                .windows(2)
+                .filter(|w| w[0] == "Fl" && w[1].starts_with('-'))
+                .map(|w| w[1][1..].to_string())
+                .next();
+        } else if let (Some(flag), Some(cmds)) = (&current, line.strip_prefix(".Pq Cm ")) {
+            entries
+                .entry(flag.clone())
+                .or_default()
+                .extend(cmds.split(" , Cm ").map(|c| c.trim().to_string()));
+        }
+    }
+    let mut problems = Vec::new();
+    for f in aw::cli::ctl::FLAGS.iter().filter(|f| !f.cmds.is_empty()) {
+        let want: BTreeSet<String> = f
+            .cmds
+            .iter()
+            .filter(|c| !c.split_once(' ').is_some_and(|(w, _)| f.cmds.contains(&w)))
+            .map(|c| c.to_string())
+            .collect();
+        let got = entries.get(f.long).cloned().unwrap_or_default();
+        if got != want {
+            problems.push(format!(
+                "--{}: the table says {want:?}, the man page {got:?}",
+                f.long
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "man/aw-ctl.1:\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// The candidates that the bash completion of `tool` offers for `line` (the cursor at its
+/// end), run in a real bash in `dir`: the function that `complete -p` names is called as
+/// bash calls it on TAB.
+fn bash_complete(dir: &Path, tool: &str, line: &str) -> Vec<String> {
+    let script = format!(
+        "source {}\n\
+         f=$(complete -p {tool} | sed -n 's/.*-F \\([^ ]*\\) .*/\\1/p')\n\
+         COMP_LINE=\"$1\"; COMP_POINT=${{#COMP_LINE}}\n\
+         read -ra COMP_WORDS <<<\"$COMP_LINE\"\n\
+         [[ $COMP_LINE == *' ' ]] && COMP_WORDS+=('')\n\
+         COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))\n\
+         \"$f\" {tool} \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\n\
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+        repo().join(format!("completions/{tool}.bash")).display()
+    );
+    let out = std::process::Command::new("bash")
+        .current_dir(dir)
+        .env_remove("AW_ROOT")
+        .env_remove("AW_INSTANCE")
+        .args(["-c", &script, "bash", line])
+        .output()
+        .expect("bash must be installed");
+    assert!(out.status.success(), "bash: {out:?}");
+    let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    got.sort();
+    got
+}
+
+#[test]
+fn bash_completes_commands_options_agents_and_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ctl = |args: &[&str]| {
+        let out = Command::cargo_bin("aw-ctl")
+            .unwrap()
+            .current_dir(d)
+            .args(args)
+            .write_stdin("x")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "aw-ctl {args:?}: {out:?}");
+    };
+    ctl(&["new", "alice@team", "--backend", "mock"]);
+    ctl(&["new", "bob@team", "--backend", "mock"]);
+    ctl(&["-i", "team", "doc", "create", "findings/a.md"]);
+    for (tool, line, want) in [
+        ("aw-ctl", "aw-ctl st", &["status", "stop"][..]),
+        ("aw-ctl", "aw-ctl -i team status ", &["alice", "bob"]),
+        ("aw-ctl", "aw-ctl budget ", &["reset"]),
+        (
+            "aw-ctl",
+            "aw-ctl doc ",
+            &["append", "create", "list", "owner", "read", "rm", "write"],
+        ),
+        ("aw-ctl", "aw-ctl -i team doc read ", &["findings/a.md"]),
+        ("aw-ctl", "aw-ctl doc list --j", &["--json"]),
+        ("aw-ctl", "aw-ctl doc read --j", &[]),
+        (
+            "aw-ctl",
+            "aw-ctl runs -",
+            &[
+                "--follow",
+                "--generate",
+                "--help",
+                "--instance",
+                "--json",
+                "--root",
+                "--version",
+                "-V",
+                "-f",
+                "-h",
+                "-i",
+            ],
+        ),
+        (
+            "aw-ctl",
+            "aw-ctl -i team mcp-config ",
+            &["alice@team", "bob@team"],
+        ),
+        ("aw-ctl", "aw-ctl new x --backend m", &["mock"]),
+        ("aw-send", "aw-send -i team -t ", &["@team", "alice", "bob"]),
+        ("aw-send", "aw-send hello -", &[]),
+        ("aw-peek", "aw-peek -i team --doc ", &["findings/a.md"]),
+        ("aw-peek", "aw-peek --fo", &["--follow"]),
+        // Bash replaces the word from its `@` on.
+        ("aw-run", "aw-run --serve -i team alice@", &["@team"]),
+        ("aw-mcp", "aw-mcp --c", &["--collab", "--create"]),
+    ] {
+        assert_eq!(bash_complete(d, tool, line), want, "{line:?}");
+    }
+}
+
+/// Run `shell` with `args` in `dir`, standard output as text; a missing shell fails.
+fn shell(dir: &Path, shell: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(shell)
+        .current_dir(dir)
+        .env_remove("AW_ROOT")
+        .env_remove("AW_INSTANCE")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run {shell} (sh scripts/test-deps.sh installs it): {e}")
+        });
+    assert!(out.status.success(), "{shell} {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn zsh_reads_and_fish_runs_the_completions() {
+    for tool in TOOLS {
+        let zsh = repo().join(format!("completions/_{tool}"));
+        shell(&repo(), "zsh", &["-n", &zsh.display().to_string()]);
+        let fish = repo().join(format!("completions/{tool}.fish"));
+        shell(&repo(), "fish", &["-n", &fish.display().to_string()]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for args in [
+        &["new", "alice@team", "--backend", "mock"][..],
+        &["new", "bob@team", "--backend", "mock"],
+    ] {
+        let out = Command::cargo_bin("aw-ctl")
+            .unwrap()
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "aw-ctl {args:?}: {out:?}");
+    }
+    for (tool, line, want) in [
+        ("aw-ctl", "aw-ctl st", &["status", "stop"][..]),
+        ("aw-ctl", "aw-ctl -i team status ", &["alice", "bob"]),
+        ("aw-ctl", "aw-ctl -i team runs --f", &["--follow"]),
+        ("aw-ctl", "aw-ctl -i team ls --f", &[]),
+        ("aw-send", "aw-send -i team -t ", &["@team", "alice", "bob"]),
+        ("aw-run", "aw-run --serve -i team alice@", &["alice@team"]),
+    ] {
+        let script = format!(
+            "source {}; complete -C {}",
+            repo().join(format!("completions/{tool}.fish")).display(),
+            shell_quote(line)
+        );
+        let mut got: Vec<String> = shell(d, "fish", &["-c", &script])
+            .lines()
+            .map(|l| l.split('\t').next().unwrap_or_default().to_string())
+            .collect();
+        got.sort();
+        assert_eq!(got, want, "fish: {line:?}");
+    }
+}
+
+/// A single-quoted shell word.
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"\'"))
 }
 
 #[test]

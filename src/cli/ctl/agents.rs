@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Args, agent_instance};
-use crate::cli::Out;
+use super::{Call, agent_instance};
+use crate::cli::{Common, Out};
 use crate::error::{Error, Result};
 use crate::inbox;
 use crate::names;
@@ -15,8 +15,42 @@ use crate::serve::{self, Served};
 use crate::status;
 use crate::usage::Usage;
 
-pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
-    let (name, inst) = agent_instance(a, addr)?;
+/// The options of the commands about agents.
+struct Opts<'a> {
+    common: &'a Common,
+    model: Option<String>,
+    backend: Option<String>,
+    prompt: Option<String>,
+    prompt_file: Option<std::path::PathBuf>,
+    replace: bool,
+    create: bool,
+    /// The words after `new NAME ... --`: an exec agent's command.
+    command: Option<&'a [String]>,
+    until: Option<u64>,
+    json: bool,
+}
+
+impl<'a> Opts<'a> {
+    fn parse(c: &'a Call) -> Result<Opts<'a>> {
+        Ok(Opts {
+            common: &c.common,
+            model: c.string("model"),
+            backend: c.string("backend"),
+            prompt: c.string("prompt"),
+            prompt_file: c.string("prompt-file").map(Into::into),
+            replace: c.has("replace"),
+            create: c.has("create"),
+            command: c.command.as_deref(),
+            until: c.number("until")?,
+            json: c.has("json"),
+        })
+    }
+}
+
+/// `aw-ctl new NAME [...] [-- PROGRAM [ARG...]]`.
+pub(super) fn new(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let a = Opts::parse(c)?;
+    let (name, inst) = agent_instance(a.common, args[0])?;
     let backend = match &a.backend {
         Some(b) if BackendKind::from_name(b).is_some() => b.clone(),
         Some(b) => {
@@ -31,7 +65,7 @@ pub(super) fn new(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
             .name()
             .to_string(),
     };
-    let command = exec_command(&backend, a.command.as_deref())?;
+    let command = exec_command(&backend, a.command)?;
     let system_prompt = match (&a.prompt, &a.prompt_file) {
         (Some(_), Some(_)) => {
             return Err(Error::Usage(
@@ -106,14 +140,15 @@ fn exec_command(backend: &str, command: Option<&[String]>) -> Result<Vec<String>
     }
 }
 
-pub(super) fn rm(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
-    let (name, inst) = agent_instance(a, addr)?;
+pub(super) fn rm(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let (name, inst) = agent_instance(&c.common, args[0])?;
     registry::unregister(&inst, &name)?;
     out.line(&format!("{name}@{}", inst.name()))?;
     Ok(0)
 }
 
-pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
+pub(super) fn ls(out: &mut Out, c: &Call, _: &[&str]) -> Result<u8> {
+    let a = Opts::parse(c)?;
     let root = a.common.root()?;
     let only = a.common.named_instance()?.map(str::to_string);
     if let Some(o) = &only {
@@ -161,13 +196,14 @@ pub(super) fn ls(out: &mut Out, a: &Args) -> Result<u8> {
         }
     }
     if listed == 0 {
-        super::say_empty(a, "no instances");
+        super::say_empty(a.common, "no instances");
     }
     Ok(0)
 }
 
-pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
-    let (name, inst) = agent_instance(a, addr)?;
+pub(super) fn ack(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let a = Opts::parse(c)?;
+    let (name, inst) = agent_instance(a.common, args[0])?;
     inst.require()?;
     let reg = Registry::load(&inst)?;
     if !reg.contains(&name) {
@@ -179,7 +215,9 @@ pub(super) fn ack(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 }
 
 /// `aw-ctl status [NAME]`: agents' state, task and unread counts, and active proposals.
-pub(super) fn status(out: &mut Out, a: &Args, only: Option<&str>) -> Result<u8> {
+pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let a = Opts::parse(c)?;
+    let only = args.first().copied();
     let inst = a.common.instance()?;
     inst.require()?;
     let mut reg = Registry::load(&inst)?;

@@ -4,18 +4,18 @@
 
 use serde_json::json;
 
-use super::Args;
+use super::Call;
 use crate::cli::Out;
 use crate::error::Result;
 use crate::ledger::{self, Ledger};
 use crate::usage::{Budget, Usage};
 
 /// `aw-ctl budget`: spent, limit, and each agent's spending.
-pub fn show(out: &mut Out, a: &Args) -> Result<u8> {
+pub(super) fn show(out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
     let inst = a.common.instance()?;
     inst.require()?;
     let l = ledger::load(&inst)?;
-    if a.json {
+    if a.has("json") {
         out.line(&to_json(&l).to_string())?;
         return Ok(0);
     }
@@ -35,11 +35,11 @@ pub fn show(out: &mut Out, a: &Args) -> Result<u8> {
 }
 
 /// `aw-ctl budget reset`: start counting from nothing; the limit stays.
-pub fn reset(out: &mut Out, a: &Args) -> Result<u8> {
+pub(super) fn reset(out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
     let inst = a.common.instance()?;
     inst.require()?;
     let before = ledger::reset(&inst)?;
-    if a.json {
+    if a.has("json") {
         out.line(&json!({"reset": true, "before": to_json(&before)}).to_string())?;
     } else {
         out.line(&format!(

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Args, agent_instance};
+use super::{Call, agent_instance};
 use crate::cli::Out;
 use crate::error::{Error, Result};
 use crate::names;
@@ -45,16 +45,38 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// The options of `mcp-config`.
+struct Opts {
+    codex: bool,
+    codex_toml: bool,
+    collab: bool,
+    delegate: bool,
+}
+
+impl Opts {
+    fn parse(c: &Call) -> Opts {
+        Opts {
+            codex: c.has("codex"),
+            codex_toml: c.has("codex-toml"),
+            collab: c.has("collab"),
+            delegate: c.has("delegate"),
+        }
+    }
+}
+
 /// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]`.
-pub(super) fn mcp_config(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
-    let (name, inst) = agent_instance(a, addr)?;
+pub(super) fn mcp_config(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    // Configuration to copy: exact on a terminal too.
+    out.exact();
+    let a = Opts::parse(c);
+    let (name, inst) = agent_instance(&c.common, args[0])?;
     if names::RESERVED_SENDERS.contains(&name.as_str()) {
         return Err(Error::invalid(format!(
             "'{name}' is a reserved sender and cannot be an agent"
         )));
     }
     let exe = aw_mcp_path()?;
-    let root = absolute(a.common.root()?.path())?;
+    let root = absolute(c.common.root()?.path())?;
     let agent = format!("{name}@{}", inst.name());
     if a.collab && a.delegate {
         return Err(Error::Usage(

@@ -10,102 +10,30 @@ mod runs;
 mod top;
 mod votes;
 
+mod flags;
+
+pub use self::flags::FLAGS;
+use crate::cli::complete::{Operands, Tool};
+use crate::cli::flags::{self as table, Arg, Cmd, Complete, Flag};
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::names;
 
-pub const HELP: &str = "\
+/// What `--help` says before the commands.
+const ABOUT: &str = "\
 aw-ctl - manage aw instances, agents, inboxes and documents
 
 Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
+";
 
-Commands:
-  new NAME [-m MODEL] [--backend B] [--prompt TEXT | --prompt-file F] [--replace]
-      [-- PROGRAM [ARG...]]
-                         register an agent (NAME or NAME@INSTANCE); starts nothing;
-                         an exec agent needs its command after --
-  rm NAME                unregister an agent
-  ls [--json]            instances, their agents, entry counts and unread counts
-  ack AGENT [--until ID] acknowledge AGENT's inbox up to ID (default: the newest entry)
-  doc read [FILE]        print a document (default notes.md)
-  doc write [FILE]       replace a document with stdin
-  doc append [FILE]      append stdin to a document
-  doc create FILE        create a new document from stdin (fails if it exists)
-  doc list [PATTERN]     list documents (those matching PATTERN, e.g. 'findings/*.md')
-  doc rm FILE            delete a document
-  doc owner [NAME | --clear]
-                         show, set or clear the document owner
-  status [NAME | PATTERN] [--json]
-                         agents' state, task and unread counts; active proposals
-                         (PATTERN: agent names with * ? [..], e.g. 'worker-*')
-  proposals [--all] [--json]
-                         active proposals (--all: every proposal)
-  propose TYPE TITLE [--option ID[=LABEL]]... [--rule R] [--quorum N]
-          [--tie-breaker T] [--binding] [--timeout SECS] [--description TEXT] [--id ID]
-                         create a proposal (election, decision, approval, assignment)
-  vote PROPOSAL CHOICE [--reason R]
-                         vote (votes are final)
-  cancel PROPOSAL        cancel a proposal you created
-  mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]
-                         print the MCP configuration for Claude Code (JSON) or
-                         Codex (command-line overrides, or config.toml)
-  ps [PATTERN | --all-roots] [--json]
-                         agents served by aw-run: instance, agent, host, pid, state, runs
-                         (PATTERN: AGENT[@INSTANCE] with * ? [..], e.g. 'worker-*@team';
-                         --all-roots: the user's servers of every root)
-  top                    a full-screen live view of the instance's agents and channel
-                         (q quits)
-  stop AGENT[@INSTANCE] | PATTERN | @INSTANCE | --all | --all-roots
-                         ask the aw-run serving them, on any host, to finish; wait up
-                         to 10 s (--timeout)
-  runs [AGENT] [--json]  the transcripts of the agents' runs
-  runs AGENT N [--json]  show transcript N of AGENT
-  runs -f AGENT          follow AGENT's output as it runs, attempt after attempt,
-                         until no aw-run serves it
-  budget [--json]        what the instance spent across runs of aw-run, and its budget
-  budget reset [--json]  start counting the instance's spending again from nothing
-  (doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
+/// What `--help` says after the commands.
+const AFTER_COMMANDS: &str = "  \
+(doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
+";
 
-Options:
-      --root DIR       root directory (default: $AW_ROOT, else the nearest
-                       .workflow/ here or above, else ./.workflow)
-  -i, --instance NAME  instance (default: $AW_INSTANCE or 'default')
-  -m, --model MODEL    (new) the agent's model, e.g. anthropic/claude-sonnet-4-5
-      --backend B      (new) claude, codex, anthropic, openai, exec, mock or external
-      --prompt TEXT    (new) the agent's system prompt
-      --prompt-file F  (new) read the system prompt from file F
-      --replace        (new) replace an agent that is already registered
-      --until ID       (ack) acknowledge up to entry ID
-      --as AGENT       (doc, propose, vote, cancel) act as AGENT
-      --clear          (doc owner) remove the document owner
-      --all            (proposals) list closed proposals too; (stop) every served
-                       agent of the root (only the instance's with -i)
-      --all-roots      (ps, stop) the served agents of every root, from the user's
-                       registry of servers (stop names the root on each line)
-      --create         (new, doc write/append/create) create the instance even if an
-                       existing one has a near name
-  -f, --follow         (runs) follow the agent's attempts as they run
-      --option ID[=LABEL]
-                       (propose) an option; repeat for each
-      --rule R         (propose) plurality (default), majority or unanimous
-      --quorum N       (propose) votes needed (default: number of agents)
-      --tie-breaker T  (propose) first (default), random or creator-decides
-      --binding        (propose) enforce the result (doc-owner elections set the owner)
-      --timeout SECS   (propose) resolve or expire after SECS seconds; (stop) wait
-                       at most SECS seconds (default 10)
-      --description TEXT
-                       (propose) longer text for the announcement
-      --id ID          (propose) proposal id (default prop-N)
-      --reason R       (vote) why
-      --codex          (mcp-config) print Codex command-line overrides
-      --codex-toml     (mcp-config) print a Codex config.toml fragment
-      --collab         (mcp-config) the server gives the collab tools too
-      --delegate       (mcp-config) the server gives only the coordinating tools
-      --json           JSON Lines output
-  -h, --help           print this help
-  -V, --version        print the version
-
+/// What `--help` says after the options.
+const EXIT: &str = "\
 Exit status: 0 ok, 1 no document owner set (doc owner) or not served (stop), 64 usage,
 65 bad name or data, 66 no such instance, agent, document or run, 73 cannot create
 (exists), 74 I/O error, 75 lock timeout or still served after the wait (stop), 77 not
@@ -113,137 +41,358 @@ the document owner, a root found above that is not trusted, a server record of a
 user (stop) or permission denied, 130 interrupted.
 ";
 
-#[derive(Debug, Default)]
-pub(super) struct Args {
-    pub(super) common: Common,
-    words: Vec<String>,
-    model: Option<String>,
-    backend: Option<String>,
-    prompt: Option<String>,
-    prompt_file: Option<std::path::PathBuf>,
-    replace: bool,
-    until: Option<u64>,
-    as_agent: Option<String>,
-    clear: bool,
-    pub(super) json: bool,
-    pub(super) all: bool,
-    pub(super) create: bool,
-    pub(super) all_roots: bool,
-    /// (runs) follow the agent's attempts as they run.
-    pub(super) follow: bool,
-    pub(super) options: Vec<String>,
-    pub(super) rule: Option<String>,
-    pub(super) quorum: Option<u32>,
-    pub(super) tie_breaker: Option<String>,
-    pub(super) binding: bool,
-    pub(super) timeout: Option<u64>,
-    pub(super) description: Option<String>,
-    pub(super) id: Option<String>,
-    pub(super) reason: Option<String>,
-    pub(super) codex: bool,
-    pub(super) codex_toml: bool,
-    pub(super) collab: bool,
-    pub(super) delegate: bool,
-    /// The words after `new NAME ... --`: an exec agent's command.
-    command: Option<Vec<String>>,
-    /// The command's options given, as written and by their long names, in order.
-    given: Vec<(String, &'static str)>,
+/// What runs a command: with the command line, and the command's arguments (as many as its
+/// entry of [`COMMANDS`] says).
+type Run = fn(&mut Out, &Call, &[&str]) -> Result<u8>;
+
+const fn arg(name: &'static str, complete: Complete) -> Arg {
+    Arg {
+        name,
+        optional: false,
+        complete,
+    }
 }
 
-/// Each command and the options it takes besides `--root`, `-i`, `-h` and `-V`: any other
-/// is refused (64), with the near one of its own.
-const COMMANDS: &[(&str, &[&str])] = &[
-    (
-        "new",
-        &[
-            "--model",
-            "--backend",
-            "--prompt",
-            "--prompt-file",
-            "--replace",
-            "--create",
+const fn opt(name: &'static str, complete: Complete) -> Arg {
+    Arg {
+        name,
+        optional: true,
+        complete,
+    }
+}
+
+/// A command with no argument and no program.
+const NONE: Cmd<Run> = Cmd {
+    name: "",
+    args: &[],
+    program: false,
+    help: &[],
+    run: |_, _, _| Ok(0),
+};
+
+/// The commands of aw-ctl, in the order of `--help`: each with its arguments, its lines
+/// of help and what runs it. The options each takes are in [`FLAGS`].
+const COMMANDS: &[Cmd<Run>] = &[
+    Cmd {
+        name: "new",
+        args: &[arg("NAME", Complete::Text)],
+        program: true,
+        help: &[(
+            "new NAME [-m MODEL] [--backend B] [--prompt TEXT | --prompt-file F] [--replace]\n    \
+             [-- PROGRAM [ARG...]]",
+            "register an agent (NAME or NAME@INSTANCE); starts nothing;\n\
+             an exec agent needs its command after --",
+        )],
+        run: agents::new,
+    },
+    Cmd {
+        name: "rm",
+        args: &[arg("NAME", Complete::Agent)],
+        help: &[("rm NAME", "unregister an agent")],
+        run: agents::rm,
+        ..NONE
+    },
+    Cmd {
+        name: "ls",
+        help: &[(
+            "ls [--json]",
+            "instances, their agents, entry counts and unread counts",
+        )],
+        run: agents::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "ack",
+        args: &[arg("AGENT", Complete::Agent)],
+        help: &[(
+            "ack AGENT [--until ID]",
+            "acknowledge AGENT's inbox up to ID (default: the newest entry)",
+        )],
+        run: agents::ack,
+        ..NONE
+    },
+    Cmd {
+        name: "doc read",
+        args: &[opt("FILE", Complete::Document)],
+        help: &[("doc read [FILE]", "print a document (default notes.md)")],
+        run: docs::read,
+        ..NONE
+    },
+    Cmd {
+        name: "doc write",
+        args: &[opt("FILE", Complete::Document)],
+        help: &[("doc write [FILE]", "replace a document with stdin")],
+        run: docs::write,
+        ..NONE
+    },
+    Cmd {
+        name: "doc append",
+        args: &[opt("FILE", Complete::Document)],
+        help: &[("doc append [FILE]", "append stdin to a document")],
+        run: docs::append,
+        ..NONE
+    },
+    Cmd {
+        name: "doc create",
+        args: &[arg("FILE", Complete::Text)],
+        help: &[(
+            "doc create FILE",
+            "create a new document from stdin (fails if it exists)",
+        )],
+        run: docs::create,
+        ..NONE
+    },
+    Cmd {
+        name: "doc list",
+        args: &[opt("PATTERN", Complete::Text)],
+        help: &[(
+            "doc list [PATTERN]",
+            "list documents (those matching PATTERN, e.g. 'findings/*.md')",
+        )],
+        run: docs::list,
+        ..NONE
+    },
+    Cmd {
+        name: "doc rm",
+        args: &[arg("FILE", Complete::Document)],
+        help: &[("doc rm FILE", "delete a document")],
+        run: docs::rm,
+        ..NONE
+    },
+    Cmd {
+        name: "doc owner",
+        args: &[opt("NAME", Complete::Agent)],
+        help: &[(
+            "doc owner [NAME | --clear]",
+            "show, set or clear the document owner",
+        )],
+        run: docs::owner,
+        ..NONE
+    },
+    Cmd {
+        name: "status",
+        args: &[opt("NAME", Complete::Agent)],
+        help: &[(
+            "status [NAME | PATTERN] [--json]",
+            "agents' state, task and unread counts; active proposals\n\
+             (PATTERN: agent names with * ? [..], e.g. 'worker-*')",
+        )],
+        run: agents::status,
+        ..NONE
+    },
+    Cmd {
+        name: "proposals",
+        help: &[(
+            "proposals [--all] [--json]",
+            "active proposals (--all: every proposal)",
+        )],
+        run: votes::proposals,
+        ..NONE
+    },
+    Cmd {
+        name: "propose",
+        args: &[
+            arg(
+                "TYPE",
+                Complete::Choices(&["election", "decision", "approval", "assignment"]),
+            ),
+            arg("TITLE", Complete::Text),
         ],
-    ),
-    ("rm", &[]),
-    ("ls", &["--json"]),
-    ("ack", &["--until"]),
-    ("doc", &["--as", "--clear", "--create", "--json"]),
-    ("status", &["--json"]),
-    ("proposals", &["--all", "--json"]),
-    (
-        "propose",
-        &[
-            "--option",
-            "--rule",
-            "--quorum",
-            "--tie-breaker",
-            "--binding",
-            "--timeout",
-            "--description",
-            "--id",
-            "--as",
-            "--json",
+        help: &[(
+            "propose TYPE TITLE [--option ID[=LABEL]]... [--rule R] [--quorum N]\n        \
+             [--tie-breaker T] [--binding] [--timeout SECS] [--description TEXT] [--id ID]",
+            "create a proposal (election, decision, approval, assignment)",
+        )],
+        run: votes::propose,
+        ..NONE
+    },
+    Cmd {
+        name: "vote",
+        args: &[
+            arg("PROPOSAL", Complete::Text),
+            arg("CHOICE", Complete::Text),
         ],
-    ),
-    ("vote", &["--reason", "--as", "--json"]),
-    ("cancel", &["--as", "--json"]),
-    (
-        "mcp-config",
-        &["--codex", "--codex-toml", "--collab", "--delegate"],
-    ),
-    ("ps", &["--all-roots", "--json"]),
-    ("top", &[]),
-    ("stop", &["--all", "--all-roots", "--timeout"]),
-    ("runs", &["--json", "--follow"]),
-    ("budget", &["--json"]),
+        help: &[(
+            "vote PROPOSAL CHOICE [--reason R]",
+            "vote (votes are final)",
+        )],
+        run: votes::vote,
+        ..NONE
+    },
+    Cmd {
+        name: "cancel",
+        args: &[arg("PROPOSAL", Complete::Text)],
+        help: &[("cancel PROPOSAL", "cancel a proposal you created")],
+        run: votes::cancel,
+        ..NONE
+    },
+    Cmd {
+        name: "mcp-config",
+        args: &[arg("NAME@INSTANCE", Complete::AgentAddress)],
+        help: &[(
+            "mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]",
+            "print the MCP configuration for Claude Code (JSON) or\n\
+             Codex (command-line overrides, or config.toml)",
+        )],
+        run: mcp_config::mcp_config,
+        ..NONE
+    },
+    Cmd {
+        name: "ps",
+        args: &[opt("PATTERN", Complete::Text)],
+        help: &[(
+            "ps [PATTERN | --all-roots] [--json]",
+            "agents served by aw-run: instance, agent, host, pid, state, runs\n\
+             (PATTERN: AGENT[@INSTANCE] with * ? [..], e.g. 'worker-*@team';\n\
+             --all-roots: the user's servers of every root)",
+        )],
+        run: runs::ps,
+        ..NONE
+    },
+    Cmd {
+        name: "top",
+        help: &[(
+            "top",
+            "a full-screen live view of the instance's agents and channel\n(q quits)",
+        )],
+        run: top::top,
+        ..NONE
+    },
+    Cmd {
+        name: "stop",
+        args: &[opt("TARGET", Complete::Target)],
+        help: &[(
+            "stop AGENT[@INSTANCE] | PATTERN | @INSTANCE | --all | --all-roots",
+            "ask the aw-run serving them, on any host, to finish; wait up\n\
+             to 10 s (--timeout)",
+        )],
+        run: runs::stop,
+        ..NONE
+    },
+    Cmd {
+        name: "runs",
+        args: &[opt("AGENT", Complete::Agent), opt("N", Complete::Text)],
+        help: &[
+            (
+                "runs [AGENT] [--json]",
+                "the transcripts of the agents' runs",
+            ),
+            ("runs AGENT N [--json]", "show transcript N of AGENT"),
+            (
+                "runs -f AGENT",
+                "follow AGENT's output as it runs, attempt after attempt,\n\
+                 until no aw-run serves it",
+            ),
+        ],
+        run: runs::runs,
+        ..NONE
+    },
+    Cmd {
+        name: "budget",
+        help: &[(
+            "budget [--json]",
+            "what the instance spent across runs of aw-run, and its budget",
+        )],
+        run: budget::show,
+        ..NONE
+    },
+    Cmd {
+        name: "budget reset",
+        help: &[(
+            "budget reset [--json]",
+            "start counting the instance's spending again from nothing",
+        )],
+        run: budget::reset,
+        ..NONE
+    },
 ];
 
-/// The long name of an option of aw-ctl as the parser knows it.
-fn long_name(arg: &lexopt::Arg) -> Option<&'static str> {
-    use lexopt::Arg::{Long, Short};
-    let name = match arg {
-        Short('m') => "model",
-        Short('f') => "follow",
-        Long(l) => l,
-        _ => return None,
-    };
-    COMMANDS
-        .iter()
-        .flat_map(|(_, opts)| opts.iter())
-        .find(|o| o[2..] == *name)
-        .copied()
+/// The help text: about, commands, options, exit status.
+pub fn help() -> String {
+    format!(
+        "{ABOUT}\nCommands:\n{}{AFTER_COMMANDS}\nOptions:\n{}\n{EXIT}",
+        table::commands(COMMANDS, 25),
+        table::options(FLAGS, 23)
+    )
 }
 
-/// Refuse (64) an option that `cmd` does not take.
-fn check_options(cmd: &str, given: &[(String, &'static str)]) -> Result<()> {
-    let Some((_, takes)) = COMMANDS.iter().find(|(c, _)| *c == cmd) else {
-        return Ok(());
-    };
-    for (shown, long) in given {
-        if !takes.contains(long) {
-            let near = crate::suggest::suggestion(long, takes.iter().copied());
-            let msg = match takes.is_empty() {
-                true => format!("{cmd} takes no option, not {shown}"),
-                false => format!(
-                    "{cmd} takes no {shown}{near} (it takes {})",
-                    takes.join(", ")
-                ),
-            };
-            return Err(Error::Usage(msg).hint("see aw-ctl --help"));
-        }
+/// What the completions know of aw-ctl.
+fn tool() -> Tool<'static, Run> {
+    Tool {
+        name: "aw-ctl",
+        help,
+        flags: FLAGS,
+        args: Operands::Commands,
+        commands: COMMANDS,
     }
-    Ok(())
 }
 
-pub fn run(out: &mut Out) -> Result<u8> {
+/// An option given, as its table names it, written and with its value.
+#[derive(Debug)]
+struct Given {
+    flag: &'static Flag,
+    shown: String,
+    value: Option<String>,
+}
+
+/// The command line: the common options, the words, the other options given.
+#[derive(Debug, Default)]
+pub(super) struct Call {
+    pub(super) common: Common,
+    words: Vec<String>,
+    given: Vec<Given>,
+    /// The words after `new NAME ... --`: an exec agent's command.
+    pub(super) command: Option<Vec<String>>,
+}
+
+impl Call {
+    /// Is the option `long` one of the table's (a slip in a command's parser)?
+    fn known(long: &str) {
+        debug_assert!(
+            FLAGS.iter().any(|f| f.long == long),
+            "--{long} is not in the table of flags"
+        );
+    }
+
+    /// Was the option `--long` given?
+    pub(super) fn has(&self, long: &str) -> bool {
+        Call::known(long);
+        self.given.iter().any(|g| g.flag.long == long)
+    }
+
+    /// Every value given to `--long`, in order.
+    pub(super) fn strings(&self, long: &str) -> Vec<String> {
+        Call::known(long);
+        self.given
+            .iter()
+            .filter(|g| g.flag.long == long)
+            .filter_map(|g| g.value.clone())
+            .collect()
+    }
+
+    /// The value of `--long`: the last one given.
+    pub(super) fn string(&self, long: &str) -> Option<String> {
+        self.strings(long).pop()
+    }
+
+    /// The value of `--long`, a number.
+    pub(super) fn number<T: std::str::FromStr>(&self, long: &str) -> Result<Option<T>> {
+        self.string(long)
+            .map(|v| cli::parse_number(&v, &format!("--{long}")))
+            .transpose()
+    }
+}
+
+/// Read the command line; `Err(code)`: the help, version or completions were printed.
+fn parse(out: &mut Out) -> Result<std::result::Result<Call, u8>> {
     use lexopt::prelude::*;
-    let mut a = Args::default();
+    let mut a = Call::default();
     let mut p = lexopt::Parser::from_env();
     loop {
         // `new NAME ... -- PROGRAM [ARG...]`: everything after `--` is the command, taken
         // as it is (options included).
         if a.words.len() == 2
-            && a.words[0] == "new"
+            && COMMANDS.iter().any(|c| c.program && c.name == a.words[0])
             && let Some(mut raw) = p.try_raw_args()
             && raw.peek() == Some(std::ffi::OsStr::new("--"))
         {
@@ -264,116 +413,125 @@ pub fn run(out: &mut Out) -> Result<u8> {
             a.common.set(k, &mut p)?;
             continue;
         }
-        if let Some(long) = long_name(&arg) {
-            let shown = match &arg {
-                Short(c) => format!("-{c}"),
-                _ => long.to_string(),
-            };
-            a.given.push((shown, long));
-        }
-        match arg {
-            Short('m') | Long("model") => a.model = Some(cli::string(&mut p, "--model")?),
-            Long("backend") => a.backend = Some(cli::string(&mut p, "--backend")?),
-            Long("prompt") => a.prompt = Some(cli::string(&mut p, "--prompt")?),
-            Long("prompt-file") => {
-                a.prompt_file = Some(cli::value(&mut p, "--prompt-file")?.into())
-            }
-            Long("replace") => a.replace = true,
-            Long("until") => a.until = Some(cli::number(&mut p, "--until")?),
-            Long("as") => a.as_agent = Some(cli::string(&mut p, "--as")?),
-            Long("clear") => a.clear = true,
-            Long("json") => {
-                a.json = true;
-                out.exact();
-            }
-            Long("all") => a.all = true,
-            Long("create") => a.create = true,
-            Long("all-roots") => a.all_roots = true,
-            Short('f') | Long("follow") => a.follow = true,
-            Long("option") => a.options.push(cli::string(&mut p, "--option")?),
-            Long("rule") => a.rule = Some(cli::string(&mut p, "--rule")?),
-            Long("quorum") => a.quorum = Some(cli::number(&mut p, "--quorum")?),
-            Long("tie-breaker") => a.tie_breaker = Some(cli::string(&mut p, "--tie-breaker")?),
-            Long("binding") => a.binding = true,
-            Long("timeout") => a.timeout = Some(cli::number(&mut p, "--timeout")?),
-            Long("description") => a.description = Some(cli::string(&mut p, "--description")?),
-            Long("id") => a.id = Some(cli::string(&mut p, "--id")?),
-            Long("reason") => a.reason = Some(cli::string(&mut p, "--reason")?),
-            Long("codex") => a.codex = true,
-            Long("codex-toml") => a.codex_toml = true,
-            Long("collab") => a.collab = true,
-            Long("delegate") => a.delegate = true,
-            Short('h') | Long("help") => return cli::print_help(out, HELP),
-            Short('V') | Long("version") => return cli::print_version(out, "aw-ctl"),
-            Value(v) => a.words.push(
+        if let Value(v) = arg {
+            a.words.push(
                 v.into_string()
                     .map_err(|_| Error::invalid("argument is not valid UTF-8"))?,
-            ),
-            _ => return Err(cli::unexpected(arg, HELP)),
+            );
+            continue;
         }
-    }
-    let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
-    if let Some(cmd) = words.first() {
-        check_options(cmd, &a.given)?;
-    }
-    if a.follow {
-        return match words.as_slice() {
-            ["runs", agent] if !a.json => runs::follow(out, &a, agent),
-            _ => Err(Error::Usage(
-                "-f/--follow goes with runs AGENT alone (no N, no --json)".into(),
-            )),
+        let Some(flag) = table::find(FLAGS, &arg) else {
+            return Err(cli::unexpected(arg, FLAGS));
         };
-    }
-    match words.as_slice() {
-        ["new", name] => agents::new(out, &a, name),
-        ["rm", name] => agents::rm(out, &a, name),
-        ["ls"] => agents::ls(out, &a),
-        ["ack", agent] => agents::ack(out, &a, agent),
-        ["doc", rest @ ..] => docs::doc(out, &a, rest),
-        ["status"] => agents::status(out, &a, None),
-        ["status", name] => agents::status(out, &a, Some(name)),
-        ["proposals"] => votes::proposals(out, &a),
-        ["propose", kind, title] => votes::propose(out, &a, kind, title),
-        ["vote", id, choice] => votes::vote(out, &a, id, choice),
-        ["cancel", id] => votes::cancel(out, &a, id),
-        ["mcp-config", addr] => {
-            // Configuration to copy: exact on a terminal too.
-            out.exact();
-            mcp_config::mcp_config(out, &a, addr)
+        if flag.cmds.is_empty() {
+            return cli::common_flag(out, flag, &mut p, &tool()).map(Err);
         }
-        ["ps"] => runs::ps(out, &a, None),
-        ["ps", pattern] => runs::ps(out, &a, Some(pattern)),
-        ["top"] => top::top(out, &a),
-        ["stop"] => runs::stop(out, &a, None),
-        ["stop", target] => runs::stop(out, &a, Some(target)),
-        ["runs"] => runs::runs(out, &a, None, None),
-        ["runs", agent] => runs::runs(out, &a, Some(agent), None),
-        ["runs", agent, n] => runs::runs(out, &a, Some(agent), Some(n)),
-        ["budget"] => budget::show(out, &a),
-        ["budget", "reset"] => budget::reset(out, &a),
-        ["budget", other] => Err(Error::Usage(format!(
-            "budget: unknown subcommand '{}'{}",
-            names::sanitize(other),
-            crate::suggest::suggestion(other, ["reset"])
-        ))
-        .hint("aw-ctl budget [reset]")),
-        [] => Err(Error::Usage("no command".into()).hint("see aw-ctl --help")),
-        [cmd, ..] if COMMANDS.iter().any(|(c, _)| c == cmd) => Err(Error::Usage(format!(
-            "wrong number of arguments for '{cmd}'"
-        ))
-        .hint("see aw-ctl --help")),
-        [cmd, ..] => Err(Error::Usage(format!(
+        let shown = match arg {
+            Short(c) => format!("-{c}"),
+            _ => flag.dashed(),
+        };
+        let value = match flag.value {
+            Some(_) => Some(cli::string(&mut p, &flag.dashed())?),
+            None => None,
+        };
+        a.given.push(Given { flag, shown, value });
+    }
+    Ok(Ok(a))
+}
+
+/// The command that the words name, and how many of the words name it.
+fn command(words: &[&str]) -> Result<(&'static Cmd<Run>, usize)> {
+    let hint = "see aw-ctl --help";
+    let Some(first) = words.first() else {
+        return Err(Error::Usage("no command".into()).hint(hint));
+    };
+    let family: Vec<&Cmd<Run>> = COMMANDS.iter().filter(|c| c.words().0 == *first).collect();
+    if family.is_empty() {
+        return Err(Error::Usage(format!(
             "unknown command '{}'{}",
-            names::sanitize(cmd),
-            crate::suggest::suggestion(cmd, COMMANDS.iter().map(|(c, _)| *c))
+            names::sanitize(first),
+            crate::suggest::suggestion(first, table::command_names(COMMANDS))
         ))
-        .hint("see aw-ctl --help")),
+        .hint(hint));
+    }
+    let subs: Vec<&str> = family.iter().filter_map(|c| c.words().1).collect();
+    if let Some(c) = family
+        .iter()
+        .find(|c| c.words().1.is_some() && c.words().1 == words.get(1).copied())
+    {
+        return Ok((c, 2));
+    }
+    let near = |w: &str| crate::suggest::suggestion(w, subs.iter().copied());
+    match (family.iter().find(|c| c.words().1.is_none()), words.get(1)) {
+        // A command of its own with subcommands: a word after it is a subcommand.
+        (Some(c), Some(w)) if c.args.is_empty() && !subs.is_empty() => Err(Error::Usage(format!(
+            "{first}: unknown subcommand '{}'{}",
+            names::sanitize(w),
+            near(w)
+        ))
+        .hint(format!("aw-ctl {first} [{}]", subs.join(" | ")))),
+        (Some(c), _) => Ok((c, 1)),
+        (None, None) => Err(Error::Usage(format!("{first}: missing subcommand")).hint(hint)),
+        (None, Some(w)) => Err(Error::Usage(format!(
+            "{first} {}: unknown subcommand or wrong arguments{}",
+            names::sanitize(w),
+            near(w)
+        ))
+        .hint(hint)),
     }
 }
 
+/// Refuse (64) an option that `cmd` does not take.
+fn check_options(cmd: &Cmd<Run>, given: &[Given]) -> Result<()> {
+    let takes: Vec<String> = FLAGS
+        .iter()
+        .filter(|f| f.cmds.contains(&cmd.name))
+        .map(Flag::dashed)
+        .collect();
+    for g in given {
+        if !g.flag.takes(cmd.name) {
+            let near =
+                crate::suggest::suggestion(&g.flag.dashed(), takes.iter().map(String::as_str));
+            let msg = match takes.is_empty() {
+                true => format!("{} takes no option, not {}", cmd.name, g.shown),
+                false => format!(
+                    "{} takes no {}{near} (it takes {})",
+                    cmd.name,
+                    g.shown,
+                    takes.join(", ")
+                ),
+            };
+            return Err(Error::Usage(msg).hint("see aw-ctl --help"));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(out: &mut Out) -> Result<u8> {
+    let a = match parse(out)? {
+        Ok(a) => a,
+        Err(code) => return Ok(code),
+    };
+    let words: Vec<&str> = a.words.iter().map(String::as_str).collect();
+    let (cmd, n) = command(&words)?;
+    check_options(cmd, &a.given)?;
+    let args = &words[n..];
+    let (min, max) = cmd.arity();
+    if args.len() < min || args.len() > max {
+        return Err(
+            Error::Usage(format!("wrong number of arguments for '{}'", cmd.name))
+                .hint("see aw-ctl --help"),
+        );
+    }
+    if a.has("json") {
+        out.exact();
+    }
+    (cmd.run)(out, &a, args)
+}
+
 /// Say on stderr where a listing that found nothing looked.
-pub(super) fn say_empty(a: &Args, what: &str) {
-    let Ok(root) = a.common.root() else {
+pub(super) fn say_empty(common: &Common, what: &str) {
+    let Ok(root) = common.root() else {
         return;
     };
     let msg = match root.missing() {
@@ -384,17 +542,18 @@ pub(super) fn say_empty(a: &Args, what: &str) {
 }
 
 /// The instance for an `agent[@instance]` argument: its own instance, or the common one.
-pub(super) fn agent_instance(a: &Args, addr: &str) -> Result<(String, Instance)> {
+pub(super) fn agent_instance(common: &Common, addr: &str) -> Result<(String, Instance)> {
     let (name, inst) = names::parse_agent_address(addr)?;
     let instance = match inst {
-        Some(i) => a.common.root()?.instance(&i)?,
-        None => a.common.instance()?,
+        Some(i) => common.root()?.instance(&i)?,
+        None => common.instance()?,
     };
     Ok((name, instance))
 }
 
-pub(super) fn who(a: &Args) -> Result<String> {
-    let w = a.as_agent.clone().unwrap_or_else(names::sender_from_env);
+/// Who acts: `--as`, else `$AW_AGENT`, else `user`.
+pub(super) fn who(a: &Call) -> Result<String> {
+    let w = a.string("as").unwrap_or_else(names::sender_from_env);
     names::check_agent(&w)?;
     Ok(w)
 }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{Args, agent_instance};
-use crate::cli::Out;
+use super::{Call, agent_instance};
+use crate::cli::{Common, Out};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::names::{self, Target};
@@ -20,12 +20,37 @@ use crate::registry::Registry;
 use crate::serve::{self, Served};
 use crate::transcript::transcript_dir;
 
+/// The options of ps, stop and runs.
+struct Opts<'a> {
+    common: &'a Common,
+    json: bool,
+    all: bool,
+    all_roots: bool,
+    /// (stop) seconds to wait.
+    timeout: Option<u64>,
+    /// (runs) follow the agent's attempts as they run.
+    follow: bool,
+}
+
+impl<'a> Opts<'a> {
+    fn parse(c: &'a Call) -> Result<Opts<'a>> {
+        Ok(Opts {
+            common: &c.common,
+            json: c.has("json"),
+            all: c.has("all"),
+            all_roots: c.has("all-roots"),
+            timeout: c.number("timeout")?,
+            follow: c.has("follow"),
+        })
+    }
+}
+
 /// How long `stop` waits for the servers to finish, unless `--timeout` says.
 pub const STOP_WAIT: Duration = Duration::from_secs(10);
 
 /// The instances `ps` and `stop --all` look at: every instance of the root, or only the one
 /// named with `-i` (not `AW_INSTANCE`, as for `ls`).
-fn instances(a: &Args) -> Result<Vec<Instance>> {
+fn instances(a: &Opts) -> Result<Vec<Instance>> {
     let root = a.common.root()?;
     if let Some(only) = a.common.named_instance()? {
         let inst = root.instance(only)?;
@@ -43,7 +68,7 @@ fn instances(a: &Args) -> Result<Vec<Instance>> {
 
 /// The instances of every root where the user's servers run (the user's registry of
 /// servers), and those of the current root.
-fn all_roots(a: &Args) -> Result<Vec<Instance>> {
+fn all_roots(a: &Opts) -> Result<Vec<Instance>> {
     let mut all = serve::user_instances()?;
     for i in instances(a)? {
         if !all.iter().any(|o| o.dir() == i.dir()) {
@@ -87,7 +112,7 @@ fn table(out: &mut Out, rows: &[Vec<String>]) -> Result<()> {
 
 /// The served agents whose `agent@instance` matches `pattern` (`worker-*@team`; an agent
 /// pattern alone looks in the instance of `-i`, `AW_INSTANCE` or `default`).
-fn matching(a: &Args, pattern: &str) -> Result<Vec<(Instance, Served)>> {
+fn matching(a: &Opts, pattern: &str) -> Result<Vec<(Instance, Served)>> {
     let (agent, inst) = match pattern.split_once('@') {
         Some((ag, i)) => (ag, Some(i)),
         None => (pattern, None),
@@ -131,7 +156,9 @@ fn server_of(s: &Served) -> String {
 }
 
 /// `aw-ctl ps [PATTERN | --all-roots] [--json]`: a header row on a terminal only.
-pub(super) fn ps(out: &mut Out, a: &Args, pattern: Option<&str>) -> Result<u8> {
+pub(super) fn ps(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let a = &Opts::parse(c)?;
+    let pattern = args.first().copied();
     use std::io::IsTerminal;
     let all = match pattern {
         Some(_) if a.all_roots => {
@@ -144,7 +171,7 @@ pub(super) fn ps(out: &mut Out, a: &Args, pattern: Option<&str>) -> Result<u8> {
         None => served(instances(a)?),
     };
     if all.is_empty() {
-        super::say_empty(a, "no served agents");
+        super::say_empty(a.common, "no served agents");
     }
     if a.json {
         for (inst, s) in &all {
@@ -197,7 +224,9 @@ pub(super) fn ps(out: &mut Out, a: &Args, pattern: Option<&str>) -> Result<u8> {
 /// until nothing serves the agents those processes served. `--all` is the root's agents
 /// (the instance's with `-i`), `--all-roots` those of every root, each line then naming
 /// the root.
-pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> {
+pub(super) fn stop(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let a = &Opts::parse(c)?;
+    let target = args.first().copied();
     let every = a.all || a.all_roots;
     let chosen: Vec<(Instance, Served)> = match (target, every) {
         (Some(_), true) => {
@@ -218,7 +247,7 @@ pub(super) fn stop(out: &mut Out, a: &Args, target: Option<&str>) -> Result<u8> 
                 instances(a)?
             });
             if all.is_empty() {
-                super::say_empty(a, "nothing to stop: no served agents");
+                super::say_empty(a.common, "nothing to stop: no served agents");
             }
             all
         }
@@ -447,10 +476,20 @@ fn require_agent(inst: &Instance, agent: &str) -> Result<()> {
 }
 
 /// `aw-ctl runs [AGENT [N]] [--json]`.
-pub(super) fn runs(out: &mut Out, a: &Args, agent: Option<&str>, n: Option<&str>) -> Result<u8> {
+pub(super) fn runs(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
+    let a = &Opts::parse(c)?;
+    if a.follow {
+        return match args {
+            [agent] if !a.json => follow(out, a, agent),
+            _ => Err(Error::Usage(
+                "-f/--follow goes with runs AGENT alone (no N, no --json)".into(),
+            )),
+        };
+    }
+    let (agent, n) = (args.first().copied(), args.get(1).copied());
     let (inst, agents) = match agent {
         Some(addr) => {
-            let (name, inst) = agent_instance(a, addr)?;
+            let (name, inst) = agent_instance(a.common, addr)?;
             inst.require()?;
             require_agent(&inst, &name)?;
             (inst, vec![name])
@@ -545,9 +584,9 @@ const FOLLOW_LOOK: Duration = Duration::from_millis(250);
 /// `aw-ctl runs -f AGENT`: print the output of the agent's latest attempt, then what it
 /// writes as it comes; follow each attempt that starts after it; end (0) once no aw-run
 /// serves the agent and its last attempt has ended.
-pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
+fn follow(out: &mut Out, a: &Opts, addr: &str) -> Result<u8> {
     use std::io::{Read, Seek, SeekFrom};
-    let (agent, inst) = agent_instance(a, addr)?;
+    let (agent, inst) = agent_instance(a.common, addr)?;
     inst.require()?;
     require_agent(&inst, &agent)?;
     let dir = transcript_dir(&inst, &agent);
@@ -611,7 +650,7 @@ pub(super) fn follow(out: &mut Out, a: &Args, addr: &str) -> Result<u8> {
 }
 
 /// `aw-ctl runs AGENT N`: one transcript, whole.
-fn show(out: &mut Out, a: &Args, inst: &Instance, agent: &str, n: &str) -> Result<u8> {
+fn show(out: &mut Out, a: &Opts, inst: &Instance, agent: &str, n: &str) -> Result<u8> {
     let n: u64 = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
         Error::Usage(format!(
             "runs: '{}' is not a run number (1, 2, ...)",

@@ -24,7 +24,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
 
-use super::Args;
+use super::Call;
 use crate::channel::Channel;
 use crate::cli::Out;
 use crate::error::{Error, Result};
@@ -78,7 +78,7 @@ impl Drop for Restore {
 }
 
 /// `aw-ctl top [-i INSTANCE]`.
-pub(super) fn top(_out: &mut Out, a: &Args) -> Result<u8> {
+pub(super) fn top(_out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
     let inst = a.common.instance()?;
     inst.require()?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {

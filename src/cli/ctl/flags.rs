@@ -1,0 +1,241 @@
+//! The options of `aw-ctl`, each with the commands that take it.
+
+use crate::cli::flags::{self, BASE, Complete, Flag};
+
+/// The commands that print JSON with `--json`.
+const JSON: &[&str] = &[
+    "ls",
+    "doc list",
+    "status",
+    "proposals",
+    "propose",
+    "vote",
+    "cancel",
+    "ps",
+    "runs",
+    "budget",
+    "budget reset",
+];
+
+/// The commands that write as someone (`--as`).
+const AS: &[&str] = &[
+    "doc write",
+    "doc append",
+    "doc create",
+    "doc rm",
+    "propose",
+    "vote",
+    "cancel",
+];
+
+/// The options of aw-ctl, in the order of `--help`.
+pub const FLAGS: &[Flag] = &[
+    flags::ROOT,
+    flags::INSTANCE,
+    Flag {
+        long: "model",
+        short: Some('m'),
+        value: Some("MODEL"),
+        doc: "(new) the agent's model, e.g. anthropic/claude-sonnet-4-5",
+        brief: "the model of the agent",
+        cmds: &["new"],
+        ..BASE
+    },
+    Flag {
+        long: "backend",
+        value: Some("B"),
+        doc: "(new) claude, codex, anthropic, openai, exec, mock or external",
+        brief: "how the agent is run",
+        complete: Complete::Choices(&[
+            "claude",
+            "codex",
+            "anthropic",
+            "openai",
+            "exec",
+            "mock",
+            "external",
+        ]),
+        cmds: &["new"],
+        ..BASE
+    },
+    Flag {
+        long: "prompt",
+        value: Some("TEXT"),
+        doc: "(new) the agent's system prompt",
+        cmds: &["new"],
+        ..BASE
+    },
+    Flag {
+        long: "prompt-file",
+        value: Some("F"),
+        doc: "(new) read the system prompt from file F",
+        brief: "read the system prompt from a file",
+        complete: Complete::File,
+        cmds: &["new"],
+        ..BASE
+    },
+    Flag {
+        long: "replace",
+        doc: "(new) replace an agent that is already registered",
+        cmds: &["new"],
+        ..BASE
+    },
+    Flag {
+        long: "until",
+        value: Some("ID"),
+        doc: "(ack) acknowledge up to entry ID",
+        cmds: &["ack"],
+        ..BASE
+    },
+    Flag {
+        long: "as",
+        value: Some("AGENT"),
+        doc: "(doc, propose, vote, cancel) act as AGENT",
+        complete: Complete::AgentOrUser,
+        cmds: AS,
+        ..BASE
+    },
+    Flag {
+        long: "clear",
+        doc: "(doc owner) remove the document owner",
+        cmds: &["doc owner"],
+        ..BASE
+    },
+    Flag {
+        long: "all",
+        doc: "(proposals) list closed proposals too; (stop) every served\n\
+              agent of the root (only the instance's with -i)",
+        brief: "every proposal, or every served agent of the root",
+        cmds: &["proposals", "stop"],
+        ..BASE
+    },
+    Flag {
+        long: "all-roots",
+        doc: "(ps, stop) the served agents of every root, from the user's\n\
+              registry of servers (stop names the root on each line)",
+        brief: "the served agents of every root",
+        cmds: &["ps", "stop"],
+        ..BASE
+    },
+    Flag {
+        long: "create",
+        doc: "(new, doc write/append/create) create the instance even if an\n\
+              existing one has a near name",
+        brief: "create the instance even if an existing one has a near name",
+        cmds: &["new", "doc write", "doc append", "doc create"],
+        ..BASE
+    },
+    Flag {
+        long: "follow",
+        short: Some('f'),
+        doc: "(runs) follow the agent's attempts as they run",
+        cmds: &["runs"],
+        ..BASE
+    },
+    Flag {
+        long: "option",
+        value: Some("ID[=LABEL]"),
+        doc: "(propose) an option; repeat for each",
+        brief: "an option: ID or ID=LABEL",
+        many: true,
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "rule",
+        value: Some("R"),
+        doc: "(propose) plurality (default), majority or unanimous",
+        brief: "the rule that resolves it",
+        complete: Complete::Choices(&["plurality", "majority", "unanimous"]),
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "quorum",
+        value: Some("N"),
+        doc: "(propose) votes needed (default: number of agents)",
+        brief: "votes needed",
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "tie-breaker",
+        value: Some("T"),
+        doc: "(propose) first (default), random or creator-decides",
+        brief: "how a tie is broken",
+        complete: Complete::Choices(&["first", "random", "creator-decides"]),
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "binding",
+        doc: "(propose) enforce the result (doc-owner elections set the owner)",
+        brief: "enforce the result",
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "timeout",
+        value: Some("SECS"),
+        doc: "(propose) resolve or expire after SECS seconds; (stop) wait\n\
+              at most SECS seconds (default 10)",
+        brief: "seconds to resolve (propose) or to wait (stop)",
+        cmds: &["propose", "stop"],
+        ..BASE
+    },
+    Flag {
+        long: "description",
+        value: Some("TEXT"),
+        doc: "(propose) longer text for the announcement",
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "id",
+        value: Some("ID"),
+        doc: "(propose) proposal id (default prop-N)",
+        brief: "proposal id",
+        cmds: &["propose"],
+        ..BASE
+    },
+    Flag {
+        long: "reason",
+        value: Some("R"),
+        doc: "(vote) why",
+        cmds: &["vote"],
+        ..BASE
+    },
+    Flag {
+        long: "codex",
+        doc: "(mcp-config) print Codex command-line overrides",
+        cmds: &["mcp-config"],
+        ..BASE
+    },
+    Flag {
+        long: "codex-toml",
+        doc: "(mcp-config) print a Codex config.toml fragment",
+        cmds: &["mcp-config"],
+        ..BASE
+    },
+    Flag {
+        long: "collab",
+        doc: "(mcp-config) the server gives the collab tools too",
+        cmds: &["mcp-config"],
+        ..BASE
+    },
+    Flag {
+        long: "delegate",
+        doc: "(mcp-config) the server gives only the coordinating tools",
+        cmds: &["mcp-config"],
+        ..BASE
+    },
+    Flag {
+        long: "json",
+        doc: "JSON Lines output",
+        cmds: JSON,
+        ..BASE
+    },
+    flags::GENERATE,
+    flags::HELP,
+    flags::VERSION,
+];
