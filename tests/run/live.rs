@@ -386,11 +386,13 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
         sh_tool(&s, "aw-ctl", &["-i", INST, "top"])
     );
     let t = Tmux::start(s.dir(), &top);
+    // The whole frame: tmux may show one the terminal has only begun to draw.
     let screen = t.wait_for("top to show the running attempt", |sc| {
         sc.contains("aw-ctl top: instance w")
             && sc
                 .lines()
                 .any(|l| l.contains("slow") && l.contains("running") && l.contains("#1"))
+            && sc.contains("@system: @slow work")
     });
     assert!(screen.contains("@system: @slow work"), "{screen}");
     let other = screen
