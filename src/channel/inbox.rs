@@ -72,13 +72,13 @@ pub fn unread_with_last(
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
     let ix = ch.mentions();
-    if let Some(through) = ix.ready(agent)?
-        && let Ok(ids) = ix.ids(agent, after, through)
+    if let Some(ready) = ix.ready(agent)?
+        && let Ok(ids) = ready.ids(after)
     {
         let entries = ch.get_many(&ids)?;
         if trusted(&ix, agent, &ids, &entries) {
             let msgs = entries.into_iter().map(message).collect();
-            return Ok((msgs, Vec::new(), through.max(after)));
+            return Ok((msgs, Vec::new(), ready.through.max(after)));
         }
     }
     unread_scanned(inst, agent, after)
@@ -108,8 +108,8 @@ pub fn unread_count(inst: &Instance, agent: &str) -> Result<usize> {
     let after = cursor(inst, agent)?;
     let ch = Channel::new(inst);
     let ix = ch.mentions();
-    if let Some(through) = ix.ready(agent)?
-        && let Ok(n) = ix.count(agent, after, through)
+    if let Some(ready) = ix.ready(agent)?
+        && let Ok(n) = ready.count(after)
     {
         return Ok(n as usize);
     }
@@ -174,7 +174,7 @@ fn unread_ids(inst: &Instance, agent: &str) -> Result<(u64, Channel, Option<Vec<
     let ch = Channel::new(inst);
     let ix = ch.mentions();
     let ids = match ix.ready(agent)? {
-        Some(through) => ix.ids(agent, after, through).ok(),
+        Some(ready) => ready.ids(after).ok(),
         None => None,
     };
     Ok((after, ch, ids))

@@ -408,7 +408,7 @@ impl<'a> MentionIndex<'a> {
     /// and rebuilding it when it is damaged (under the channel lock). `None` when it cannot
     /// be used: a newer version, or a catch-up that could not be made (no right to write,
     /// ...); the caller then reads the log.
-    pub(super) fn ready(&self, agent: &str) -> Result<Option<u64>> {
+    pub(super) fn ready(&self, agent: &str) -> Result<Option<Ready>> {
         // On a network file system another host's client may not show a new agent file or
         // its new length yet (metadata cache): the inbox is read from the channel there.
         if self
@@ -420,14 +420,17 @@ impl<'a> MentionIndex<'a> {
             return Ok(None);
         }
         let Some((log, size)) = self.chan.open_log()? else {
-            return Ok(Some(0));
+            return Ok(Some(Ready::EMPTY));
         };
         let newest = self.chan.last_id()?;
         if let Ok(Some(at)) = self.covered(&log, size)
             && at.last.id >= newest
-            && self.sound(&at, agent)
+            && let Some(file) = self.sound(&at, agent)
         {
-            return Ok(Some(at.last.id));
+            return Ok(Some(Ready {
+                through: at.last.id,
+                file,
+            }));
         }
         if matches!(self.head(), Ok(Head::Newer(_))) {
             return Ok(None);
@@ -436,9 +439,10 @@ impl<'a> MentionIndex<'a> {
             return Ok(None);
         };
         let Some((log, size)) = self.chan.open_log()? else {
-            return Ok(Some(0));
+            return Ok(Some(Ready::EMPTY));
         };
-        let damaged = matches!(self.covered(&log, size), Ok(Some(at)) if !self.sound(&at, agent));
+        let damaged =
+            matches!(self.covered(&log, size), Ok(Some(at)) if self.sound(&at, agent).is_none());
         let done = if damaged {
             self.rebuild(&log, size, false)
         } else {
@@ -448,26 +452,34 @@ impl<'a> MentionIndex<'a> {
             return Ok(None);
         }
         Ok(match self.covered(&log, size) {
-            Ok(Some(at)) if at.last.id >= newest && self.sound(&at, agent) => Some(at.last.id),
+            Ok(Some(at)) if at.last.id >= newest => self.sound(&at, agent).map(|file| Ready {
+                through: at.last.id,
+                file,
+            }),
             _ => None,
         })
     }
 
     /// Can `agent`'s file be trusted, by what the head `at` says? Whole ids, none past the
     /// head's entry; after a new boot, every agent's file so, and as many ids as it counts.
-    fn sound(&self, at: &At, agent: &str) -> bool {
+    /// When it can, the file as it was checked (`None`: the agent has none, no ids); the
+    /// inbox is read from that same open file.
+    fn sound(&self, at: &At, agent: &str) -> Option<Option<Fresh>> {
         if at.written != at.last.id {
-            return false;
+            return None;
         }
-        if at.boot != this_boot() {
-            return self.whole(at).unwrap_or(false);
+        if at.boot != this_boot() && !self.whole(at).unwrap_or(false) {
+            return None;
         }
-        let Ok(Some(f)) = self.open(agent) else {
-            return true;
+        let f = match self.open(agent) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Some(None),
+            Err(_) => return None,
         };
-        Ids::new(&f).is_ok_and(|ids| {
+        let whole = Ids::new(&f).is_ok_and(|ids| {
             ids.size % ID == 0 && ids.last().is_ok_and(|l| l.is_none_or(|l| l <= at.last.id))
-        })
+        });
+        whole.then_some(Some(f))
     }
 
     /// Under the channel lock it takes: rebuild the index whole, when one of its files
@@ -482,14 +494,39 @@ impl<'a> MentionIndex<'a> {
         }
     }
 
-    /// The ids in `agent`'s inbox greater than `after` and not greater than `through`.
-    pub(super) fn ids(&self, agent: &str, after: u64, through: u64) -> io::Result<Vec<u64>> {
-        let Some(f) = self.open(agent)? else {
+    fn open(&self, agent: &str) -> io::Result<Option<Fresh>> {
+        let path = self.dir.join(agent);
+        match owned::open_read(&path) {
+            Ok(f) => Ok(Some(Fresh::new(f, &path))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// What [`MentionIndex::ready`] found: how far the index covers the log, and the agent's
+/// file as it was checked (`None`: no ids).
+pub(super) struct Ready {
+    /// The id of the last entry the index covers.
+    pub(super) through: u64,
+    file: Option<Fresh>,
+}
+
+impl Ready {
+    /// An index of an empty channel.
+    const EMPTY: Ready = Ready {
+        through: 0,
+        file: None,
+    };
+
+    /// The ids in the agent's inbox greater than `after` and not greater than `through`.
+    pub(super) fn ids(&self, after: u64) -> io::Result<Vec<u64>> {
+        let Some(f) = &self.file else {
             return Ok(Vec::new());
         };
-        let ids = Ids::new(&f)?;
+        let ids = Ids::new(f)?;
         let from = ids.first_after(after)?;
-        let to = ids.first_after(through)?;
+        let to = ids.first_after(self.through)?;
         if to <= from {
             return Ok(Vec::new());
         }
@@ -499,24 +536,15 @@ impl<'a> MentionIndex<'a> {
             .collect())
     }
 
-    /// How many ids [`MentionIndex::ids`] would return, without reading them.
-    pub(super) fn count(&self, agent: &str, after: u64, through: u64) -> io::Result<u64> {
-        let Some(f) = self.open(agent)? else {
+    /// How many ids [`Ready::ids`] would return, without reading them.
+    pub(super) fn count(&self, after: u64) -> io::Result<u64> {
+        let Some(f) = &self.file else {
             return Ok(0);
         };
-        let ids = Ids::new(&f)?;
+        let ids = Ids::new(f)?;
         Ok(ids
-            .first_after(through)?
+            .first_after(self.through)?
             .saturating_sub(ids.first_after(after)?))
-    }
-
-    fn open(&self, agent: &str) -> io::Result<Option<Fresh>> {
-        let path = self.dir.join(agent);
-        match owned::open_read(&path) {
-            Ok(f) => Ok(Some(Fresh::new(f, &path))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
     }
 }
 

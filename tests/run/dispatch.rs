@@ -127,16 +127,18 @@ fn a_mention_makes_the_server_look_at_the_inbox_of_the_agent_it_names_alone() {
         "agent7's inbox read {} times",
         opens("agent7")
     );
-    // The others' at the start, and not for each message to agent7 (nothing mentions them
-    // afterwards): a check of the index that races an append may open them once more.
-    for i in (1..=30).filter(|i| *i != 7) {
-        let agent = format!("agent{i}");
-        assert!(
-            opens(&agent) <= 3,
-            "{agent}'s inbox read {} times though nothing mentions it",
-            opens(&agent)
-        );
-    }
+    // The others' at the start, each file opened once (the check of the index and the read
+    // of the inbox share it), and not for each message to agent7 (nothing mentions them
+    // afterwards). The first reader, which catches the index up under the lock, checks the
+    // file of the agent it reads before and after: one agent may be opened twice.
+    let others: Vec<usize> = (1..=30)
+        .filter(|i| *i != 7)
+        .map(|i| opens(&format!("agent{i}")))
+        .collect();
+    assert!(
+        others.iter().all(|n| *n <= 2) && others.iter().sum::<usize>() <= others.len() + 1,
+        "the inboxes of agents nothing mentions opened {others:?} times"
+    );
     // The folder of the serving records (two files per agent) is listed a few times at the
     // start at most, not at each of the runs' state changes (a write sweeps a folder of old
     // temporary files once per process).
