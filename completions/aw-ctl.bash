@@ -135,13 +135,13 @@ _aw_ctl() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --generate) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --ttl | --note | --mine | --generate) ((i++)) ;;
         -?*) ;;
         *) pos+=("$w") ;;
         esac
     done
     case $prev in
-    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason) return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --ttl | --note) return ;;
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
@@ -149,6 +149,8 @@ _aw_ctl() {
     --as) _aw_reply < <(_aw_agents "$root" "$inst"; echo user); return ;;
     --rule) _aw_reply < <(printf '%s\n' plurality majority unanimous); return ;;
     --tie-breaker) _aw_reply < <(printf '%s\n' first random creator-decides); return ;;
+    --for) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
+    --mine) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
     --generate) _aw_reply < <(printf '%s\n' complete-bash complete-zsh complete-fish); return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -161,6 +163,14 @@ _aw_ctl() {
         doc/rm) opts+=' --as' ;;
         doc/owner) opts+=' --clear' ;;
         budget/reset) opts+=' --json' ;;
+        board/add) opts+=' --as --body --after --for --label' ;;
+        board/claim) opts+=' --as --next --ttl' ;;
+        board/renew) opts+=' --as' ;;
+        board/release) opts+=' --as' ;;
+        board/done) opts+=' --as --note' ;;
+        board/drop) opts+=' --as --note' ;;
+        board/show) opts+=' --json' ;;
+        board/ls) opts+=' --ready --mine --json' ;;
         new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
@@ -179,9 +189,10 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
+    1/board/) _aw_reply < <(printf '%s\n' add claim renew release done drop show ls) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;

@@ -372,6 +372,10 @@ pub fn stdin_is_tty() -> bool {
 
 /// A duration option: seconds, or a number with `s`, `m` or `h` (`90`, `1.5s`, `5m`).
 pub fn duration(p: &mut lexopt::Parser, name: &str) -> Result<std::time::Duration> {
-    let v = string(p, name)?;
-    crate::run::parse_duration(&v).map_err(|why| Error::Usage(format!("{name} '{v}': {why}")))
+    parse_duration(&string(p, name)?, name)
+}
+
+/// The value `v` of the duration option `name`, read as [`duration`] reads one.
+pub fn parse_duration(v: &str, name: &str) -> Result<std::time::Duration> {
+    crate::run::parse_duration(v).map_err(|why| Error::Usage(format!("{name} '{v}': {why}")))
 }

@@ -15,6 +15,8 @@ const JSON: &[&str] = &[
     "runs",
     "budget",
     "budget reset",
+    "board show",
+    "board ls",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -26,6 +28,12 @@ const AS: &[&str] = &[
     "propose",
     "vote",
     "cancel",
+    "board add",
+    "board claim",
+    "board done",
+    "board drop",
+    "board release",
+    "board renew",
 ];
 
 /// The options of aw-ctl, in the order of `--help`.
@@ -90,7 +98,7 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "as",
         value: Some("AGENT"),
-        doc: "(doc, propose, vote, cancel) act as AGENT",
+        doc: "(doc, propose, vote, cancel, board) act as AGENT",
         complete: Complete::AgentOrUser,
         cmds: AS,
         ..BASE
@@ -227,6 +235,81 @@ pub const FLAGS: &[Flag] = &[
         long: "delegate",
         doc: "(mcp-config) the server gives only the coordinating tools",
         cmds: &["mcp-config"],
+        ..BASE
+    },
+    Flag {
+        long: "body",
+        value: Some("TEXT"),
+        doc: "(board add) the card's body; - reads it from stdin",
+        brief: "the card's body (- reads stdin)",
+        cmds: &["board add"],
+        ..BASE
+    },
+    Flag {
+        long: "after",
+        value: Some("ID[,ID...]"),
+        doc: "(board add) the cards it waits for; repeat or separate with commas",
+        brief: "the cards it waits for",
+        many: true,
+        cmds: &["board add"],
+        ..BASE
+    },
+    Flag {
+        long: "for",
+        value: Some("AGENT"),
+        doc: "(board add) the agent the card is meant for",
+        brief: "the agent the card is meant for",
+        complete: Complete::Agent,
+        cmds: &["board add"],
+        ..BASE
+    },
+    Flag {
+        long: "label",
+        value: Some("L"),
+        doc: "(board add) a label; repeat for each",
+        brief: "a label",
+        many: true,
+        cmds: &["board add"],
+        ..BASE
+    },
+    Flag {
+        long: "next",
+        doc: "(board claim) the next ready card: the lowest id of those for\n\
+              AGENT, else of those for no one",
+        brief: "claim the next ready card",
+        cmds: &["board claim"],
+        ..BASE
+    },
+    Flag {
+        long: "ttl",
+        value: Some("DURATION"),
+        doc: "(board claim) how long the claim lasts unless renewed (90s, 5m,\n\
+              1h; default 30m)",
+        brief: "how long the claim lasts unless renewed",
+        cmds: &["board claim"],
+        ..BASE
+    },
+    Flag {
+        long: "note",
+        value: Some("TEXT"),
+        doc: "(board done, drop) the closing note",
+        brief: "the closing note",
+        cmds: &["board done", "board drop"],
+        ..BASE
+    },
+    Flag {
+        long: "ready",
+        doc: "(board ls) only the cards one can claim",
+        cmds: &["board ls"],
+        ..BASE
+    },
+    Flag {
+        long: "mine",
+        value: Some("AGENT"),
+        doc: "(board ls) only the cards AGENT holds or that are for AGENT",
+        brief: "the cards AGENT holds or that are for it",
+        complete: Complete::Agent,
+        cmds: &["board ls"],
         ..BASE
     },
     Flag {

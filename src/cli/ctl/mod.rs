@@ -3,6 +3,7 @@
 //! parses the command line and dispatches.
 
 mod agents;
+mod board;
 mod budget;
 mod docs;
 mod mcp_config;
@@ -29,16 +30,17 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote and cancel take --as AGENT: who acts, default $AW_AGENT or 'user')
+(doc, propose, vote, cancel and board take --as AGENT: who acts, default $AW_AGENT or 'user')
 ";
 
 /// What `--help` says after the options.
 const EXIT: &str = "\
-Exit status: 0 ok, 1 no document owner set (doc owner) or not served (stop), 64 usage,
-65 bad name or data, 66 no such instance, agent, document or run, 73 cannot create
-(exists), 74 I/O error, 75 lock timeout or still served after the wait (stop), 77 not
-the document owner, a root found above that is not trusted, a server record of another
-user (stop) or permission denied, 130 interrupted.
+Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop) or no card
+ready (board claim), 64 usage, 65 bad name or data, 66 no such instance, agent,
+document, run or card, 73 cannot create (exists), 74 I/O error, 75 lock timeout, still
+served after the wait (stop) or card held by another (board), 77 not the document
+owner, a root found above that is not trusted, a server record of another user (stop)
+or permission denied, 130 interrupted.
 ";
 
 /// What runs a command: with the command line, and the command's arguments (as many as its
@@ -303,6 +305,83 @@ const COMMANDS: &[Cmd<Run>] = &[
             "start counting the instance's spending again from nothing",
         )],
         run: budget::reset,
+        ..NONE
+    },
+    Cmd {
+        name: "board add",
+        args: &[arg("TITLE", Complete::Text)],
+        help: &[(
+            "board add TITLE [--body TEXT | --body -] [--after ID[,ID...]]\n        \
+             [--for AGENT] [--label L]...",
+            "add a card to the board (--body -: read it from stdin);\n\
+             prints its id",
+        )],
+        run: board::add,
+        ..NONE
+    },
+    Cmd {
+        name: "board claim",
+        args: &[opt("ID", Complete::Text)],
+        help: &[(
+            "board claim (ID | --next) [--ttl DURATION]",
+            "claim a card, or the next ready one; prints its id (exit 1:\n\
+             none is ready, 75: it is held)",
+        )],
+        run: board::claim,
+        ..NONE
+    },
+    Cmd {
+        name: "board renew",
+        args: &[arg("ID", Complete::Text)],
+        help: &[("board renew ID", "extend your claim by its time to live")],
+        run: board::renew,
+        ..NONE
+    },
+    Cmd {
+        name: "board release",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "board release ID",
+            "give up your claim: the card is open again",
+        )],
+        run: board::release,
+        ..NONE
+    },
+    Cmd {
+        name: "board done",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "board done ID [--note TEXT]",
+            "finish a card, with a closing note",
+        )],
+        run: board::done,
+        ..NONE
+    },
+    Cmd {
+        name: "board drop",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "board drop ID [--note TEXT]",
+            "drop a card: it will not be done",
+        )],
+        run: board::drop,
+        ..NONE
+    },
+    Cmd {
+        name: "board show",
+        args: &[arg("ID", Complete::Text)],
+        help: &[("board show ID [--json]", "a card, its body and its history")],
+        run: board::show,
+        ..NONE
+    },
+    Cmd {
+        name: "board ls",
+        help: &[(
+            "board ls [--ready] [--mine AGENT] [--json]",
+            "the cards (--ready: those one can claim; --mine: those AGENT\n\
+             holds or that are for AGENT)",
+        )],
+        run: board::ls,
         ..NONE
     },
 ];

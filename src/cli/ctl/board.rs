@@ -1,0 +1,174 @@
+//! `aw-ctl board`: add cards, claim them (one by id, or the next ready one), renew,
+//! release, finish or drop them, show and list them.
+
+use std::time::Duration;
+
+use super::{Call, who};
+use crate::board::{self, Card, NewCard};
+use crate::cli::{self, Out};
+use crate::error::{Error, Result};
+use crate::names;
+
+/// How long a claim lasts without renewal, unless `--ttl` says.
+pub(super) const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
+
+/// `aw-ctl board add TITLE [--body TEXT | --body -] [--after ID[,ID...]] [--for AGENT]
+/// [--label L]... [--as AGENT]`: prints the new id.
+pub(super) fn add(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let inst = a.common.instance()?;
+    let who = who(a)?;
+    let body = match a.string("body").as_deref() {
+        Some("-") => cli::read_stdin("card body", board::MAX_BODY, None)?,
+        Some(b) => b.to_string(),
+        None => String::new(),
+    };
+    let mut after = Vec::new();
+    for list in a.strings("after") {
+        for id in list.split(',').filter(|s| !s.trim().is_empty()) {
+            after.push(board::parse_id(id)?);
+        }
+    }
+    let new = NewCard {
+        title: args[0].to_string(),
+        body,
+        assignee: a.string("for"),
+        labels: a.strings("label"),
+        after,
+    };
+    let c = board::add(&inst, &who, new)?;
+    print_id(out, &c)
+}
+
+/// `aw-ctl board claim (ID | --next) [--as AGENT] [--ttl DURATION]`: prints the id; exit 1
+/// when no card is ready, 75 when the card is held.
+pub(super) fn claim(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let inst = a.common.instance()?;
+    let who = who(a)?;
+    let ttl = match a.string("ttl") {
+        Some(t) => cli::parse_duration(&t, "--ttl")?,
+        None => DEFAULT_TTL,
+    };
+    let c = match (args.first(), a.has("next")) {
+        (Some(id), false) => board::claim(&inst, board::parse_id(id)?, &who, ttl)?,
+        (None, true) => {
+            inst.require()?;
+            board::claim_next(&inst, &who, ttl)?
+                .ok_or_else(|| Error::No(format!("no card is ready for {who}")))?
+        }
+        _ => {
+            return Err(
+                Error::Usage("board claim takes ID or --next, one of the two".into())
+                    .hint("aw-ctl board claim (ID | --next) --as AGENT"),
+            );
+        }
+    };
+    print_id(out, &c)
+}
+
+/// `aw-ctl board done ID [--note TEXT] [--as AGENT]`.
+pub(super) fn done(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let c = board::done(&inst, id, &who, a.string("note").as_deref())?;
+    print_id(out, &c)
+}
+
+/// `aw-ctl board drop ID [--note TEXT] [--as AGENT]`.
+pub(super) fn drop(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let c = board::drop_card(&inst, id, &who, a.string("note").as_deref())?;
+    print_id(out, &c)
+}
+
+/// `aw-ctl board release ID [--as AGENT]`.
+pub(super) fn release(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let c = board::release(&inst, id, &who)?;
+    print_id(out, &c)
+}
+
+/// `aw-ctl board renew ID [--as AGENT]`.
+pub(super) fn renew(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let c = board::renew(&inst, id, &who)?;
+    print_id(out, &c)
+}
+
+/// `aw-ctl board show ID [--json]`: the card, its body and its history.
+pub(super) fn show(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let inst = a.common.instance()?;
+    inst.require()?;
+    let c = board::show(&inst, board::parse_id(args[0])?)?;
+    if a.has("json") {
+        out.line(&serde_json::to_string(&c).expect("card serializes"))?;
+        return Ok(0);
+    }
+    out.line(&format!("card {}: {}", c.id, c.title))?;
+    out.line(&format!("state: {}", c.state.as_str()))?;
+    out.line(&format!("by: {}", c.creator))?;
+    if let Some(h) = &c.holder {
+        out.line(&format!(
+            "held by: {} (pid {} on {}) until {}",
+            h.agent, h.pid, h.host, h.until
+        ))?;
+    }
+    if let Some(f) = &c.assignee {
+        out.line(&format!("for: {f}"))?;
+    }
+    if !c.after.is_empty() {
+        let ids: Vec<String> = c.after.iter().map(u64::to_string).collect();
+        out.line(&format!("after: {}", ids.join(", ")))?;
+    }
+    if !c.labels.is_empty() {
+        out.line(&format!("labels: {}", c.labels.join(", ")))?;
+    }
+    if let Some(n) = &c.note {
+        out.line(&format!("note: {n}"))?;
+    }
+    if !c.body.is_empty() {
+        out.line("")?;
+        out.line(c.body.trim_end())?;
+    }
+    out.line("")?;
+    for e in &c.history {
+        let note = e
+            .note
+            .as_deref()
+            .map_or(String::new(), |n| format!(": {n}"));
+        out.line(&format!("{} {} {}{note}", e.at, e.by, e.event))?;
+    }
+    Ok(0)
+}
+
+/// `aw-ctl board ls [--ready] [--mine AGENT] [--json]`.
+pub(super) fn ls(out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
+    let inst = a.common.instance()?;
+    inst.require()?;
+    let mine = a.string("mine");
+    if let Some(m) = &mine {
+        names::check_agent(m)?;
+    }
+    let cards = board::list(&inst)?;
+    for c in cards.values() {
+        if a.has("ready") && !c.is_ready(&cards) {
+            continue;
+        }
+        if let Some(m) = &mine
+            && c.holder.as_ref().is_none_or(|h| &h.agent != m)
+            && c.assignee.as_ref() != Some(m)
+        {
+            continue;
+        }
+        if a.has("json") {
+            out.line(&c.to_json_line().to_string())?;
+        } else {
+            out.line(&c.summary())?;
+        }
+    }
+    Ok(0)
+}
+
+/// Print the id of the card.
+fn print_id(out: &mut Out, c: &Card) -> Result<u8> {
+    out.line(&c.id.to_string())?;
+    Ok(0)
+}
