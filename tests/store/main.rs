@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod board;
 mod channel_faults;
 mod concurrency;
 mod crash;
