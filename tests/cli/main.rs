@@ -8,6 +8,7 @@
 mod common;
 
 mod bad_input;
+mod board;
 mod check_all;
 mod cli_limits;
 mod ctl_run;
