@@ -54,17 +54,17 @@ fn change(inst: &Instance, id: u64, f: impl FnOnce(&mut Card) -> Result<()>) -> 
 /// waits for a card not done, 65 when it is done or dropped. Claiming a card one holds
 /// again renews it.
 pub fn claim(inst: &Instance, id: u64, who: &str, ttl: Duration) -> Result<Card> {
-    let cards = list(inst)?;
     change(inst, id, |c| {
         check_not_closed(c, "claimed")?;
         check_not_held(c, who)?;
         if c.state == State::Open {
-            let waits: Vec<String> = c
-                .after
-                .iter()
-                .filter(|a| !cards.get(a).is_some_and(|d| d.state == State::Done))
-                .map(u64::to_string)
-                .collect();
+            // Only the cards it waits for are read, whatever the size of the board.
+            let mut waits = Vec::new();
+            for a in &c.after {
+                if !read(inst, *a)?.is_some_and(|d| d.state == State::Done) {
+                    waits.push(a.to_string());
+                }
+            }
             if !waits.is_empty() {
                 return Err(Error::No(format!(
                     "card {id} is not ready: it waits for card {}",

@@ -188,8 +188,22 @@ fn bad_board_commands_fail_with_their_exit_code_and_store_nothing() {
         assert_error(&run(&root, args, None), "aw-ctl", 65, &format!("{args:?}"));
         assert_same_tree(&before, &snapshot(root.path()), &format!("{args:?}"));
     }
-    // Listing a board of an instance that does not exist is 66, and makes nothing.
-    let out = root.run("aw-ctl", &["-i", "none", "board", "ls"], None);
-    assert_error(&out, "aw-ctl", 66, "ls of no instance");
-    assert!(!root.inst_dir("none").exists());
+    // The board of an instance that does not exist: 66, and the instance is not made.
+    for args in [
+        &["ls"][..],
+        &["show", "1"],
+        &["claim", "1"],
+        &["claim", "--next"],
+        &["done", "1"],
+        &["renew", "1"],
+    ] {
+        let mut all = vec!["-i", "none", "board"];
+        all.extend_from_slice(args);
+        let out = root.run("aw-ctl", &all, None);
+        assert_error(&out, "aw-ctl", 66, &format!("{args:?} on no instance"));
+        assert!(
+            !root.inst_dir("none").exists(),
+            "{args:?} made the instance"
+        );
+    }
 }

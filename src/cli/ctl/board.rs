@@ -49,7 +49,10 @@ pub(super) fn claim(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
         None => DEFAULT_TTL,
     };
     let c = match (args.first(), a.has("next")) {
-        (Some(id), false) => board::claim(&inst, board::parse_id(id)?, &who, ttl)?,
+        (Some(id), false) => {
+            inst.require()?;
+            board::claim(&inst, board::parse_id(id)?, &who, ttl)?
+        }
         (None, true) => {
             inst.require()?;
             board::claim_next(&inst, &who, ttl)?
@@ -67,28 +70,28 @@ pub(super) fn claim(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
 
 /// `aw-ctl board done ID [--note TEXT] [--as AGENT]`.
 pub(super) fn done(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
-    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let (inst, id, who) = target(a, args)?;
     let c = board::done(&inst, id, &who, a.string("note").as_deref())?;
     print_id(out, &c)
 }
 
 /// `aw-ctl board drop ID [--note TEXT] [--as AGENT]`.
 pub(super) fn drop(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
-    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let (inst, id, who) = target(a, args)?;
     let c = board::drop_card(&inst, id, &who, a.string("note").as_deref())?;
     print_id(out, &c)
 }
 
 /// `aw-ctl board release ID [--as AGENT]`.
 pub(super) fn release(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
-    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let (inst, id, who) = target(a, args)?;
     let c = board::release(&inst, id, &who)?;
     print_id(out, &c)
 }
 
 /// `aw-ctl board renew ID [--as AGENT]`.
 pub(super) fn renew(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
-    let (inst, id, who) = (a.common.instance()?, board::parse_id(args[0])?, who(a)?);
+    let (inst, id, who) = target(a, args)?;
     let c = board::renew(&inst, id, &who)?;
     print_id(out, &c)
 }
@@ -165,6 +168,16 @@ pub(super) fn ls(out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
         }
     }
     Ok(0)
+}
+
+/// The instance, which must exist, the card id and who acts, of a command that changes
+/// the card `args[0]`.
+fn target(a: &Call, args: &[&str]) -> Result<(crate::instance::Instance, u64, String)> {
+    let inst = a.common.instance()?;
+    let id = board::parse_id(args[0])?;
+    let who = who(a)?;
+    inst.require()?;
+    Ok((inst, id, who))
 }
 
 /// Print the id of the card.
