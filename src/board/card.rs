@@ -182,9 +182,26 @@ impl Holder {
         }
     }
 
-    /// Has its time run out?
-    fn ran_out(&self) -> bool {
-        DateTime::parse_from_rfc3339(&self.until).map_or(true, |t| t < Utc::now())
+    /// Why the claim lapsed, if it did: its time ran out, or the server that held it for
+    /// its agent serves it no more (gone, on whatever host, or replaced by another).
+    fn lapsed(&self, inst: &Instance) -> Option<String> {
+        if DateTime::parse_from_rfc3339(&self.until).map_or(true, |t| t < Utc::now()) {
+            return Some(format!(
+                "the claim of {} ran out at {}",
+                self.agent, self.until
+            ));
+        }
+        let here = &crate::host::this().id;
+        let serves = |s: crate::serve::Served| {
+            s.pid == self.pid && s.host_id.as_ref().unwrap_or(here) == &self.host_id
+        };
+        let gone = self.served && !crate::serve::record(inst, &self.agent).is_some_and(serves);
+        gone.then(|| {
+            format!(
+                "the server of {} (pid {} on {}) that held it is gone",
+                self.agent, self.pid, self.host
+            )
+        })
     }
 }
 
@@ -192,13 +209,12 @@ pub(super) fn stamp(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
-/// When the claim on `c` ran out: open it again, and say so in its history. Whether it
+/// When the claim on `c` lapsed: open it again, and say so in its history. Whether it
 /// changed.
-pub(super) fn lapse(c: &mut Card) -> bool {
-    let Some(h) = c.holder.as_ref().filter(|h| h.ran_out()) else {
+pub(super) fn lapse(inst: &Instance, c: &mut Card) -> bool {
+    let Some(note) = c.holder.as_ref().and_then(|h| h.lapsed(inst)) else {
         return false;
     };
-    let note = format!("the claim of {} ran out at {}", h.agent, h.until);
     c.state = State::Open;
     c.holder = None;
     c.event("aw", "lapsed", Some(&note));

@@ -38,7 +38,7 @@ fn check_not_closed(c: &Card, what: &str) -> Result<()> {
 fn change(inst: &Instance, id: u64, f: impl FnOnce(&mut Card) -> Result<()>) -> Result<Card> {
     let _lock = lock(inst)?;
     let mut c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
-    let lapsed = lapse(&mut c);
+    let lapsed = lapse(inst, &mut c);
     let before = c.clone();
     let r = f(&mut c);
     if r.is_err() {

@@ -92,7 +92,7 @@ pub(super) fn read(inst: &Instance, id: u64) -> Result<Option<Card>> {
 /// The card `id` of `inst`, a claim that ran out shown lapsed.
 pub fn show(inst: &Instance, id: u64) -> Result<Card> {
     let mut c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
-    lapse(&mut c);
+    lapse(inst, &mut c);
     Ok(c)
 }
 
@@ -118,7 +118,7 @@ pub fn list(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
             continue;
         };
         if let Some(mut c) = read(inst, id)? {
-            lapse(&mut c);
+            lapse(inst, &mut c);
             cards.insert(id, c);
         }
     }

@@ -207,3 +207,58 @@ fn bad_board_commands_fail_with_their_exit_code_and_store_nothing() {
         );
     }
 }
+
+#[test]
+fn a_claim_held_by_an_agents_server_lapses_when_the_server_is_killed() {
+    use common::runner::{INST, Server, Setup, wait_for};
+    let s = Setup::new();
+    let ctl = |args: &[&str]| {
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST]).args(args);
+        common::run_with(c, None)
+    };
+    assert_eq!(
+        ctl(&["new", "alice", "--backend", "mock"]).status.code(),
+        Some(0)
+    );
+    assert_eq!(ctl(&["board", "add", "work"]).stdout, b"1\n");
+    let mut c = s.tool_cmd("aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q", "alice"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut server = Server::new(c.spawn().expect("spawn aw-run"));
+    let pid = server.pid();
+    wait_for("alice to be served", || {
+        String::from_utf8_lossy(&ctl(&["ps"]).stdout).contains("alice")
+    });
+    assert_eq!(
+        ctl(&["board", "claim", "1", "--as", "alice"]).stdout,
+        b"1\n"
+    );
+    let card: serde_json::Value =
+        serde_json::from_slice(&ctl(&["board", "show", "1", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (&card["holder"]["pid"], &card["holder"]["served"]),
+        (&pid.into(), &true.into())
+    );
+    let out = ctl(&["board", "claim", "--next", "--as", "bob"]);
+    assert_error(&out, "aw-ctl", 1, "held while its server runs");
+    // SIGKILL: the server leaves its records behind, and the claim lapses all the same.
+    server.child().kill().unwrap();
+    server.wait();
+    assert_eq!(
+        ctl(&["board", "claim", "--next", "--as", "bob"]).stdout,
+        b"1\n"
+    );
+    let card: serde_json::Value =
+        serde_json::from_slice(&ctl(&["board", "show", "1", "--json"]).stdout).unwrap();
+    let lapsed = &card["history"][2];
+    assert_eq!(lapsed["event"], "lapsed", "{card}");
+    let note = lapsed["note"].as_str().unwrap();
+    assert!(
+        note.contains(&format!("the server of alice (pid {pid} on ")),
+        "{note}"
+    );
+    assert_eq!(card["holder"]["agent"], "bob");
+}
