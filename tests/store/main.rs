@@ -13,6 +13,7 @@ mod concurrency;
 mod crash;
 mod hosts;
 mod inbox;
+mod lease;
 mod mention_index;
 mod netfs;
 mod state_files;
