@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
-
-use super::card::{Card, Holder, State, lapse, stamp};
+use super::card::{Card, State, lapse};
 use super::store::{list, lock, not_found, read, store};
 use crate::error::{Error, Result};
+use crate::holder::Holder;
 use crate::instance::Instance;
 
 /// Refuse (75) when `c` is held by someone other than `who`.
@@ -120,7 +119,7 @@ pub fn renew(inst: &Instance, id: u64, who: &str) -> Result<Card> {
             ))
             .hint(format!("aw-ctl board claim {id} takes it")));
         };
-        h.until = stamp(Utc::now() + Duration::from_secs(h.ttl));
+        h.renew();
         c.event(who, "renewed", None);
         Ok(())
     })

@@ -14,6 +14,7 @@ mod card;
 mod claim;
 mod store;
 
-pub use card::{Card, Event, Holder, State};
+pub use crate::holder::Holder;
+pub use card::{Card, Event, State};
 pub use claim::{claim, claim_next, done, drop_card, release, renew};
 pub use store::{DIR, MAX_BODY, MAX_TITLE, NewCard, add, dir, list, parse_id, show};
