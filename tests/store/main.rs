@@ -16,5 +16,6 @@ mod inbox;
 mod lease;
 mod mention_index;
 mod netfs;
+mod netfs_work;
 mod state_files;
 mod trust;

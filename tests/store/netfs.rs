@@ -46,14 +46,14 @@ fn harness_two_mounts_of_one_volume() {
 
 /// Host A or host B of a [`Volume`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Host {
+pub(crate) enum Host {
     A,
     B,
 }
 
 /// Tool `name` on `host`, with `--root` on that host's mount, run from `cwd` with the
 /// binaries first in PATH and no `AW_*` variable of the caller.
-fn tool_on(vol: &Volume, host: Host, cwd: &Path, name: &str) -> Command {
+pub(crate) fn tool_on(vol: &Volume, host: Host, cwd: &Path, name: &str) -> Command {
     let (mut c, root) = match host {
         Host::A => (Command::new(common::bin(name)), vol.a()),
         Host::B => (Volume::on_b(&common::bin(name)), vol.b()),
@@ -324,7 +324,14 @@ fn a_bad_aw_poll_is_refused() {
 }
 
 /// Run tool `name` with `args` on `host`; require exit 0 and return stdout.
-fn ok_on(vol: &Volume, host: Host, cwd: &Path, name: &str, args: &[&str], input: &str) -> String {
+pub(crate) fn ok_on(
+    vol: &Volume,
+    host: Host,
+    cwd: &Path,
+    name: &str,
+    args: &[&str],
+    input: &str,
+) -> String {
     let mut c = tool_on(vol, host, cwd, name);
     c.args(["-i", INST]).args(args);
     let out = common::run_with(c, Some(input.as_bytes()));
@@ -516,7 +523,7 @@ fn writers_on_two_hosts_get_contiguous_unique_ids() {
 
 /// `aw-run --serve --keep alice` on host B (pid 1 of its namespace), once host A sees it
 /// served; and B's host identity, from the third line of its serving lock.
-fn serve_on_b(vol: &Volume, cwd: &Path) -> (Server, String) {
+pub(crate) fn serve_on_b(vol: &Volume, cwd: &Path) -> (Server, String) {
     ok_on(
         vol,
         Host::A,
