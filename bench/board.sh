@@ -1,0 +1,102 @@
+#!/bin/bash
+# The cost of a claim and of a lease as the board grows: on boards of N cards (one card
+# that is not done, N - 21 cards waiting for it, 20 ready cards), the median wall time of
+# REPS processes each of `aw-ctl board claim --next` (then released), `aw-ctl board claim
+# ID` (then released), `aw-ctl board done ID` of a claimed card, and `aw-ctl lease take`
+# (then released, with 10 leases of others held), next to `aw-ctl --version` (the cost of
+# starting a process at all). Peak RSS from GNU time. Boards are cached under
+# target/bench-data/board/N/; nothing here asserts on time.
+#
+# Usage: bash bench/board.sh [--sizes "10 1000 100000"] [--reps N] [--bin DIR]
+set -eu
+cd "$(dirname "$0")/.."
+SIZES="10 1000 100000"
+REPS=21
+BIN=target/release
+while [ $# -gt 0 ]; do
+	case $1 in
+	--sizes | --reps | --bin)
+		[ $# -ge 2 ] || { echo "bench/board.sh: $1 needs a value (hint: --help)" >&2; exit 64; } ;;&
+	--sizes) SIZES=$2; shift 2 ;;
+	--reps) REPS=$2; shift 2 ;;
+	--bin) BIN=$2; shift 2 ;;
+	-h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+	*) echo "bench/board.sh: unknown argument '$1' (hint: --help)" >&2; exit 64 ;;
+	esac
+done
+[ -x "$BIN/aw-ctl" ] || { echo "bench/board.sh: no aw-ctl in $BIN" >&2; exit 66; }
+DATA=target/bench-data/board
+mkdir -p "$DATA"
+tmp=$(mktemp -d)
+. bench/lib.sh
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+# board N: a board of N cards, made once by aw-ctl itself (two adders at a time).
+board() {
+	n=$1
+	dir=$DATA/$n
+	if [ -f "$dir/READY" ]; then return; fi
+	rm -rf "$dir"
+	"$BIN/aw-ctl" --root "$dir" -i big board add "the blocker" --as lead >/dev/null
+	seq 1 $((n - 21)) | xargs -P 2 -I{} "$BIN/aw-ctl" --root "$dir" -i big board add \
+		"waiting card {}" --after 1 --as lead >/dev/null
+	for i in $(seq 1 20); do
+		"$BIN/aw-ctl" --root "$dir" -i big board add "ready card $i" --as lead >/dev/null
+	done
+	touch "$dir/READY"
+}
+
+# timed LABEL CMD ARGS...: one run of CMD, its wall ms and peak KB appended to LABEL's files.
+timed() {
+	label=$1
+	shift
+	t0=$EPOCHREALTIME
+	/usr/bin/time -f %M -o "$tmp/rss" "$@" >"$tmp/out"
+	t1=$EPOCHREALTIME
+	ms "$t0" "$t1" >>"$tmp/$label.ms"
+	echo >>"$tmp/$label.ms"
+	tail -n 1 "$tmp/rss" >>"$tmp/$label.kb"
+}
+
+report() {
+	for label in "$@"; do
+		echo "$N $label $(median_or_cap <"$tmp/$label.ms") $(median_or_cap <"$tmp/$label.kb")"
+	done
+}
+
+echo "# aw board and leases: cost as the board grows"
+echo
+echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); nproc $(nproc); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "median of $REPS runs: cards, operation, wall ms, peak RSS KB"
+echo
+for N in $SIZES; do
+	[ "$N" -ge 21 ] || { echo "bench/board.sh: a board has at least 21 cards" >&2; exit 64; }
+	board "$N"
+	root=$tmp/$N
+	rm -rf "$root"
+	cp -a "$DATA/$N" "$root"
+	ctl() { "$BIN/aw-ctl" --root "$root" -i big "$@"; }
+	rm -f "$tmp"/*.ms "$tmp"/*.kb
+	for k in $(seq 1 10); do
+		ctl lease take "other/$k/**" --as "other$k" --ttl 1h >/dev/null
+	done
+	for i in $(seq "$REPS"); do
+		timed start "$BIN/aw-ctl" --version
+		timed claim-next "$BIN/aw-ctl" --root "$root" -i big board claim --next --as w
+		id=$(cat "$tmp/out")
+		ctl board release "$id" --as w >/dev/null
+		timed claim-id "$BIN/aw-ctl" --root "$root" -i big board claim "$id" --as w
+		ctl board release "$id" --as w >/dev/null
+		timed lease-take "$BIN/aw-ctl" --root "$root" -i big lease take "src/$i.rs" --as w
+		ctl lease release --as w >/dev/null
+	done
+	# done: each of REPS cards claimed first, outside the timing (the board keeps 20 ready).
+	for i in $(seq "$REPS"); do
+		id=$(ctl board claim --next --as w)
+		timed done "$BIN/aw-ctl" --root "$root" -i big board done "$id" --as w
+		[ "$i" -lt 20 ] || ctl board add "ready again $i" --as lead >/dev/null
+	done
+	report start claim-next claim-id done lease-take
+	rm -rf "$root"
+done
