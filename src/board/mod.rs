@@ -3,18 +3,57 @@
 //!
 //! Each card is one JSON file, `board/<id>.json` under the instance, readable without aw
 //! (see aw-workflow(5)). Every change is made under the board lock (`_state/board.lock`):
-//! read the cards it needs, write the one it changes atomically. Ids come from a counter
+//! read the cards it needs, write the ones it changes atomically. Ids come from a counter
 //! in `_state/board.json` that only grows, so an id is never given twice, even when a card
-//! file is removed by hand.
+//! file is removed by hand. An index derived from the cards ([`index`]) keeps the ready
+//! and the held cards, so that a claim reads as many files on a board of 100,000 cards as
+//! on one of 10.
 //!
 //! A claim is a lease ([`claim`]): it names its holder and lapses when its time runs out
-//! without renewal; a lapsed card is ready again.
+//! without renewal or its holder's server is gone; a lapsed card is ready again, and this is
+//! said in the channel, as is a card that the card it waited for being done made ready.
 
 mod card;
 mod claim;
+mod edit;
+mod index;
 mod store;
 
 pub use crate::holder::Holder;
 pub use card::{Card, Event, State};
 pub use claim::{claim, claim_next, done, drop_card, release, renew};
+pub use edit::{Edit, edit};
+pub use index::Counts;
 pub use store::{DIR, MAX_BODY, MAX_TITLE, NewCard, add, dir, list, parse_id, show};
+
+use crate::error::Result;
+use crate::instance::Instance;
+
+/// Lapse (and announce in the channel) the claims of `inst` whose time ran out or whose
+/// holder's server is gone; the cards that lapsed. It reads the index and the served
+/// records of the holders, takes the board lock only when a claim lapsed, and then reads
+/// only the cards that lapsed: its cost grows with the number of held cards, not of cards.
+/// Nothing is done on an instance without a board.
+pub fn sweep(inst: &Instance) -> Result<Vec<Card>> {
+    if !dir(inst).is_dir() {
+        return Ok(Vec::new());
+    }
+    if let Some(idx) = index::load(inst)
+        && idx.held.values().all(|h| h.lapsed(inst).is_none())
+    {
+        return Ok(Vec::new());
+    }
+    index::Txn::begin(inst)?.commit()
+}
+
+/// How many cards of `inst` are in each state, from the index (claims that lapsed lapsed
+/// first); `None` when the instance has no board.
+pub fn counts(inst: &Instance) -> Result<Option<Counts>> {
+    if !dir(inst).is_dir() {
+        return Ok(None);
+    }
+    let t = index::Txn::begin(inst)?;
+    let counts = t.idx.counts;
+    t.commit()?;
+    Ok(Some(counts))
+}

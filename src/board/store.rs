@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::card::{Card, State, lapse};
+use super::card::{Card, State};
+use super::index::Txn;
 use crate::error::{Error, Result};
 use crate::fs::{Lock, atomic_write};
 use crate::instance::Instance;
@@ -27,7 +28,8 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub struct NewCard {
     pub title: String,
     pub body: String,
-    pub assignee: Option<String>,
+    /// The agents it is meant for (one, a pool, or none).
+    pub assignee: Vec<String>,
     pub labels: Vec<String>,
     pub after: Vec<u64>,
 }
@@ -89,19 +91,36 @@ pub(super) fn read(inst: &Instance, id: u64) -> Result<Option<Card>> {
     }
 }
 
-/// The card `id` of `inst`, a claim that ran out shown lapsed.
+/// The card `id` of `inst`; a claim found lapsed is lapsed (and announced) first.
 pub fn show(inst: &Instance, id: u64) -> Result<Card> {
-    let mut c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
-    lapse(inst, &mut c);
-    Ok(c)
+    let c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
+    match c.holder.as_ref().and_then(|h| h.lapsed(inst)) {
+        Some(_) => Ok(lapse_now(inst, &[id])?
+            .pop()
+            .ok_or_else(|| not_found(inst, id))?),
+        None => Ok(c),
+    }
+}
+
+/// Lapse the claims on `ids` that lapsed, under the board lock; the cards after.
+fn lapse_now(inst: &Instance, ids: &[u64]) -> Result<Vec<Card>> {
+    let mut t = Txn::begin(inst)?;
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(c) = read(inst, *id)? {
+            out.push(t.lapse(c)?);
+        }
+    }
+    t.commit()?;
+    Ok(out)
 }
 
 pub(super) fn not_found(inst: &Instance, id: u64) -> Error {
     Error::not_found(format!("no card {id} on the board of {}", inst.name()))
 }
 
-/// Every card of `inst` by id, claims that ran out shown lapsed.
-pub fn list(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
+/// Every card file of `inst`, by id, as stored.
+pub(super) fn read_all(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
     let d = dir(inst);
     let names = match crate::fs::owned::files(&d) {
         Ok(n) => n,
@@ -117,9 +136,29 @@ pub fn list(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
         else {
             continue;
         };
-        if let Some(mut c) = read(inst, id)? {
-            lapse(inst, &mut c);
+        if let Some(c) = read(inst, id)? {
             cards.insert(id, c);
+        }
+    }
+    Ok(cards)
+}
+
+/// Every card of `inst` by id, the claims that lapsed lapsed (and announced) first.
+pub fn list(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
+    if !dir(inst).is_dir() {
+        return Ok(BTreeMap::new());
+    }
+    super::sweep(inst)?;
+    let mut cards = read_all(inst)?;
+    // A claim the index did not know lapsed (its file changed by hand, or it ran out since).
+    let lapsed: Vec<u64> = cards
+        .values()
+        .filter(|c| c.holder.as_ref().is_some_and(|h| h.lapsed(inst).is_some()))
+        .map(|c| c.id)
+        .collect();
+    if !lapsed.is_empty() {
+        for c in lapse_now(inst, &lapsed)? {
+            cards.insert(c.id, c);
         }
     }
     Ok(cards)
@@ -148,70 +187,107 @@ fn check_label(label: &str) -> Result<()> {
     }
 }
 
-/// The cards that `id` waits for, directly or not, would lead back to `id`: the path of
-/// the cycle, when one is.
-fn cycle(cards: &BTreeMap<u64, Card>, id: u64, after: &[u64]) -> Option<Vec<u64>> {
+/// Would `id`, waiting for `after`, wait for itself, directly or not? The path of the
+/// cycle, when one is. `after_of` gives the cards a card waits for; only the cards reached
+/// from `after` are looked at.
+pub(super) fn cycle(
+    mut after_of: impl FnMut(u64) -> Result<Vec<u64>>,
+    id: u64,
+    after: &[u64],
+) -> Result<Option<Vec<u64>>> {
     let mut stack: Vec<Vec<u64>> = after.iter().map(|a| vec![id, *a]).collect();
     let mut seen = std::collections::BTreeSet::new();
     while let Some(path) = stack.pop() {
         let last = *path.last().expect("a path is never empty");
         if last == id {
-            return Some(path);
+            return Ok(Some(path));
         }
         if !seen.insert(last) {
             continue;
         }
-        for next in cards.get(&last).map_or(&[][..], |c| &c.after[..]) {
+        for next in after_of(last)? {
             let mut p = path.clone();
-            p.push(*next);
+            p.push(next);
             stack.push(p);
         }
     }
-    None
+    Ok(None)
 }
 
-/// Add a card made by `by`; the card as stored.
-pub fn add(inst: &Instance, by: &str, new: NewCard) -> Result<Card> {
-    let title = new.title.trim();
-    if title.is_empty() || title.contains(['\n', '\r']) || title.len() > MAX_TITLE {
-        return Err(Error::invalid(format!(
+/// Refuse (65) a title that is not one line of 1 to [`MAX_TITLE`] bytes; the title trimmed.
+pub(super) fn check_title(title: &str) -> Result<&str> {
+    let t = title.trim();
+    match t.is_empty() || t.contains(['\n', '\r']) || t.len() > MAX_TITLE {
+        true => Err(Error::invalid(format!(
             "card title: expected one line of 1 to {MAX_TITLE} bytes"
-        )));
+        ))),
+        false => Ok(t),
     }
-    if new.body.len() > MAX_BODY {
-        return Err(Error::invalid(format!(
+}
+
+/// Refuse (65) a body over [`MAX_BODY`] bytes.
+pub(super) fn check_body(body: &str) -> Result<()> {
+    match body.len() > MAX_BODY {
+        true => Err(Error::invalid(format!(
             "card body: over the limit of {MAX_BODY} bytes"
-        )));
+        ))),
+        false => Ok(()),
     }
-    if let Some(a) = &new.assignee {
+}
+
+/// The agents a card is for, checked, each once.
+pub(super) fn check_for(agents: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for a in agents {
         crate::names::check_agent(a)?;
+        if !out.contains(a) {
+            out.push(a.clone());
+        }
     }
-    for l in &new.labels {
+    Ok(out)
+}
+
+/// The labels of a card, checked, each once.
+pub(super) fn check_labels(labels: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for l in labels {
         check_label(l)?;
-    }
-    let _lock = lock(inst)?;
-    let cards = list(inst)?;
-    let mut after: Vec<u64> = Vec::new();
-    for a in &new.after {
-        if !cards.contains_key(a) {
-            return Err(not_found(inst, *a).hint("the cards it waits for must exist first"));
-        }
-        if !after.contains(a) {
-            after.push(*a);
+        if !out.contains(l) {
+            out.push(l.clone());
         }
     }
+    Ok(out)
+}
+
+/// The cards `after` names, each once, every one of them read (66 when one is missing).
+pub(super) fn read_after(inst: &Instance, after: &[u64]) -> Result<Vec<Card>> {
+    let mut out: Vec<Card> = Vec::new();
+    for a in after {
+        if out.iter().any(|c| c.id == *a) {
+            continue;
+        }
+        let c = read(inst, *a)?
+            .ok_or_else(|| not_found(inst, *a).hint("the cards it waits for must exist first"))?;
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// Add a card made by `by`; the card as stored. Only the cards it waits for are read (a
+/// new card cannot close a cycle: nothing waits for it yet).
+pub fn add(inst: &Instance, by: &str, new: NewCard) -> Result<Card> {
+    let title = check_title(&new.title)?;
+    check_body(&new.body)?;
+    let assignee = check_for(&new.assignee)?;
+    let labels = check_labels(&new.labels)?;
+    let mut t = Txn::begin(inst)?;
+    let deps = read_after(inst, &new.after)?;
+    let last = t.idx.last;
     let id = crate::state::update_locked(inst, COUNTER, |c: &mut Counter| {
         // Past every card there is too, should the counter have been lost.
-        c.last = c.last.max(cards.keys().next_back().copied().unwrap_or(0)) + 1;
+        c.last = c.last.max(last) + 1;
         Ok(c.last)
     })?;
-    if let Some(path) = cycle(&cards, id, &after) {
-        let ids: Vec<String> = path.iter().map(u64::to_string).collect();
-        return Err(Error::invalid(format!(
-            "card {id} would wait for itself: {}",
-            ids.join(" -> ")
-        )));
-    }
     let now = crate::time::now();
     let mut card = Card {
         id,
@@ -220,16 +296,23 @@ pub fn add(inst: &Instance, by: &str, new: NewCard) -> Result<Card> {
         state: State::Open,
         creator: by.to_string(),
         holder: None,
-        assignee: new.assignee,
-        labels: new.labels,
-        after,
+        assignee,
+        labels,
+        after: deps.iter().map(|d| d.id).collect(),
+        blocks: Vec::new(),
         created: now.clone(),
         updated: now,
         note: None,
         history: Vec::new(),
     };
     card.event(by, "added", None);
-    store(inst, &card)?;
+    t.put(None, &card)?;
+    for d in deps {
+        let mut with = d.clone();
+        with.blocks.push(id);
+        t.put(Some(&d), &with)?;
+    }
+    t.commit()?;
     Ok(card)
 }
 
@@ -265,32 +348,16 @@ mod tests {
     }
 
     #[test]
-    fn a_cycle_is_found_with_its_path() {
-        let mut cards = BTreeMap::new();
-        for (id, after) in [(1, vec![3]), (2, vec![1]), (3, vec![])] {
-            let mut c = add_plain(id);
-            c.after = after;
-            cards.insert(id, c);
-        }
-        assert_eq!(cycle(&cards, 3, &[2]), Some(vec![3, 2, 1, 3]));
-        assert_eq!(cycle(&cards, 4, &[2]), None);
-    }
-
-    fn add_plain(id: u64) -> Card {
-        Card {
-            id,
-            title: "t".into(),
-            body: String::new(),
-            state: State::Open,
-            creator: "x".into(),
-            holder: None,
-            assignee: None,
-            labels: Vec::new(),
-            after: Vec::new(),
-            created: String::new(),
-            updated: String::new(),
-            note: None,
-            history: Vec::new(),
-        }
+    fn a_cycle_is_found_with_its_path_reading_only_the_cards_reached() {
+        let after: BTreeMap<u64, Vec<u64>> =
+            [(1, vec![3]), (2, vec![1]), (3, vec![]), (5, vec![])].into();
+        let mut looked = Vec::new();
+        let mut of = |n: u64| {
+            looked.push(n);
+            Ok(after.get(&n).cloned().unwrap_or_default())
+        };
+        assert_eq!(cycle(&mut of, 3, &[2]).unwrap(), Some(vec![3, 2, 1, 3]));
+        assert_eq!(cycle(&mut of, 4, &[2]).unwrap(), None);
+        assert!(!looked.contains(&5), "{looked:?}");
     }
 }
