@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use super::card::{Card, State};
+use super::files::{not_found, read};
 use super::index::{self, Class, Txn};
-use super::store::{not_found, read};
 use crate::error::{Error, Result};
 use crate::holder::Holder;
 use crate::instance::Instance;

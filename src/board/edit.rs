@@ -2,10 +2,9 @@
 //! for, its labels.
 
 use super::card::Card;
+use super::files::{not_found, read, read_after};
 use super::index::Txn;
-use super::store::{
-    check_body, check_for, check_labels, check_title, cycle, not_found, read, read_after,
-};
+use super::store::{check_body, check_for, check_labels, check_title, cycle};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 

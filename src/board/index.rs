@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::card::{Card, State};
-use super::store::{self, read};
+use super::files::{self, read};
 use crate::error::{Error, Result};
 use crate::fs::{Lock, atomic_write};
 use crate::holder::Holder;
@@ -191,7 +191,7 @@ pub(super) fn class(inst: &Instance, c: &Card) -> Result<Class> {
 /// The index rebuilt from every card file of `inst` (the caller holds the board lock); a
 /// card whose `blocks` disagrees with the cards that wait for it is written again.
 fn rebuild(inst: &Instance) -> Result<Index> {
-    let mut cards = store::read_all(inst)?;
+    let mut cards = files::read_all(inst)?;
     let mut blocks: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for c in cards.values() {
         for a in &c.after {
@@ -202,7 +202,7 @@ fn rebuild(inst: &Instance) -> Result<Index> {
         let b = blocks.remove(&c.id).unwrap_or_default();
         if c.blocks != b {
             c.blocks = b;
-            store::store(inst, c)?;
+            files::store(inst, c)?;
         }
     }
     let mut idx = Index {
@@ -247,7 +247,7 @@ impl<'a> Txn<'a> {
     /// Take the board lock, read the index (rebuilt when it must be) and lapse the claims
     /// that ran out or whose server is gone.
     pub fn begin(inst: &'a Instance) -> Result<Txn<'a>> {
-        let lock = store::lock(inst)?;
+        let lock = files::lock(inst)?;
         let idx = match load(inst) {
             Some(i) => i,
             None => rebuild(inst)?,
@@ -343,7 +343,7 @@ impl<'a> Txn<'a> {
             self.removed = true;
         }
         let class = class(self.inst, c)?;
-        store::store(self.inst, c)?;
+        files::store(self.inst, c)?;
         self.reclass(old, c, class);
         Ok(class)
     }
@@ -387,4 +387,33 @@ fn announce(inst: &Instance, news: Vec<String>) {
     for e in failed {
         crate::warn::warn("aw", format!("the board's news was not posted: {e}"));
     }
+}
+
+/// Lapse (and announce in the channel) the claims of `inst` whose time ran out or whose
+/// holder's server is gone; the cards that lapsed. It reads the index and the served
+/// records of the holders, takes the board lock only when a claim lapsed, and then reads
+/// only the cards that lapsed: its cost grows with the number of held cards, not of cards.
+/// Nothing is done on an instance without a board.
+pub fn sweep(inst: &Instance) -> Result<Vec<Card>> {
+    if !files::dir(inst).is_dir() {
+        return Ok(Vec::new());
+    }
+    if let Some(idx) = load(inst)
+        && idx.held.values().all(|h| h.lapsed(inst).is_none())
+    {
+        return Ok(Vec::new());
+    }
+    Txn::begin(inst)?.commit()
+}
+
+/// How many cards of `inst` are in each state, from the index (claims that lapsed lapsed
+/// first); `None` when the instance has no board.
+pub fn counts(inst: &Instance) -> Result<Option<Counts>> {
+    if !files::dir(inst).is_dir() {
+        return Ok(None);
+    }
+    let t = Txn::begin(inst)?;
+    let counts = t.idx.counts;
+    t.commit()?;
+    Ok(Some(counts))
 }

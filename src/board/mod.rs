@@ -16,6 +16,7 @@
 mod card;
 mod claim;
 mod edit;
+mod files;
 mod index;
 mod store;
 
@@ -23,37 +24,6 @@ pub use crate::holder::Holder;
 pub use card::{Card, Event, State};
 pub use claim::{claim, claim_next, done, drop_card, release, renew};
 pub use edit::{Edit, edit};
-pub use index::Counts;
-pub use store::{DIR, MAX_BODY, MAX_TITLE, NewCard, add, dir, list, parse_id, show};
-
-use crate::error::Result;
-use crate::instance::Instance;
-
-/// Lapse (and announce in the channel) the claims of `inst` whose time ran out or whose
-/// holder's server is gone; the cards that lapsed. It reads the index and the served
-/// records of the holders, takes the board lock only when a claim lapsed, and then reads
-/// only the cards that lapsed: its cost grows with the number of held cards, not of cards.
-/// Nothing is done on an instance without a board.
-pub fn sweep(inst: &Instance) -> Result<Vec<Card>> {
-    if !dir(inst).is_dir() {
-        return Ok(Vec::new());
-    }
-    if let Some(idx) = index::load(inst)
-        && idx.held.values().all(|h| h.lapsed(inst).is_none())
-    {
-        return Ok(Vec::new());
-    }
-    index::Txn::begin(inst)?.commit()
-}
-
-/// How many cards of `inst` are in each state, from the index (claims that lapsed lapsed
-/// first); `None` when the instance has no board.
-pub fn counts(inst: &Instance) -> Result<Option<Counts>> {
-    if !dir(inst).is_dir() {
-        return Ok(None);
-    }
-    let t = index::Txn::begin(inst)?;
-    let counts = t.idx.counts;
-    t.commit()?;
-    Ok(Some(counts))
-}
+pub use files::{DIR, dir, parse_id};
+pub use index::{Counts, counts, sweep};
+pub use store::{MAX_BODY, MAX_TITLE, NewCard, add, list, show};
