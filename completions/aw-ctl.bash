@@ -135,13 +135,13 @@ _aw_ctl() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --ttl | --note | --mine | --generate) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --generate) ((i++)) ;;
         -?*) ;;
         *) pos+=("$w") ;;
         esac
     done
     case $prev in
-    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --ttl | --note) return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note) return ;;
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
@@ -164,6 +164,7 @@ _aw_ctl() {
         doc/owner) opts+=' --clear' ;;
         budget/reset) opts+=' --json' ;;
         board/add) opts+=' --as --body --after --for --label' ;;
+        board/edit) opts+=' --as --body --after --for --label --no-label --title' ;;
         board/claim) opts+=' --as --next --ttl' ;;
         board/renew) opts+=' --as' ;;
         board/release) opts+=' --as' ;;
@@ -192,7 +193,7 @@ _aw_ctl() {
     0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
-    1/board/) _aw_reply < <(printf '%s\n' add claim renew release done drop show ls) ;;
+    1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;

@@ -117,7 +117,7 @@ function __aw_ctl_words
             continue
         end
         switch $t
-            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as --option --rule --quorum --tie-breaker --timeout --description --id --reason --body --after --for --label --ttl --note --mine --generate
+            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as --option --rule --quorum --tie-breaker --timeout --description --id --reason --body --after --for --label --title --ttl --note --mine --generate
                 set skip 1
             case '-?*'
             case '*'
@@ -167,7 +167,7 @@ complete -c aw-ctl -n '__aw_ctl_at 0' -a top -d 'A full-screen live view of the 
 complete -c aw-ctl -n '__aw_ctl_at 0' -a stop -d 'Ask the aw-run serving them, on any host, to finish'
 complete -c aw-ctl -n '__aw_ctl_at 0' -a runs -d 'The transcripts of the agents\' runs'
 complete -c aw-ctl -n '__aw_ctl_at 0' -a budget -d 'What the instance spent across runs of aw-run, and its budget'
-complete -c aw-ctl -n '__aw_ctl_at 0' -a board -d 'Board add, claim, renew, release, done, drop, show, ls'
+complete -c aw-ctl -n '__aw_ctl_at 0' -a board -d 'Board add, edit, claim, renew, release, done, drop, show, ls'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a read -d 'Print a document'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a write -d 'Replace a document with stdin'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a append -d 'Append stdin to a document'
@@ -177,6 +177,7 @@ complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a rm -d 'Delete a document'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a owner -d 'Show, set or clear the document owner'
 complete -c aw-ctl -n '__aw_ctl_at 1 budget' -a reset -d 'Start counting the instance\'s spending again from nothing'
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a add -d 'Add a card to the board'
+complete -c aw-ctl -n '__aw_ctl_at 1 board' -a edit -d 'Change a card that is not done or dropped'
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a claim -d 'Claim a card, or the next ready one'
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a renew -d 'Extend your claim by its time to live'
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a release -d 'Give up your claim: the card is open again'
@@ -202,7 +203,7 @@ complete -c aw-ctl -n '__aw_ctl_in new' -l prompt -x -d 'The agent\'s system pro
 complete -c aw-ctl -n '__aw_ctl_in new' -l prompt-file -r -F -d 'Read the system prompt from a file'
 complete -c aw-ctl -n '__aw_ctl_in new' -l replace -d 'Replace an agent that is already registered'
 complete -c aw-ctl -n '__aw_ctl_in ack' -l until -x -d 'Acknowledge up to entry ID'
-complete -c aw-ctl -n '__aw_ctl_in doc write; or __aw_ctl_in doc append; or __aw_ctl_in doc create; or __aw_ctl_in doc rm; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in board add; or __aw_ctl_in board claim; or __aw_ctl_in board done; or __aw_ctl_in board drop; or __aw_ctl_in board release; or __aw_ctl_in board renew' -l as -x -a '(__aw_agents; echo user)' -d 'Act as AGENT'
+complete -c aw-ctl -n '__aw_ctl_in doc write; or __aw_ctl_in doc append; or __aw_ctl_in doc create; or __aw_ctl_in doc rm; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in board add; or __aw_ctl_in board edit; or __aw_ctl_in board claim; or __aw_ctl_in board done; or __aw_ctl_in board drop; or __aw_ctl_in board release; or __aw_ctl_in board renew' -l as -x -a '(__aw_agents; echo user)' -d 'Act as AGENT'
 complete -c aw-ctl -n '__aw_ctl_in doc owner' -l clear -d 'Remove the document owner'
 complete -c aw-ctl -n '__aw_ctl_in proposals; or __aw_ctl_in stop' -l all -d 'Every proposal, or every served agent of the root'
 complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in stop' -l all-roots -d 'The served agents of every root'
@@ -221,10 +222,12 @@ complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex -d 'Print Codex command-
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l codex-toml -d 'Print a Codex config.toml fragment'
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l collab -d 'The server gives the collab tools too'
 complete -c aw-ctl -n '__aw_ctl_in mcp-config' -l delegate -d 'The server gives only the coordinating tools'
-complete -c aw-ctl -n '__aw_ctl_in board add' -l body -x -d 'The card\'s body (- reads stdin)'
-complete -c aw-ctl -n '__aw_ctl_in board add' -l after -x -d 'The cards it waits for'
-complete -c aw-ctl -n '__aw_ctl_in board add' -l for -x -a '(__aw_agents)' -d 'The agent the card is meant for'
-complete -c aw-ctl -n '__aw_ctl_in board add' -l label -x -d 'A label'
+complete -c aw-ctl -n '__aw_ctl_in board add; or __aw_ctl_in board edit' -l body -x -d 'The card\'s body (- reads stdin)'
+complete -c aw-ctl -n '__aw_ctl_in board add; or __aw_ctl_in board edit' -l after -x -d 'The cards it waits for'
+complete -c aw-ctl -n '__aw_ctl_in board add; or __aw_ctl_in board edit' -l for -x -a '(__aw_agents)' -d 'The agent (or pool) the card is meant for'
+complete -c aw-ctl -n '__aw_ctl_in board add; or __aw_ctl_in board edit' -l label -x -d 'A label'
+complete -c aw-ctl -n '__aw_ctl_in board edit' -l no-label -d 'Take the labels off'
+complete -c aw-ctl -n '__aw_ctl_in board edit' -l title -x -d 'The card\'s title'
 complete -c aw-ctl -n '__aw_ctl_in board claim' -l next -d 'Claim the next ready card'
 complete -c aw-ctl -n '__aw_ctl_in board claim' -l ttl -x -d 'How long the claim lasts unless renewed'
 complete -c aw-ctl -n '__aw_ctl_in board done; or __aw_ctl_in board drop' -l note -x -d 'The closing note'

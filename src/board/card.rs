@@ -38,7 +38,7 @@ pub struct Event {
     pub at: String,
     /// Who did it (`aw` for a claim that lapsed).
     pub by: String,
-    /// `added`, `claimed`, `renewed`, `released`, `lapsed`, `done` or `dropped`.
+    /// `added`, `edited`, `claimed`, `renewed`, `released`, `lapsed`, `done` or `dropped`.
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -57,14 +57,22 @@ pub struct Card {
     /// Who holds it, while it is claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub holder: Option<Holder>,
-    /// The agent it is meant for.
-    #[serde(default, rename = "for", skip_serializing_if = "Option::is_none")]
-    pub assignee: Option<String>,
+    /// The agents it is meant for: one, a pool of several, or none (anyone).
+    #[serde(
+        default,
+        rename = "for",
+        deserialize_with = "one_or_many",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub assignee: Vec<String>,
     #[serde(default)]
     pub labels: Vec<String>,
     /// The cards it waits for: it is ready only when all of them are done.
     #[serde(default)]
     pub after: Vec<u64>,
+    /// The cards that wait for it (kept with it, so that finishing it finds them at once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<u64>,
     pub created: String,
     pub updated: String,
     /// What was said when it was done or dropped.
@@ -87,6 +95,16 @@ impl Card {
         });
     }
 
+    /// Is it meant for `who`, alone or in a pool?
+    pub fn is_for(&self, who: &str) -> bool {
+        self.assignee.iter().any(|a| a == who)
+    }
+
+    /// ` @a @b`: the mentions of the agents it is meant for (nothing when for no one).
+    pub(super) fn mentions(&self) -> String {
+        self.assignee.iter().map(|a| format!(" @{a}")).collect()
+    }
+
     /// Is it open (or its claim lapsed), not held, and is every card it waits for done?
     pub fn is_ready(&self, cards: &BTreeMap<u64, Card>) -> bool {
         self.state == State::Open
@@ -102,8 +120,8 @@ impl Card {
         if let Some(h) = &self.holder {
             s.push_str(&format!("  [held by {} until {}]", h.agent, h.until));
         }
-        if let Some(f) = &self.assignee {
-            s.push_str(&format!("  [for {f}]"));
+        if !self.assignee.is_empty() {
+            s.push_str(&format!("  [for {}]", self.assignee.join(",")));
         }
         if !self.after.is_empty() {
             let ids: Vec<String> = self.after.iter().map(u64::to_string).collect();
@@ -130,14 +148,28 @@ impl Card {
     }
 }
 
-/// When the claim on `c` lapsed: open it again, and say so in its history. Whether it
-/// changed.
-pub(super) fn lapse(inst: &Instance, c: &mut Card) -> bool {
-    let Some(note) = c.holder.as_ref().and_then(|h| h.lapsed(inst)) else {
-        return false;
-    };
+/// When the claim on `c` lapsed: open it again, and say so in its history. Why it lapsed,
+/// when it did.
+pub(super) fn lapse(inst: &Instance, c: &mut Card) -> Option<String> {
+    let note = c.holder.as_ref().and_then(|h| h.lapsed(inst))?;
     c.state = State::Open;
     c.holder = None;
     c.event("aw", "lapsed", Some(&note));
-    true
+    Some(note)
+}
+
+/// `for` as a card file holds it: a list of agents, or one name (as files made before
+/// pools were had it).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(d)? {
+        None => Vec::new(),
+        Some(OneOrMany::One(a)) => vec![a],
+        Some(OneOrMany::Many(v)) => v,
+    })
 }

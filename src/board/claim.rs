@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use super::card::{Card, State, lapse};
-use super::store::{list, lock, not_found, read, store};
+use super::card::{Card, State};
+use super::files::{not_found, read};
+use super::index::{self, Class, Txn};
 use crate::error::{Error, Result};
 use crate::holder::Holder;
 use crate::instance::Instance;
@@ -35,18 +36,38 @@ fn check_not_closed(c: &Card, what: &str) -> Result<()> {
 
 /// Change card `id` under the board lock with `f`, its lapse first; the card after.
 fn change(inst: &Instance, id: u64, f: impl FnOnce(&mut Card) -> Result<()>) -> Result<Card> {
-    let _lock = lock(inst)?;
-    let mut c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
-    let lapsed = lapse(inst, &mut c);
+    let mut t = Txn::begin(inst)?;
+    let r = change_in(&mut t, id, f);
+    t.commit()?;
+    r
+}
+
+/// [`change`] within the change `t`.
+fn change_in(t: &mut Txn, id: u64, f: impl FnOnce(&mut Card) -> Result<()>) -> Result<Card> {
+    let c = read(t.inst, id)?.ok_or_else(|| not_found(t.inst, id))?;
+    let mut c = t.lapse(c)?;
     let before = c.clone();
-    let r = f(&mut c);
-    if r.is_err() {
-        c = before;
+    f(&mut c)?;
+    t.put(Some(&before), &c)?;
+    Ok(c)
+}
+
+/// Refuse (1) when `c` waits for a card not done (reading only those cards).
+fn check_ready(inst: &Instance, c: &Card) -> Result<()> {
+    let mut waits = Vec::new();
+    for a in &c.after {
+        if !read(inst, *a)?.is_some_and(|d| d.state == State::Done) {
+            waits.push(a.to_string());
+        }
     }
-    if r.is_ok() || lapsed {
-        store(inst, &c)?;
+    match waits.is_empty() {
+        true => Ok(()),
+        false => Err(Error::No(format!(
+            "card {} is not ready: it waits for card {}",
+            c.id,
+            waits.join(", ")
+        ))),
     }
-    r.map(|()| c)
 }
 
 /// Claim card `id` as `who` for `ttl`: refused with 75 when another holds it, 1 when it
@@ -57,55 +78,58 @@ pub fn claim(inst: &Instance, id: u64, who: &str, ttl: Duration) -> Result<Card>
         check_not_closed(c, "claimed")?;
         check_not_held(c, who)?;
         if c.state == State::Open {
-            // Only the cards it waits for are read, whatever the size of the board.
-            let mut waits = Vec::new();
-            for a in &c.after {
-                if !read(inst, *a)?.is_some_and(|d| d.state == State::Done) {
-                    waits.push(a.to_string());
-                }
-            }
-            if !waits.is_empty() {
-                return Err(Error::No(format!(
-                    "card {id} is not ready: it waits for card {}",
-                    waits.join(", ")
-                )));
-            }
+            check_ready(inst, c)?;
         }
-        let event = match c.state {
-            State::Claimed => "renewed",
-            _ => "claimed",
-        };
-        c.state = State::Claimed;
-        c.holder = Some(Holder::new(inst, who, ttl));
-        c.event(who, event, None);
+        take(inst, c, who, ttl);
         Ok(())
     })
 }
 
-/// Claim the next ready card as `who` for `ttl`: the lowest id of the ready cards meant
-/// for `who`, else of those meant for no one. `None`: no card is ready.
-pub fn claim_next(inst: &Instance, who: &str, ttl: Duration) -> Result<Option<Card>> {
-    let _lock = lock(inst)?;
-    let mut cards = list(inst)?;
-    let pick = |mine: bool| {
-        cards
-            .values()
-            .filter(|c| c.is_ready(&cards))
-            .find(|c| match mine {
-                true => c.assignee.as_deref() == Some(who),
-                false => c.assignee.is_none(),
-            })
-            .map(|c| c.id)
+/// Make `who` the holder of `c` for `ttl`.
+fn take(inst: &Instance, c: &mut Card, who: &str, ttl: Duration) {
+    let event = match c.state {
+        State::Claimed => "renewed",
+        _ => "claimed",
     };
-    let Some(id) = pick(true).or_else(|| pick(false)) else {
-        return Ok(None);
-    };
-    let c = cards.get_mut(&id).expect("picked from the cards");
     c.state = State::Claimed;
     c.holder = Some(Holder::new(inst, who, ttl));
-    c.event(who, "claimed", None);
-    store(inst, c)?;
-    Ok(Some(c.clone()))
+    c.event(who, event, None);
+}
+
+/// Claim the next ready card as `who` for `ttl`: the lowest id of the ready cards meant
+/// for `who` (alone or in a pool), else of those meant for no one. `None`: no card is
+/// ready. Only the index and the cards it names are read; a card the index names that its
+/// file says is not ready makes the index be rebuilt.
+pub fn claim_next(inst: &Instance, who: &str, ttl: Duration) -> Result<Option<Card>> {
+    let mut t = Txn::begin(inst)?;
+    let r = pick(&mut t, who, ttl);
+    t.commit()?;
+    r
+}
+
+/// [`claim_next`] within the change `t`.
+fn pick(t: &mut Txn, who: &str, ttl: Duration) -> Result<Option<Card>> {
+    for round in 0..2 {
+        for id in t.idx.candidates(who) {
+            let Some(c) = read(t.inst, id)? else {
+                continue;
+            };
+            let meant = c.assignee.is_empty() || c.is_for(who);
+            if c.state == State::Open && meant && check_ready(t.inst, &c).is_ok() {
+                let mut got = c.clone();
+                take(t.inst, &mut got, who, ttl);
+                t.put(Some(&c), &got)?;
+                return Ok(Some(got));
+            }
+        }
+        if round == 0 && !t.idx.candidates(who).is_empty() {
+            // Every card the index had was stale: it is rebuilt, and looked at again.
+            t.rebuild()?;
+            continue;
+        }
+        break;
+    }
+    Ok(None)
 }
 
 /// Extend `who`'s claim on `id` by its time to live from now.
@@ -143,8 +167,10 @@ pub fn release(inst: &Instance, id: u64, who: &str) -> Result<Card> {
 }
 
 /// Close `id` as `state` (done or dropped) with `note`: refused when another holds it.
+/// The cards that wait for a card done and are ready now are announced.
 fn close(inst: &Instance, id: u64, who: &str, state: State, note: Option<&str>) -> Result<Card> {
-    change(inst, id, |c| {
+    let mut t = Txn::begin(inst)?;
+    let r = change_in(&mut t, id, |c| {
         check_not_closed(c, state.as_str())?;
         check_not_held(c, who)?;
         c.state = state;
@@ -152,7 +178,36 @@ fn close(inst: &Instance, id: u64, who: &str, state: State, note: Option<&str>) 
         c.note = note.map(str::to_string);
         c.event(who, state.as_str(), note);
         Ok(())
-    })
+    });
+    if let Ok(c) = &r
+        && c.state == State::Done
+    {
+        unblock(&mut t, c)?;
+    }
+    t.commit()?;
+    r
+}
+
+/// The cards waiting for `done` that are ready now: counted ready, and announced.
+fn unblock(t: &mut Txn, done: &Card) -> Result<()> {
+    for b in &done.blocks {
+        let Some(c) = read(t.inst, *b)? else {
+            continue;
+        };
+        if c.state != State::Open || t.idx.class_of(&c) != Class::Waiting {
+            continue;
+        }
+        if index::class(t.inst, &c)? == Class::Ready {
+            t.reclass(Some(&c), &c, Class::Ready);
+            t.announce(format!(
+                "card {} \"{}\" is ready{}",
+                c.id,
+                c.title,
+                c.mentions()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Finish `id` as `who`, with a closing note.

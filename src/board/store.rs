@@ -1,17 +1,14 @@
-//! The files of the board: one per card, the counter of ids, the lock.
+//! Adding, showing and listing cards, and what a card may hold.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::card::{Card, State, lapse};
+use super::card::{Card, State};
+use super::files::{not_found, read, read_after, read_all};
+use super::index::Txn;
 use crate::error::{Error, Result};
-use crate::fs::{Lock, atomic_write};
 use crate::instance::Instance;
-
-/// The folder of the cards, under the instance.
-pub const DIR: &str = "board";
 
 /// The counter of ids, under `_state/`.
 const COUNTER: &str = "board.json";
@@ -27,7 +24,8 @@ pub const MAX_BODY: usize = 64 * 1024;
 pub struct NewCard {
     pub title: String,
     pub body: String,
-    pub assignee: Option<String>,
+    /// The agents it is meant for (one, a pool, or none).
+    pub assignee: Vec<String>,
     pub labels: Vec<String>,
     pub after: Vec<u64>,
 }
@@ -39,97 +37,49 @@ struct Counter {
     last: u64,
 }
 
-/// The folder of the cards of `inst`.
-pub fn dir(inst: &Instance) -> PathBuf {
-    inst.dir().join(DIR)
-}
-
-fn path(inst: &Instance, id: u64) -> PathBuf {
-    dir(inst).join(format!("{id}.json"))
-}
-
-/// Take the board lock of `inst` (creating the instance and its board folder if needed).
-pub(super) fn lock(inst: &Instance) -> Result<Lock> {
-    inst.create()?;
-    let d = dir(inst);
-    crate::fs::owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
-    Lock::exclusive(&inst.state_file("board.lock"))
-}
-
-/// Read an id as a user gives it (`7`, or `#7`).
-pub fn parse_id(text: &str) -> Result<u64> {
-    let t = text.trim().trim_start_matches('#');
-    match t.parse::<u64>() {
-        Ok(n) if n > 0 && t.chars().all(|c| c.is_ascii_digit()) => Ok(n),
-        _ => Err(Error::invalid(format!(
-            "card id '{}': expected a number such as 7",
-            crate::names::sanitize(text)
-        ))),
-    }
-}
-
-/// The card `id` of `inst`, as stored.
-pub(super) fn read(inst: &Instance, id: u64) -> Result<Option<Card>> {
-    let p = path(inst, id);
-    match crate::fs::owned::read_fresh(&p) {
-        Ok(bytes) => serde_json::from_slice::<Card>(&bytes)
-            .map_err(|e| Error::Corrupt {
-                path: p.clone(),
-                why: format!("not a valid card: {e}"),
-            })
-            .and_then(|c| match c.id == id {
-                true => Ok(Some(c)),
-                false => Err(Error::Corrupt {
-                    path: p,
-                    why: format!("holds card {}", c.id),
-                }),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&p, e)),
-    }
-}
-
-/// The card `id` of `inst`, a claim that ran out shown lapsed.
+/// The card `id` of `inst`; a claim found lapsed is lapsed (and announced) first.
 pub fn show(inst: &Instance, id: u64) -> Result<Card> {
-    let mut c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
-    lapse(inst, &mut c);
-    Ok(c)
+    let c = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
+    match c.holder.as_ref().and_then(|h| h.lapsed(inst)) {
+        Some(_) => Ok(lapse_now(inst, &[id])?
+            .pop()
+            .ok_or_else(|| not_found(inst, id))?),
+        None => Ok(c),
+    }
 }
 
-pub(super) fn not_found(inst: &Instance, id: u64) -> Error {
-    Error::not_found(format!("no card {id} on the board of {}", inst.name()))
+/// Lapse the claims on `ids` that lapsed, under the board lock; the cards after.
+fn lapse_now(inst: &Instance, ids: &[u64]) -> Result<Vec<Card>> {
+    let mut t = Txn::begin(inst)?;
+    let mut out = Vec::new();
+    for id in ids {
+        if let Some(c) = read(inst, *id)? {
+            out.push(t.lapse(c)?);
+        }
+    }
+    t.commit()?;
+    Ok(out)
 }
 
-/// Every card of `inst` by id, claims that ran out shown lapsed.
+/// Every card of `inst` by id, the claims that lapsed lapsed (and announced) first.
 pub fn list(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
-    let d = dir(inst);
-    let names = match crate::fs::owned::files(&d) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(Error::io(&d, e)),
-    };
-    let mut cards = BTreeMap::new();
-    for n in names {
-        let Some(id) = n
-            .to_str()
-            .and_then(|n| n.strip_suffix(".json"))
-            .and_then(|n| parse_id(n).ok())
-        else {
-            continue;
-        };
-        if let Some(mut c) = read(inst, id)? {
-            lapse(inst, &mut c);
-            cards.insert(id, c);
+    if !super::files::dir(inst).is_dir() {
+        return Ok(BTreeMap::new());
+    }
+    super::index::sweep(inst)?;
+    let mut cards = read_all(inst)?;
+    // A claim the index did not know lapsed (its file changed by hand, or it ran out since).
+    let lapsed: Vec<u64> = cards
+        .values()
+        .filter(|c| c.holder.as_ref().is_some_and(|h| h.lapsed(inst).is_some()))
+        .map(|c| c.id)
+        .collect();
+    if !lapsed.is_empty() {
+        for c in lapse_now(inst, &lapsed)? {
+            cards.insert(c.id, c);
         }
     }
     Ok(cards)
-}
-
-/// Write a card (the caller holds the board lock).
-pub(super) fn store(inst: &Instance, c: &Card) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(c).expect("card serializes");
-    bytes.push(b'\n');
-    atomic_write(&path(inst, c.id), &bytes)
 }
 
 /// Is `label` a label: a word of letters, digits, `-`, `_`, `.`, `/` or `:`?
@@ -148,70 +98,93 @@ fn check_label(label: &str) -> Result<()> {
     }
 }
 
-/// The cards that `id` waits for, directly or not, would lead back to `id`: the path of
-/// the cycle, when one is.
-fn cycle(cards: &BTreeMap<u64, Card>, id: u64, after: &[u64]) -> Option<Vec<u64>> {
+/// Would `id`, waiting for `after`, wait for itself, directly or not? The path of the
+/// cycle, when one is. `after_of` gives the cards a card waits for; only the cards reached
+/// from `after` are looked at.
+pub(super) fn cycle(
+    mut after_of: impl FnMut(u64) -> Result<Vec<u64>>,
+    id: u64,
+    after: &[u64],
+) -> Result<Option<Vec<u64>>> {
     let mut stack: Vec<Vec<u64>> = after.iter().map(|a| vec![id, *a]).collect();
     let mut seen = std::collections::BTreeSet::new();
     while let Some(path) = stack.pop() {
         let last = *path.last().expect("a path is never empty");
         if last == id {
-            return Some(path);
+            return Ok(Some(path));
         }
         if !seen.insert(last) {
             continue;
         }
-        for next in cards.get(&last).map_or(&[][..], |c| &c.after[..]) {
+        for next in after_of(last)? {
             let mut p = path.clone();
-            p.push(*next);
+            p.push(next);
             stack.push(p);
         }
     }
-    None
+    Ok(None)
 }
 
-/// Add a card made by `by`; the card as stored.
-pub fn add(inst: &Instance, by: &str, new: NewCard) -> Result<Card> {
-    let title = new.title.trim();
-    if title.is_empty() || title.contains(['\n', '\r']) || title.len() > MAX_TITLE {
-        return Err(Error::invalid(format!(
+/// Refuse (65) a title that is not one line of 1 to [`MAX_TITLE`] bytes; the title trimmed.
+pub(super) fn check_title(title: &str) -> Result<&str> {
+    let t = title.trim();
+    match t.is_empty() || t.contains(['\n', '\r']) || t.len() > MAX_TITLE {
+        true => Err(Error::invalid(format!(
             "card title: expected one line of 1 to {MAX_TITLE} bytes"
-        )));
+        ))),
+        false => Ok(t),
     }
-    if new.body.len() > MAX_BODY {
-        return Err(Error::invalid(format!(
+}
+
+/// Refuse (65) a body over [`MAX_BODY`] bytes.
+pub(super) fn check_body(body: &str) -> Result<()> {
+    match body.len() > MAX_BODY {
+        true => Err(Error::invalid(format!(
             "card body: over the limit of {MAX_BODY} bytes"
-        )));
+        ))),
+        false => Ok(()),
     }
-    if let Some(a) = &new.assignee {
+}
+
+/// The agents a card is for, checked, each once.
+pub(super) fn check_for(agents: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for a in agents {
         crate::names::check_agent(a)?;
+        if !out.contains(a) {
+            out.push(a.clone());
+        }
     }
-    for l in &new.labels {
+    Ok(out)
+}
+
+/// The labels of a card, checked, each once.
+pub(super) fn check_labels(labels: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for l in labels {
         check_label(l)?;
-    }
-    let _lock = lock(inst)?;
-    let cards = list(inst)?;
-    let mut after: Vec<u64> = Vec::new();
-    for a in &new.after {
-        if !cards.contains_key(a) {
-            return Err(not_found(inst, *a).hint("the cards it waits for must exist first"));
-        }
-        if !after.contains(a) {
-            after.push(*a);
+        if !out.contains(l) {
+            out.push(l.clone());
         }
     }
+    Ok(out)
+}
+
+/// Add a card made by `by`; the card as stored. Only the cards it waits for are read (a
+/// new card cannot close a cycle: nothing waits for it yet).
+pub fn add(inst: &Instance, by: &str, new: NewCard) -> Result<Card> {
+    let title = check_title(&new.title)?;
+    check_body(&new.body)?;
+    let assignee = check_for(&new.assignee)?;
+    let labels = check_labels(&new.labels)?;
+    let mut t = Txn::begin(inst)?;
+    let deps = read_after(inst, &new.after)?;
+    let last = t.idx.last;
     let id = crate::state::update_locked(inst, COUNTER, |c: &mut Counter| {
         // Past every card there is too, should the counter have been lost.
-        c.last = c.last.max(cards.keys().next_back().copied().unwrap_or(0)) + 1;
+        c.last = c.last.max(last) + 1;
         Ok(c.last)
     })?;
-    if let Some(path) = cycle(&cards, id, &after) {
-        let ids: Vec<String> = path.iter().map(u64::to_string).collect();
-        return Err(Error::invalid(format!(
-            "card {id} would wait for itself: {}",
-            ids.join(" -> ")
-        )));
-    }
     let now = crate::time::now();
     let mut card = Card {
         id,
@@ -220,22 +193,30 @@ pub fn add(inst: &Instance, by: &str, new: NewCard) -> Result<Card> {
         state: State::Open,
         creator: by.to_string(),
         holder: None,
-        assignee: new.assignee,
-        labels: new.labels,
-        after,
+        assignee,
+        labels,
+        after: deps.iter().map(|d| d.id).collect(),
+        blocks: Vec::new(),
         created: now.clone(),
         updated: now,
         note: None,
         history: Vec::new(),
     };
     card.event(by, "added", None);
-    store(inst, &card)?;
+    t.put(None, &card)?;
+    for d in deps {
+        let mut with = d.clone();
+        with.blocks.push(id);
+        t.put(Some(&d), &with)?;
+    }
+    t.commit()?;
     Ok(card)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::board::files::dir;
 
     fn inst() -> (tempfile::TempDir, Instance) {
         let dir = tempfile::tempdir().unwrap();
@@ -258,39 +239,23 @@ mod tests {
         let (_d, inst) = inst();
         assert_eq!(add(&inst, "lead", card("a", &[])).unwrap().id, 1);
         assert_eq!(add(&inst, "lead", card("b", &[1])).unwrap().id, 2);
-        crate::fs::owned::remove(&path(&inst, 2)).unwrap();
+        crate::fs::owned::remove(&dir(&inst).join("2.json")).unwrap();
         assert_eq!(add(&inst, "lead", card("c", &[])).unwrap().id, 3);
         let e = add(&inst, "lead", card("d", &[9])).unwrap_err();
         assert_eq!(e.exit_code(), 66);
     }
 
     #[test]
-    fn a_cycle_is_found_with_its_path() {
-        let mut cards = BTreeMap::new();
-        for (id, after) in [(1, vec![3]), (2, vec![1]), (3, vec![])] {
-            let mut c = add_plain(id);
-            c.after = after;
-            cards.insert(id, c);
-        }
-        assert_eq!(cycle(&cards, 3, &[2]), Some(vec![3, 2, 1, 3]));
-        assert_eq!(cycle(&cards, 4, &[2]), None);
-    }
-
-    fn add_plain(id: u64) -> Card {
-        Card {
-            id,
-            title: "t".into(),
-            body: String::new(),
-            state: State::Open,
-            creator: "x".into(),
-            holder: None,
-            assignee: None,
-            labels: Vec::new(),
-            after: Vec::new(),
-            created: String::new(),
-            updated: String::new(),
-            note: None,
-            history: Vec::new(),
-        }
+    fn a_cycle_is_found_with_its_path_reading_only_the_cards_reached() {
+        let after: BTreeMap<u64, Vec<u64>> =
+            [(1, vec![3]), (2, vec![1]), (3, vec![]), (5, vec![])].into();
+        let mut looked = Vec::new();
+        let mut of = |n: u64| {
+            looked.push(n);
+            Ok(after.get(&n).cloned().unwrap_or_default())
+        };
+        assert_eq!(cycle(&mut of, 3, &[2]).unwrap(), Some(vec![3, 2, 1, 3]));
+        assert_eq!(cycle(&mut of, 4, &[2]).unwrap(), None);
+        assert!(!looked.contains(&5), "{looked:?}");
     }
 }

@@ -262,3 +262,122 @@ fn a_claim_whose_time_ran_out_makes_the_card_ready_again() {
     let line = common::assert_error(&late, "aw-ctl", 75, "done by a holder whose claim lapsed");
     assert!(line.contains("held by w2"), "{line}");
 }
+
+/// The files `aw-ctl board ARGS` opens on instance `inst` (`strace -f`), with its exit code.
+fn opens(root: &Root, inst: &str, args: &[&str]) -> (u64, Option<i32>) {
+    let dir = tempfile::tempdir().expect("a folder for the trace");
+    let log = dir.path().join("strace.txt");
+    let out = Command::new("strace")
+        .args(["-f", "-c", "-e", "trace=open,openat,openat2", "-o"])
+        .arg(&log)
+        .arg(common::bin("aw-ctl"))
+        .arg("--root")
+        .arg(root.path())
+        .args(["-i", inst, "board"])
+        .args(args)
+        .output()
+        .expect("strace must be installed (scripts/test-deps.sh)");
+    let text = std::fs::read_to_string(&log).expect("strace summary");
+    let calls = text
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() >= 5 && w.last().is_some_and(|n| n.starts_with("open")))
+                .then(|| w[3].parse::<u64>().ok())
+                .flatten()
+        })
+        .sum();
+    (calls, out.status.code())
+}
+
+/// Write card `id` of `inst` by hand, as aw writes a card file.
+fn write_card(root: &Root, inst: &str, card: Value) {
+    let id = card["id"].as_u64().unwrap();
+    let path = root.inst_dir(inst).join(format!("board/{id}.json"));
+    std::fs::write(path, serde_json::to_vec_pretty(&card).unwrap()).unwrap();
+}
+
+fn card_json(id: u64, state: &str, extra: Value) -> Value {
+    let mut c = serde_json::json!({
+        "id": id, "title": format!("card {id}"), "body": "", "state": state,
+        "creator": "lead", "labels": [], "after": [],
+        "created": "2030-01-01T00:00:00.000Z", "updated": "2030-01-01T00:00:00.000Z",
+        "history": [],
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        c[k] = v.clone();
+    }
+    c
+}
+
+#[test]
+fn a_claim_opens_as_many_files_with_two_thousand_cards_done_as_with_none() {
+    let root = Root::new();
+    for inst in ["small", "big"] {
+        add_cards(&root, inst, 1);
+    }
+    // 2,000 cards done and one waiting for card 2, written by hand (the last in the form of
+    // files made before pools, `for` a single name), with no index: it is rebuilt.
+    for id in 2..=2001 {
+        write_card(&root, "big", card_json(id, "done", serde_json::json!({})));
+    }
+    write_card(
+        &root,
+        "big",
+        card_json(
+            2002,
+            "open",
+            serde_json::json!({"after": [2], "for": "alice"}),
+        ),
+    );
+    std::fs::remove_file(root.inst_dir("big").join("_state/board-index.json")).unwrap();
+    let ls = board(&root, "big", &["ls", "--ready", "--json"])
+        .output()
+        .unwrap();
+    let ready: Vec<u64> = common::json_lines(&ls.stdout)
+        .iter()
+        .map(|c| c["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ready, [1, 2002], "{ls:?}");
+    // The rebuild gave card 2 the card that waits for it.
+    assert_eq!(cards(&root, "big")[&2]["blocks"], serde_json::json!([2002]));
+
+    let small = opens(&root, "small", &["claim", "--next", "--as", "w"]);
+    let big = opens(&root, "big", &["claim", "--next", "--as", "w"]);
+    assert_eq!((small.1, big.1), (Some(0), Some(0)));
+    assert!(
+        big.0 <= small.0,
+        "a claim opened {} files with 2,000 cards done, {} with none",
+        big.0,
+        small.0
+    );
+    let index = root.inst_dir("big").join("_state/board-index.json");
+    let kept: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    assert_eq!(
+        kept["counts"],
+        serde_json::json!({"ready": 1, "waiting": 0, "claimed": 1, "done": 2000, "dropped": 0})
+    );
+    assert_eq!(kept["held"]["1"]["agent"], "w");
+    assert_eq!(kept["ready_for"], serde_json::json!({"alice": [2002]}));
+    assert_eq!(kept["ready_for_anyone"], serde_json::json!([]));
+
+    // The index is derived: missing or unreadable, it is made again the same from the cards.
+    for broken in [None, Some(&b"not json"[..])] {
+        match broken {
+            None => std::fs::remove_file(&index).unwrap(),
+            Some(b) => std::fs::write(&index, b).unwrap(),
+        }
+        let out = board(&root, "big", &["claim", "--next", "--as", "w"])
+            .output()
+            .unwrap();
+        common::assert_error(&out, "aw-ctl", 1, "no card left for w");
+        let again: Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+        assert_eq!(again, kept, "rebuilt after {broken:?}");
+    }
+    let out = root.ok(
+        "aw-ctl",
+        &["-i", "big", "board", "claim", "--next", "--as", "alice"],
+        None,
+    );
+    assert_eq!(out, "2002\n");
+}

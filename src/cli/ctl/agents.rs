@@ -243,6 +243,8 @@ pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     let one = if pattern.is_some() { None } else { only };
     let owner = Config::load(&inst)?.document_owner;
     let active = proposal::list(&inst, true)?;
+    // The board's claims that lapsed are lapsed (and announced) on the way.
+    let board = crate::board::counts(&inst)?;
     let served: BTreeMap<String, Served> = serve::list(&inst)
         .into_iter()
         .map(|s| (s.agent.clone(), s))
@@ -275,7 +277,7 @@ pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
         let props: Vec<_> = active.iter().map(|p| p.to_json()).collect();
         out.line(
             &json!({"instance": inst.name(), "documentOwner": owner, "agents": agents,
-                "proposals": props, "usage": total})
+                "proposals": props, "usage": total, "board": board})
             .to_string(),
         )?;
         return Ok(0);
@@ -316,6 +318,9 @@ pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     }
     if let Some(u) = &total {
         out.line(&format!("  total {}", spent(u)))?;
+    }
+    if let Some(b) = board.filter(|_| only.is_none()) {
+        out.line(&format!("  board: {}", b.line()))?;
     }
     if only.is_none() {
         for p in &active {

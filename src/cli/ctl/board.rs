@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Call, who};
-use crate::board::{self, Card, NewCard};
+use crate::board::{self, Card, Edit, NewCard};
 use crate::cli::{self, Out};
 use crate::error::{Error, Result};
 use crate::names;
@@ -17,25 +17,69 @@ pub(super) const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
 pub(super) fn add(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
     let inst = a.common.instance()?;
     let who = who(a)?;
-    let body = match a.string("body").as_deref() {
-        Some("-") => cli::read_stdin("card body", board::MAX_BODY, None)?,
-        Some(b) => b.to_string(),
-        None => String::new(),
-    };
-    let mut after = Vec::new();
-    for list in a.strings("after") {
-        for id in list.split(',').filter(|s| !s.trim().is_empty()) {
-            after.push(board::parse_id(id)?);
-        }
-    }
     let new = NewCard {
         title: args[0].to_string(),
-        body,
-        assignee: a.string("for"),
+        body: body(a)?.unwrap_or_default(),
+        assignee: listed(a, "for"),
         labels: a.strings("label"),
-        after,
+        after: after(a)?,
     };
     let c = board::add(&inst, &who, new)?;
+    print_id(out, &c)
+}
+
+/// `--body TEXT` or `--body -` (read from stdin), when given.
+fn body(a: &Call) -> Result<Option<String>> {
+    Ok(match a.string("body").as_deref() {
+        Some("-") => Some(cli::read_stdin("card body", board::MAX_BODY, None)?),
+        Some(b) => Some(b.to_string()),
+        None => None,
+    })
+}
+
+/// The values of option `name`, repeated or separated with commas.
+fn listed(a: &Call, name: &str) -> Vec<String> {
+    let all = a.strings(name);
+    let each = all.iter().flat_map(|v| v.split(','));
+    each.map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The card ids of `--after`.
+fn after(a: &Call) -> Result<Vec<u64>> {
+    listed(a, "after")
+        .iter()
+        .map(|i| board::parse_id(i))
+        .collect()
+}
+
+/// `aw-ctl board edit ID [--title T] [--body TEXT | --body -] [--after ID[,ID...]]
+/// [--for AGENT[,AGENT...]] [--label L]... [--no-label] [--as AGENT]`: prints the id.
+pub(super) fn edit(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
+    let (inst, id, who) = target(a, args)?;
+    let given = |n: &str| a.has(n);
+    let e = Edit {
+        title: a.string("title"),
+        body: body(a)?,
+        after: given("after").then(|| after(a)).transpose()?,
+        assignee: given("for").then(|| listed(a, "for")),
+        labels: (given("label") || a.has("no-label")).then(|| a.strings("label")),
+    };
+    if e.title.is_none()
+        && e.body.is_none()
+        && e.after.is_none()
+        && e.assignee.is_none()
+        && e.labels.is_none()
+    {
+        return Err(Error::Usage(
+            "board edit: nothing to change; give --title, --body, --after, --for, --label \
+             or --no-label"
+                .into(),
+        ));
+    }
+    let c = board::edit(&inst, id, &who, e)?;
     print_id(out, &c)
 }
 
@@ -114,8 +158,12 @@ pub(super) fn show(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
             h.agent, h.pid, h.host, h.until
         ))?;
     }
-    if let Some(f) = &c.assignee {
-        out.line(&format!("for: {f}"))?;
+    if !c.assignee.is_empty() {
+        out.line(&format!("for: {}", c.assignee.join(", ")))?;
+    }
+    if !c.blocks.is_empty() {
+        let ids: Vec<String> = c.blocks.iter().map(u64::to_string).collect();
+        out.line(&format!("needed by: {}", ids.join(", ")))?;
     }
     if !c.after.is_empty() {
         let ids: Vec<String> = c.after.iter().map(u64::to_string).collect();
@@ -157,7 +205,7 @@ pub(super) fn ls(out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
         }
         if let Some(m) = &mine
             && c.holder.as_ref().is_none_or(|h| &h.agent != m)
-            && c.assignee.as_ref() != Some(m)
+            && !c.is_for(m)
         {
             continue;
         }

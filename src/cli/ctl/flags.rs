@@ -29,6 +29,7 @@ const AS: &[&str] = &[
     "vote",
     "cancel",
     "board add",
+    "board edit",
     "board claim",
     "board done",
     "board drop",
@@ -240,42 +241,60 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "body",
         value: Some("TEXT"),
-        doc: "(board add) the card's body; - reads it from stdin",
+        doc: "(board add, edit) the card's body; - reads it from stdin",
         brief: "the card's body (- reads stdin)",
-        cmds: &["board add"],
+        cmds: &["board add", "board edit"],
         ..BASE
     },
     Flag {
         long: "after",
         value: Some("ID[,ID...]"),
-        doc: "(board add) the cards it waits for; repeat or separate with commas",
+        doc: "(board add, edit) the cards it waits for; repeat or separate with\n\
+              commas",
         brief: "the cards it waits for",
         many: true,
-        cmds: &["board add"],
+        cmds: &["board add", "board edit"],
         ..BASE
     },
     Flag {
         long: "for",
         value: Some("AGENT"),
-        doc: "(board add) the agent the card is meant for",
-        brief: "the agent the card is meant for",
+        doc: "(board add, edit) the agent the card is meant for; several (repeat\n\
+              or separate with commas) make a pool",
+        brief: "the agent (or pool) the card is meant for",
         complete: Complete::Agent,
-        cmds: &["board add"],
+        many: true,
+        cmds: &["board add", "board edit"],
         ..BASE
     },
     Flag {
         long: "label",
         value: Some("L"),
-        doc: "(board add) a label; repeat for each",
+        doc: "(board add, edit) a label; repeat for each",
         brief: "a label",
         many: true,
-        cmds: &["board add"],
+        cmds: &["board add", "board edit"],
+        ..BASE
+    },
+    Flag {
+        long: "no-label",
+        doc: "(board edit) take every label off the card",
+        brief: "take the labels off",
+        cmds: &["board edit"],
+        ..BASE
+    },
+    Flag {
+        long: "title",
+        value: Some("T"),
+        doc: "(board edit) the card's new title",
+        brief: "the card's title",
+        cmds: &["board edit"],
         ..BASE
     },
     Flag {
         long: "next",
         doc: "(board claim) the next ready card: the lowest id of those for\n\
-              AGENT, else of those for no one",
+              AGENT (alone or in a pool), else of those for no one",
         brief: "claim the next ready card",
         cmds: &["board claim"],
         ..BASE

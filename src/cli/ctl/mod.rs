@@ -312,11 +312,23 @@ const COMMANDS: &[Cmd<Run>] = &[
         args: &[arg("TITLE", Complete::Text)],
         help: &[(
             "board add TITLE [--body TEXT | --body -] [--after ID[,ID...]]\n        \
-             [--for AGENT] [--label L]...",
+             [--for AGENT[,AGENT...]] [--label L]...",
             "add a card to the board (--body -: read it from stdin);\n\
              prints its id",
         )],
         run: board::add,
+        ..NONE
+    },
+    Cmd {
+        name: "board edit",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "board edit ID [--title T] [--body TEXT | --body -]\n        \
+             [--after ID[,ID...]] [--for AGENT[,AGENT...]] [--label L]... [--no-label]",
+            "change a card that is not done or dropped (--after, --for,\n\
+             --label: all of them); prints its id",
+        )],
+        run: board::edit,
         ..NONE
     },
     Cmd {
