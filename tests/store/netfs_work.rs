@@ -1,7 +1,8 @@
 //! The board and leases of one instance shared by two hosts over a real network file
 //! system (GlusterFS mounted twice; host B in its own pid and UTS namespace): claims made
 //! on both hosts at once give each card to exactly one claimer, and a claim held for an
-//! agent served on host B lapses on host A once that server is killed.
+//! agent served on host B lapses on host A once that server is killed, which host A says
+//! in the channel.
 
 use crate::common;
 
@@ -144,4 +145,9 @@ fn a_claim_held_by_a_server_killed_on_host_b_frees_the_card_on_host_a() {
     assert_eq!(events, ["added", "claimed", "lapsed", "claimed"], "{now}");
     let lapsed = &now["history"][2]["note"];
     assert!(lapsed.as_str().unwrap().contains("is gone"), "{lapsed}");
+    // Host A announced the lapse in the channel, once.
+    let log = ok_on(&vol, Host::A, cwd.path(), "aw-peek", &["-n", "0"], "");
+    let news: Vec<&str> = log.lines().filter(|l| l.contains("lapsed")).collect();
+    assert_eq!(news.len(), 1, "{log}");
+    assert!(news[0].contains("card 1 \"the work\" lapsed"), "{log}");
 }
