@@ -25,6 +25,9 @@ use crate::{Error, Result};
 
 use glob::{Glob, overlap};
 
+/// The longest reason a lease may give, in bytes.
+pub const MAX_REASON: usize = 1000;
+
 /// A lease's time to live when none is given.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
 
@@ -92,9 +95,7 @@ impl Lease {
             true => String::new(),
             false => format!(": {}", self.reason),
         };
-        let card = self
-            .card
-            .map_or(String::new(), |c| format!(" (card {c})"));
+        let card = self.card.map_or(String::new(), |c| format!(" (card {c})"));
         format!(
             "{} {} {} {} until {}{card}{reason}",
             self.id,
@@ -210,6 +211,12 @@ fn parse_all(paths: &[String]) -> Result<Vec<Glob>> {
 pub fn take(inst: &Instance, req: &Request) -> Result<Lease> {
     let globs = parse_all(&req.paths)?;
     crate::names::check_agent(&req.holder)?;
+    if req.reason.len() > MAX_REASON {
+        return Err(Error::invalid(format!(
+            "the reason of a lease is {} bytes, over {MAX_REASON}",
+            req.reason.len()
+        )));
+    }
     let _lock = lock(inst)?;
     let mut swept = false;
     for (path, held) in stored(inst)? {
@@ -326,8 +333,9 @@ fn held_by(inst: &Instance, id: &str, agent: &str) -> Result<(PathBuf, Lease)> {
         .into_iter()
         .find(|(_, l)| l.id == id && l.lapsed(inst).is_none())
     else {
-        return Err(Error::NotFound(format!("no lease {id}"))
-            .hint("aw-ctl lease ls lists the leases held"));
+        return Err(
+            Error::NotFound(format!("no lease {id}")).hint("aw-ctl lease ls lists the leases held")
+        );
     };
     if lease.agent() != agent {
         return Err(Error::Denied(format!(

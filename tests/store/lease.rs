@@ -159,7 +159,45 @@ fn the_leases_taken_for_a_card_are_released_with_it_and_no_others() {
         .map(|l| l.id)
         .collect();
     assert_eq!(released, [a.id]);
-    let left: Vec<String> = lease::list(&inst).unwrap().into_iter().map(|l| l.id).collect();
+    let left: Vec<String> = lease::list(&inst)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.id)
+        .collect();
     assert_eq!(left, [b.id, c.id]);
     assert!(lease::release_card(&inst, 4).unwrap().is_empty());
+}
+
+#[test]
+fn twenty_processes_racing_for_overlapping_globs_leave_exactly_one_exclusive_holder() {
+    let root = Root::new();
+    let globs = ["src/**", "src/a.rs", "src/*.rs", "**/a.rs", "src/"];
+    let takers: Vec<_> = (0..20)
+        .map(|n| {
+            let mut c = common::tool("aw-ctl");
+            c.current_dir(root.path())
+                .arg("--root")
+                .arg(root.path())
+                .args(["-i", "race", "lease", "take", globs[n % globs.len()]])
+                .args(["--as", &format!("w{n}")])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    let mut codes: Vec<i32> = takers
+        .into_iter()
+        .map(|t| t.wait_with_output().unwrap().status.code().unwrap())
+        .collect();
+    codes.sort();
+    let mut want = vec![0];
+    want.extend([75; 19]);
+    assert_eq!(codes, want);
+    let inst = aw::instance::Root::new(root.path())
+        .instance("race")
+        .unwrap();
+    let held = lease::list(&inst).unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].id, "L1");
 }
