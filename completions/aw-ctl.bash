@@ -176,6 +176,7 @@ _aw_ctl() {
         lease/renew) opts+=' --as' ;;
         lease/ls) opts+=' --json' ;;
         lease/check) opts+=' --as' ;;
+        hooks/install) opts+=' --force' ;;
         new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
@@ -194,11 +195,12 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add claim renew release done drop show ls) ;;
     1/lease/) _aw_reply < <(printf '%s\n' take release renew ls check) ;;
+    1/hooks/) _aw_reply < <(printf '%s\n' install uninstall) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;

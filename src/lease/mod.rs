@@ -10,6 +10,7 @@
 //! taker. Every release rewrites `leases/.released`, which a taker that waits watches.
 
 pub mod glob;
+pub mod hook;
 pub mod tree;
 
 use std::path::{Path, PathBuf};

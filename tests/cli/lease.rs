@@ -1,7 +1,8 @@
 //! `aw-ctl lease` from the command line, in a real git work tree: taking, conflicts that
 //! name the holder, until when and why, paths made relative to the work tree, renewal,
 //! release, listing and checking, waiting for a release by another process, lapse when the
-//! holder's server is killed, and release when the holder's card is done.
+//! holder's server is killed, and release when the holder's card is done; the pre-commit
+//! guard, with real commits.
 
 use crate::common;
 
@@ -32,15 +33,22 @@ impl Tree {
         self.work().join(".workflow")
     }
 
-    /// git in the work tree (created first); requires success, returns stdout.
-    pub fn git(&self, args: &[&str]) -> String {
+    /// git in the work tree (created first), as no agent.
+    pub fn git_cmd(&self, args: &[&str]) -> Command {
         std::fs::create_dir_all(self.work()).unwrap();
-        let out = Command::new("git")
-            .current_dir(self.work())
+        let mut c = Command::new("git");
+        c.current_dir(self.work())
+            .env_remove("AW_AGENT")
+            .env_remove("AW_ROOT")
+            .env_remove("AW_INSTANCE")
             .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
-            .args(args)
-            .output()
-            .expect("git must be installed");
+            .args(args);
+        c
+    }
+
+    /// git in the work tree; requires success, returns stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.git_cmd(args).output().expect("git must be installed");
         assert!(out.status.success(), "git {args:?}: {out:?}");
         String::from_utf8(out.stdout).unwrap()
     }
@@ -309,4 +317,190 @@ fn the_leases_taken_while_holding_a_card_are_released_when_it_is_done_or_dropped
     t.ok(&["board", "drop", "2", "--as", "alice"]);
     let ids: Vec<String> = t.leases().iter().map(|l| l["id"].to_string()).collect();
     assert_eq!(ids, ["\"L3\""]);
+}
+
+/// Write `text` to `rel` in the work tree, stage everything and commit as `agent` (through
+/// `AW_AGENT`), with `extra` options.
+fn commit(t: &Tree, rel: &str, agent: Option<&str>, extra: &[&str]) -> Output {
+    let path = t.work().join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, format!("{rel} {agent:?} {extra:?}\n")).unwrap();
+    t.git(&["add", "-A", "--", ":!.workflow"]);
+    let mut c = t.git_cmd(&["commit", "-q", "-m", rel]);
+    c.args(extra);
+    if let Some(a) = agent {
+        c.env("AW_AGENT", a);
+    }
+    c.output().unwrap()
+}
+
+fn commits(t: &Tree) -> usize {
+    match t
+        .git_cmd(&["rev-list", "--count", "HEAD"])
+        .output()
+        .unwrap()
+    {
+        o if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().parse().unwrap(),
+        _ => 0,
+    }
+}
+
+#[test]
+fn the_guard_refuses_a_commit_touching_a_path_leased_by_another_naming_the_holder() {
+    let t = Tree::new();
+    assert!(t.ok(&["hooks", "install"]).starts_with("installed "));
+    let take = [
+        "lease",
+        "take",
+        "--reason",
+        "new parser",
+        "src/**",
+        "--as",
+        "alice",
+    ];
+    t.ok(&take);
+    assert_eq!(
+        commit(&t, "README.md", Some("bob"), &[]).status.code(),
+        Some(0)
+    );
+    let out = commit(&t, "src/a[1].rs", Some("bob"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("src/a\\[1\\].rs: L1 alice exclusive src/** until ")
+            && err.contains("new parser")
+            && err.contains("--no-verify"),
+        "{err}"
+    );
+    assert_eq!(commits(&t), 1);
+    // The holder commits, named by AW_AGENT or by git config aw.agent.
+    assert_eq!(
+        commit(&t, "src/b.rs", Some("alice"), &[]).status.code(),
+        Some(0)
+    );
+    t.git(&["config", "aw.agent", "alice"]);
+    assert_eq!(commit(&t, "src/c.rs", None, &[]).status.code(), Some(0));
+    t.git(&["config", "aw.agent", "bob"]);
+    assert_eq!(commit(&t, "src/d.rs", None, &[]).status.code(), Some(1));
+    // git commit --no-verify commits all the same.
+    let out = commit(&t, "src/e.rs", Some("bob"), &["--no-verify"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(commits(&t), 4);
+    // Released, the paths are free again.
+    t.ok(&["lease", "release", "--as", "alice"]);
+    assert_eq!(
+        commit(&t, "src/d.rs", Some("bob"), &[]).status.code(),
+        Some(0)
+    );
+}
+
+/// An executable hook at `path` that appends its name to `log`, and fails when `fail` exists.
+fn hook(path: &std::path::Path, log: &std::path::Path, fail: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let text = format!(
+        "#!/bin/sh\necho ran >>'{}'\n[ -e '{}' ] && exit 1\nexit 0\n",
+        log.display(),
+        fail.display()
+    );
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, &text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    text
+}
+
+#[test]
+fn the_guard_runs_the_hook_it_found_first_follows_core_hooks_path_and_uninstall_restores_it() {
+    let t = Tree::new();
+    // A hook manager's folder, as core.hooksPath names it.
+    t.git(&["config", "core.hooksPath", ".githooks"]);
+    let hooks = t.work().join(".githooks");
+    let (log, fail) = (t.dir.path().join("log"), t.dir.path().join("fail"));
+    let before = hook(&hooks.join("pre-commit"), &log, &fail);
+    let said = t.ok(&["hooks", "install"]);
+    assert!(
+        said.contains("pre-commit.local") && said.contains("runs first"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit.local")).unwrap(),
+        before
+    );
+    let guard = std::fs::read_to_string(hooks.join("pre-commit")).unwrap();
+    assert!(guard.contains("# aw pre-commit guard"), "{guard}");
+    assert!(!t.work().join(".git/hooks/pre-commit").exists());
+    // Installing again changes nothing: the hook found stays where it was put.
+    assert!(t.ok(&["hooks", "install"]).contains("installed already"));
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit.local")).unwrap(),
+        before
+    );
+    // The hook found runs first, and its refusal stands.
+    assert_eq!(commit(&t, "a.txt", Some("bob"), &[]).status.code(), Some(0));
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "ran\n");
+    std::fs::write(&fail, "").unwrap();
+    assert_eq!(commit(&t, "b.txt", Some("bob"), &[]).status.code(), Some(1));
+    std::fs::remove_file(&fail).unwrap();
+    // The guard works from the folder core.hooksPath names.
+    t.ok(&["lease", "take", "b.txt", "--as", "alice"]);
+    let out = commit(&t, "b.txt", Some("bob"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("b.txt: L1 alice"));
+    // Uninstall puts the hook found back, as it was.
+    assert!(t.ok(&["hooks", "uninstall"]).contains("removed the guard"));
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        before
+    );
+    assert!(!hooks.join("pre-commit.local").exists());
+    assert_eq!(commit(&t, "b.txt", Some("bob"), &[]).status.code(), Some(0));
+    assert!(t.ok(&["hooks", "uninstall"]).contains("no guard of aw's"));
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn install_replaces_nothing_it_cannot_keep_and_an_edited_guard_only_with_force() {
+    let t = Tree::new();
+    let hooks = t.work().join(".git/hooks");
+    let (log, fail) = (t.dir.path().join("log"), t.dir.path().join("fail"));
+    let theirs = hook(&hooks.join("pre-commit"), &log, &fail);
+    let kept = hook(
+        &hooks.join("pre-commit.local"),
+        &log,
+        &t.dir.path().join("x"),
+    );
+    let out = t.run(&["hooks", "install"]);
+    assert_error(&out, "aw-ctl", 73, "two hooks in the way");
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        theirs
+    );
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit.local")).unwrap(),
+        kept
+    );
+    std::fs::remove_file(hooks.join("pre-commit.local")).unwrap();
+    t.ok(&["hooks", "install"]);
+    let guard = hooks.join("pre-commit");
+    let edited = std::fs::read_to_string(&guard).unwrap() + "# mine\n";
+    std::fs::write(&guard, &edited).unwrap();
+    assert_error(&t.run(&["hooks", "install"]), "aw-ctl", 73, "edited guard");
+    assert_eq!(std::fs::read_to_string(&guard).unwrap(), edited);
+    assert!(
+        t.ok(&["hooks", "install", "--force"])
+            .starts_with("installed ")
+    );
+    assert!(!std::fs::read_to_string(&guard).unwrap().contains("# mine"));
+    assert_eq!(
+        std::fs::read_to_string(hooks.join("pre-commit.local")).unwrap(),
+        theirs
+    );
+    // Outside a git work tree there is nothing to install into.
+    let none = tempfile::tempdir().unwrap();
+    let mut c = tool("aw-ctl");
+    c.current_dir(none.path())
+        .args(["--root", ".workflow", "hooks", "install"]);
+    assert_error(&common::run_with(c, None), "aw-ctl", 66, "no git");
 }

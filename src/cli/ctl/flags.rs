@@ -342,6 +342,13 @@ pub const FLAGS: &[Flag] = &[
         ..BASE
     },
     Flag {
+        long: "force",
+        doc: "(hooks install) replace aw's guard even if it was edited",
+        brief: "replace aw's guard even if edited",
+        cmds: &["hooks install"],
+        ..BASE
+    },
+    Flag {
         long: "json",
         doc: "JSON Lines output",
         cmds: JSON,

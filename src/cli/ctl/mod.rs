@@ -6,6 +6,7 @@ mod agents;
 mod board;
 mod budget;
 mod docs;
+mod hooks;
 mod lease;
 mod mcp_config;
 mod runs;
@@ -41,10 +42,11 @@ const EXIT: &str = "\
 Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
 ready (board claim), no lease released (lease release) or a path leased by another
 (lease check), 64 usage, 65 bad name or data (or a path out of the work tree), 66 no
-such instance, agent, document, run, card or lease, 73 cannot create (exists), 74 I/O
-error, 75 lock timeout, still served after the wait (stop), card held by another
-(board) or path leased by another (lease take), 77 not the document owner, a root found
-above that is not trusted, a server record of another user (stop), a lease of another
+such instance, agent, document, run, card or lease (or no git work tree: hooks), 73
+cannot create (exists, or a hook in the way: hooks install), 74 I/O error, 75 lock
+timeout, still served after the wait (stop), card held by another (board) or path
+leased by another (lease take), 77 not the document owner, a root found above that is
+not trusted, a server record of another user (stop), a lease of another
 or permission denied, 130 interrupted.
 ";
 
@@ -456,6 +458,25 @@ const COMMANDS: &[Cmd<Run>] = &[
              printing who holds what",
         )],
         run: lease::check,
+        ..NONE
+    },
+    Cmd {
+        name: "hooks install",
+        help: &[(
+            "hooks install [--force]",
+            "install the git pre-commit guard: a commit touching a path\n\
+             leased by someone else is refused (a hook there runs first)",
+        )],
+        run: hooks::install,
+        ..NONE
+    },
+    Cmd {
+        name: "hooks uninstall",
+        help: &[(
+            "hooks uninstall",
+            "remove the guard, putting back the hook that was there",
+        )],
+        run: hooks::uninstall,
         ..NONE
     },
 ];
