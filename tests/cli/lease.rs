@@ -504,3 +504,55 @@ fn install_replaces_nothing_it_cannot_keep_and_an_edited_guard_only_with_force()
         .args(["--root", ".workflow", "hooks", "install"]);
     assert_error(&common::run_with(c, None), "aw-ctl", 66, "no git");
 }
+
+#[test]
+fn an_api_agents_write_file_is_refused_on_a_path_another_agent_leases() {
+    use common::fake_api::{FakeApi, Reply};
+    use serde_json::json;
+    let s = common::runner::Setup::new();
+    let dir = s.dir();
+    s.write(
+        "wf.yaml",
+        "agents:\n  olga:\n    backend: openai\n    model: local-model\n    \
+         tools: [write_file]\nkickoff: '@olga edit'\n",
+    );
+    let mut c = tool("aw-ctl");
+    c.current_dir(dir)
+        .args(["-i", "w", "lease", "take", "src/**"]);
+    c.args(["--as", "bob", "--reason", "bob rewrites it"]);
+    assert_eq!(common::run_with(c, None).stdout, b"L1\n");
+    let write = |id: &str, path: &str| {
+        let args = json!({"path": path, "content": "olga\n"}).to_string();
+        json!({"id": id, "type": "function",
+               "function": {"name": "write_file", "arguments": args}})
+    };
+    let calls = vec![write("w1", "src/a.rs"), write("w2", "lib/b.rs")];
+    let api = FakeApi::start(Reply::calls_then_done(calls));
+    let mut c = tool("aw-run");
+    c.current_dir(dir)
+        .env("PATH", common::runner::path_with_bins())
+        .env("OPENAI_BASE_URL", format!("{}/v1", api.url))
+        .env("OPENAI_API_KEY", "sk-test-0123456789")
+        .args(["-i", "w", "-q", "--retries", "1", "wf.yaml"]);
+    let out = common::runner::run_hang_guarded(c);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!dir.join("src/a.rs").exists(), "a leased path was written");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("lib/b.rs")).unwrap(),
+        "olga\n"
+    );
+    let reqs = api.requests();
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    let told: Vec<&str> = msgs[msgs.len() - 2..]
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        told[0].starts_with("Error: path src/a.rs is leased by bob until ")
+            && told[0].ends_with(
+                ": \"bob rewrites it\"; take another card or wait (lease_take with wait)"
+            ),
+        "{told:?}"
+    );
+    assert!(told[1].starts_with("wrote 5 bytes to lib/b.rs"), "{told:?}");
+}
