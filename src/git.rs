@@ -141,6 +141,17 @@ pub fn private_paths(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
+/// The top level of the git work tree `dir` lies in; `None` outside one or without git.
+pub fn toplevel(dir: &Path) -> Option<PathBuf> {
+    ask(dir, &["--show-toplevel"]).pop()
+}
+
+/// The hooks folder of the repository `dir` lies in (wherever `core.hooksPath` puts it),
+/// absolute; `None` outside a repository or without git.
+pub fn hooks_dir(dir: &Path) -> Option<PathBuf> {
+    ask(dir, &["--git-path", "hooks"]).pop()
+}
+
 /// The absolute paths `git rev-parse` gives for `what` in `dir`; none when it fails.
 fn ask(dir: &Path, what: &[&str]) -> Vec<PathBuf> {
     let mut c = bare(dir);

@@ -210,14 +210,16 @@ fn unblock(t: &mut Txn, done: &Card) -> Result<()> {
     Ok(())
 }
 
-/// Finish `id` as `who`, with a closing note.
+/// Finish `id` as `who`, with a closing note; the leases taken for it are released.
 pub fn done(inst: &Instance, id: u64, who: &str, note: Option<&str>) -> Result<Card> {
-    close(inst, id, who, State::Done, note)
+    let c = close(inst, id, who, State::Done, note)?;
+    crate::lease::release_card(inst, id).map(|_| c)
 }
 
-/// Drop `id` as `who`: it will not be done.
+/// Drop `id` as `who`: it will not be done; the leases taken for it are released.
 pub fn drop_card(inst: &Instance, id: u64, who: &str, note: Option<&str>) -> Result<Card> {
-    close(inst, id, who, State::Dropped, note)
+    let c = close(inst, id, who, State::Dropped, note)?;
+    crate::lease::release_card(inst, id).map(|_| c)
 }
 
 #[cfg(test)]

@@ -207,6 +207,8 @@ pub struct Arg {
     pub name: &'static str,
     /// It may be left out.
     pub optional: bool,
+    /// It may be given any number of times (the last argument only: `PATH...`).
+    pub many: bool,
     pub complete: Complete,
 }
 
@@ -227,7 +229,10 @@ impl<R> Cmd<R> {
     /// How many arguments it takes: at least, at most.
     pub fn arity(&self) -> (usize, usize) {
         let min = self.args.iter().filter(|a| !a.optional).count();
-        (min, self.args.len())
+        match self.args.last().is_some_and(|a| a.many) {
+            true => (min, usize::MAX),
+            false => (min, self.args.len()),
+        }
     }
 
     /// The words of its name: the command, and the subcommand if any.

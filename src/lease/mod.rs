@@ -1,48 +1,61 @@
 //! Leases on files of the work tree: who is editing which paths, until when, and why.
 //!
-//! A lease is one small JSON file, `<instance>/leases/<id>.json`, readable without aw. It is
-//! taken, released and swept under the flock of `leases/.lock`, so that of two takers whose
-//! paths overlap ([`glob::overlap`]) and one of which is exclusive, exactly one holds. Ids
-//! come from the counter `leases/.next` and are never reused. A lease lapses when its time
-//! runs out; a lapsed lease is ignored at once and its file removed by the next taker.
+//! A lease is one small JSON file, `<instance>/leases/L<n>.json`, readable without aw. It is
+//! taken, renewed, released and swept under the flock of `leases/.lock`, so that of two
+//! takers whose paths overlap ([`glob::overlap`]) and one of which is exclusive, exactly one
+//! holds. Ids come from the counter `leases/.next` and are never reused. A lease is held
+//! like a claim on a card ([`Holder`]): it lapses when its time runs out without renewal, or
+//! when the server that held it for its agent serves it no more (gone, even killed -9, on
+//! whatever host); a lapsed lease is ignored at once and its file removed by the next
+//! taker. Every release rewrites `leases/.released`, which a taker that waits watches.
 
 pub mod glob;
+pub mod hook;
+pub mod tree;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::fs::watch::FileWaiter;
 use crate::fs::{Lock, atomic_write, owned};
+use crate::holder::Holder;
 use crate::instance::Instance;
 use crate::{Error, Result};
 
 use glob::{Glob, overlap};
 
+/// The longest reason a lease may give, in bytes.
+pub const MAX_REASON: usize = 1000;
+
 /// A lease's time to live when none is given.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30 * 60);
 
-/// One lease, as stored in `leases/<id>.json`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The longest a waiting taker goes without looking again: a lease in its way may lapse
+/// without any release (its holder's server killed), which no watch sees.
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// One lease, as stored in `leases/<id>.json`: its id, its holder's fields (agent, pid,
+/// host, host_id, served, since, until, ttl), its paths, mode and reason, and the card it
+/// goes with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Lease {
     /// `L` and a number, never reused in the instance.
     pub id: String,
-    /// The agent (or person, or script) that holds it.
-    pub holder: String,
+    /// Who holds it (the agent, or a person, or a script), and until when.
+    #[serde(flatten)]
+    pub holder: Holder,
     /// The paths and globs leased, relative to the work tree.
     pub paths: Vec<String>,
     /// `exclusive` or `shared`.
     pub mode: String,
     /// Why it was taken (may be empty).
     pub reason: String,
-    /// When it was taken, UTC.
-    pub taken: String,
-    /// When it lapses, UTC.
-    pub until: String,
-    /// When it lapses, milliseconds since the epoch.
-    pub until_ms: i64,
-    /// The host it was taken on.
-    pub host: String,
+    /// The card of the board its holder works on: the lease is released when the card is
+    /// done or dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card: Option<u64>,
 }
 
 impl Lease {
@@ -51,9 +64,19 @@ impl Lease {
         self.mode == "shared"
     }
 
-    /// Whether its time has run out at `now_ms`.
-    pub fn lapsed(&self, now_ms: i64) -> bool {
-        self.until_ms <= now_ms
+    /// The agent that holds it.
+    pub fn agent(&self) -> &str {
+        &self.holder.agent
+    }
+
+    /// When it lapses unless renewed, UTC.
+    pub fn until(&self) -> &str {
+        &self.holder.until
+    }
+
+    /// Why it lapsed, if it did: its time ran out, or its holder's server is gone.
+    pub fn lapsed(&self, inst: &Instance) -> Option<String> {
+        self.holder.lapsed(inst)
     }
 
     /// The first of its paths that overlaps one of `globs`.
@@ -67,43 +90,53 @@ impl Lease {
         None
     }
 
-    /// One line for people: `L3 bob exclusive src/** until … (why)`.
+    /// One line for people: `L3 bob exclusive src/** until … (card 4): why`.
     pub fn line(&self) -> String {
-        let reason = if self.reason.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", self.reason)
+        let reason = match self.reason.is_empty() {
+            true => String::new(),
+            false => format!(": {}", self.reason),
         };
+        let card = self.card.map_or(String::new(), |c| format!(" (card {c})"));
         format!(
-            "{} {} {} {} until {}{reason}",
+            "{} {} {} {} until {}{card}{reason}",
             self.id,
-            self.holder,
+            self.agent(),
             self.mode,
             self.paths.join(" "),
-            self.until
+            self.until()
         )
+    }
+
+    /// One line of `aw-ctl lease ls --json`.
+    pub fn to_json_line(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "agent": self.agent(),
+            "paths": self.paths,
+            "mode": self.mode,
+            "reason": self.reason,
+            "card": self.card,
+            "since": self.holder.since,
+            "until": self.until(),
+            "host": self.holder.host,
+            "pid": self.holder.pid,
+            "served": self.holder.served,
+        })
     }
 }
 
 /// What a taker asks for.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Request {
+    /// The agent (or person, or script) that takes it.
     pub holder: String,
+    /// Paths and globs relative to the work tree (see [`tree`]).
     pub paths: Vec<String>,
     pub shared: bool,
     pub ttl: Duration,
     pub reason: String,
-}
-
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-fn stamp(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-        .to_string()
+    /// The card the taker works on, if any: the lease is released when it is done.
+    pub card: Option<u64>,
 }
 
 /// The folder of an instance's leases.
@@ -158,11 +191,10 @@ fn number(id: &str) -> u64 {
 
 /// The leases that have not lapsed, in the order of their ids.
 pub fn list(inst: &Instance) -> Result<Vec<Lease>> {
-    let now = now_ms();
     Ok(stored(inst)?
         .into_iter()
         .map(|(_, l)| l)
-        .filter(|l| !l.lapsed(now))
+        .filter(|l| l.lapsed(inst).is_none())
         .collect())
 }
 
@@ -180,64 +212,85 @@ fn parse_all(paths: &[String]) -> Result<Vec<Glob>> {
 pub fn take(inst: &Instance, req: &Request) -> Result<Lease> {
     let globs = parse_all(&req.paths)?;
     crate::names::check_agent(&req.holder)?;
+    if req.reason.len() > MAX_REASON {
+        return Err(Error::invalid(format!(
+            "the reason of a lease is {} bytes, over {MAX_REASON}",
+            req.reason.len()
+        )));
+    }
     let _lock = lock(inst)?;
-    let now = now_ms();
+    let mut swept = false;
     for (path, held) in stored(inst)? {
-        if held.lapsed(now) {
-            let _ = owned::remove(&path);
+        if held.lapsed(inst).is_some() {
+            swept |= owned::remove(&path).is_ok();
             continue;
         }
-        if held.holder == req.holder || (held.is_shared() && req.shared) {
+        if held.agent() == req.holder || (held.is_shared() && req.shared) {
             continue;
         }
         if let Some((theirs, ours)) = held.overlapping(&globs) {
+            if swept {
+                released(inst)?;
+            }
             return Err(conflict(&held, &theirs, &ours));
         }
     }
-    let id = format!("L{}", next_id(inst)?);
-    let until_ms = now.saturating_add(i64::try_from(req.ttl.as_millis()).unwrap_or(i64::MAX));
+    if swept {
+        released(inst)?;
+    }
     let lease = Lease {
-        id,
-        holder: req.holder.clone(),
+        id: format!("L{}", next_id(inst)?),
+        holder: Holder::new(inst, &req.holder, req.ttl),
         paths: req.paths.clone(),
         mode: if req.shared { "shared" } else { "exclusive" }.into(),
         reason: req.reason.clone(),
-        taken: stamp(now),
-        until: stamp(until_ms),
-        until_ms,
-        host: crate::host::this().name.clone(),
+        card: req.card,
     };
     write(inst, &lease)?;
     Ok(lease)
 }
 
 fn conflict(held: &Lease, theirs: &str, ours: &str) -> Error {
-    let why = if held.reason.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", held.reason)
+    let why = match held.reason.is_empty() {
+        true => String::new(),
+        false => format!(": {}", held.reason),
     };
-    let what = if theirs == ours {
-        ours.to_string()
-    } else {
-        format!("{ours} (overlaps {theirs})")
+    let what = match theirs == ours {
+        true => ours.to_string(),
+        false => format!("{ours} (overlaps {theirs})"),
     };
     Error::Busy(format!(
         "{what} is leased by {} ({}, {}) until {}{why}",
-        held.holder, held.mode, held.id, held.until
+        held.agent(),
+        held.mode,
+        held.id,
+        held.until()
     ))
 }
 
 /// [`take`], waiting up to `wait` for the leases in the way to be released or to lapse.
+/// It wakes on a release (a watch on `leases/.released`, which also polls on a network
+/// file system, where another host's writes raise no inotify event), and looks again at
+/// least every second for a lease whose holder's server is gone.
 pub fn take_waiting(inst: &Instance, req: &Request, wait: Duration) -> Result<Lease> {
     let deadline = crate::time::deadline(wait);
+    let mut waiter: Option<FileWaiter> = None;
     loop {
-        match take(inst, req) {
-            Err(Error::Busy(_)) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
+        let err = match take(inst, req) {
+            Err(Error::Busy(m)) => Error::Busy(m),
             other => return other,
+        };
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(err);
         }
+        // Made after the first refusal (which made the folder), before the next look: a
+        // release in between wakes the wait below at once.
+        let w = match &mut waiter {
+            Some(w) => w,
+            None => waiter.insert(FileWaiter::new(&released_path(inst), None)?),
+        };
+        w.wait(Some(left.min(RECHECK)));
     }
 }
 
@@ -245,6 +298,15 @@ fn write(inst: &Instance, lease: &Lease) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(lease).expect("a lease serializes");
     bytes.push(b'\n');
     atomic_write(&dir(inst).join(format!("{}.json", lease.id)), &bytes)
+}
+
+fn released_path(inst: &Instance) -> PathBuf {
+    dir(inst).join(".released")
+}
+
+/// Tell the takers that wait that leases were released (the caller holds the lock).
+fn released(inst: &Instance) -> Result<()> {
+    atomic_write(&released_path(inst), crate::time::now().as_bytes())
 }
 
 /// The next id, from `leases/.next` (the caller holds the lock).
@@ -265,41 +327,75 @@ fn next_id(inst: &Instance) -> Result<u64> {
     Ok(n)
 }
 
+/// The live lease `id`, held by `agent` (refused with 77 otherwise), and its file; the
+/// caller holds the lock.
+fn held_by(inst: &Instance, id: &str, agent: &str) -> Result<(PathBuf, Lease)> {
+    let Some((path, lease)) = stored(inst)?
+        .into_iter()
+        .find(|(_, l)| l.id == id && l.lapsed(inst).is_none())
+    else {
+        return Err(
+            Error::NotFound(format!("no lease {id}")).hint("aw-ctl lease ls lists the leases held")
+        );
+    };
+    if lease.agent() != agent {
+        return Err(Error::Denied(format!(
+            "lease {id} is held by {}, not {agent}",
+            lease.agent()
+        )));
+    }
+    Ok((path, lease))
+}
+
 /// Release the lease `id`; only its holder may. Returns it.
 pub fn release(inst: &Instance, id: &str, holder: &str) -> Result<Lease> {
     let _lock = lock(inst)?;
-    let now = now_ms();
-    let Some((path, lease)) = stored(inst)?
-        .into_iter()
-        .find(|(_, l)| l.id == id && !l.lapsed(now))
-    else {
-        return Err(Error::NotFound(format!("no lease {id}")));
-    };
-    if lease.holder != holder {
-        return Err(Error::Denied(format!(
-            "lease {id} is held by {}, not {holder}",
-            lease.holder
-        )));
-    }
+    let (path, lease) = held_by(inst, id, holder)?;
     owned::remove(&path).map_err(|e| Error::io(&path, e))?;
+    released(inst)?;
     Ok(lease)
+}
+
+/// Extend `holder`'s lease `id` by its time to live from now. Returns it.
+pub fn renew(inst: &Instance, id: &str, holder: &str) -> Result<Lease> {
+    let _lock = lock(inst)?;
+    let (_, mut lease) = held_by(inst, id, holder)?;
+    lease.holder.renew();
+    write(inst, &lease)?;
+    Ok(lease)
+}
+
+/// Remove, under the lock, the leases `pick` chooses; returns them.
+fn release_where(inst: &Instance, pick: impl Fn(&Lease) -> bool) -> Result<Vec<Lease>> {
+    let _lock = lock(inst)?;
+    let mut out = Vec::new();
+    for (path, lease) in stored(inst)? {
+        if pick(&lease) {
+            owned::remove(&path).map_err(|e| Error::io(&path, e))?;
+            out.push(lease);
+        }
+    }
+    if !out.is_empty() {
+        released(inst)?;
+    }
+    Ok(out)
 }
 
 /// Release every lease of `holder`, or with `paths`, those that name one of them. Returns the
 /// leases released.
 pub fn release_holder(inst: &Instance, holder: &str, paths: &[String]) -> Result<Vec<Lease>> {
-    let _lock = lock(inst)?;
-    let mut out = Vec::new();
-    for (path, lease) in stored(inst)? {
-        if lease.holder != holder
-            || (!paths.is_empty() && !lease.paths.iter().any(|p| paths.contains(p)))
-        {
-            continue;
-        }
-        owned::remove(&path).map_err(|e| Error::io(&path, e))?;
-        out.push(lease);
+    release_where(inst, |l| {
+        l.agent() == holder && (paths.is_empty() || l.paths.iter().any(|p| paths.contains(p)))
+    })
+}
+
+/// Release every lease taken for the card `card` (when it is done or dropped). Returns the
+/// leases released.
+pub fn release_card(inst: &Instance, card: u64) -> Result<Vec<Lease>> {
+    if !dir(inst).is_dir() {
+        return Ok(Vec::new());
     }
-    Ok(out)
+    release_where(inst, |l| l.card == Some(card))
 }
 
 /// For each of `paths` (paths or globs), the live leases of someone other than `agent` on
@@ -314,8 +410,7 @@ pub fn check(
     let mut out = Vec::new();
     for g in &globs {
         for l in &leases {
-            if Some(l.holder.as_str()) != agent && l.overlapping(std::slice::from_ref(g)).is_some()
-            {
+            if Some(l.agent()) != agent && l.overlapping(std::slice::from_ref(g)).is_some() {
                 out.push((g.as_str().to_string(), l.clone()));
             }
         }

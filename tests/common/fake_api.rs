@@ -37,6 +37,26 @@ impl Reply {
     pub fn status(status: u16, body: Value) -> Reply {
         Reply::Json(status, Vec::new(), body)
     }
+
+    /// An OpenAI chat completion that answers `message`, finished for `finish`.
+    pub fn chat(message: Value, finish: &str) -> Reply {
+        Reply::ok(serde_json::json!({
+            "id": "c1", "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1}
+        }))
+    }
+
+    /// The script of an OpenAI model that makes the tool `calls`, then says it is done.
+    pub fn calls_then_done(calls: Vec<Value>) -> Vec<Reply> {
+        let content =
+            serde_json::json!({"role": "assistant", "content": null, "tool_calls": calls});
+        let done = serde_json::json!({"role": "assistant", "content": "@user done"});
+        vec![
+            Reply::chat(content, "tool_calls"),
+            Reply::chat(done, "stop"),
+        ]
+    }
 }
 
 /// A recorded request.

@@ -191,6 +191,24 @@ pub fn serving(s: &Setup) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// `agent`, registered with the mock backend, served by an `aw-run --serve --keep` of the
+/// setup (killed if the test ends without stopping it), once `aw-ctl ps` shows it served.
+pub fn serve_mock(s: &Setup, agent: &str) -> Server {
+    let mut c = s.tool_cmd("aw-ctl");
+    c.args(["-i", INST, "new", agent, "--backend", "mock"]);
+    assert_code(&super::run_with(c, None), 0);
+    let mut c = s.tool_cmd("aw-run");
+    c.args(["-i", INST, "--serve", "--keep", "-q", agent])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let server = Server::new(c.spawn().expect("spawn aw-run"));
+    wait_for(&format!("{agent} to be served"), || {
+        serving(s).iter().any(|(a, _)| a == agent)
+    });
+    server
+}
+
 /// Wait (hang guard only: generous, for a loaded machine and a FUSE mount) until `f` holds.
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(30);

@@ -194,6 +194,8 @@ fn operands<R>(t: &Tool<R>, s: &mut String) {
                         continue;
                     };
                     let pat = match sub {
+                        // `PATH...`: at any position from its own.
+                        Some(sub) if a.many => format!("*/{w}/{sub}"),
                         Some(sub) => format!("{}/{w}/{sub}", j + 2),
                         None if j == 0 => format!("1/{w}/"),
                         None => format!("{}/{w}/*", j + 1),

@@ -74,10 +74,14 @@ fn arg_specs(args: &[Arg]) -> Vec<String> {
     args.iter()
         .enumerate()
         .map(|(i, a)| {
-            let colons = if a.optional { "::" } else { ":" };
+            // `PATH...`: every word from here on (`*::` would narrow the words).
+            let (at, colons) = match (a.many, a.optional) {
+                (true, _) => ("*".to_string(), ":"),
+                (false, true) => ((i + 1).to_string(), "::"),
+                (false, false) => ((i + 1).to_string(), ":"),
+            };
             format!(
-                "'{}{colons}{}:{}'",
-                i + 1,
+                "'{at}{colons}{}:{}'",
                 text(&a.name.to_lowercase()),
                 action(a.complete)
             )

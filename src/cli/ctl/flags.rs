@@ -17,6 +17,7 @@ const JSON: &[&str] = &[
     "budget reset",
     "board show",
     "board ls",
+    "lease ls",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -35,6 +36,10 @@ const AS: &[&str] = &[
     "board drop",
     "board release",
     "board renew",
+    "lease take",
+    "lease release",
+    "lease renew",
+    "lease check",
 ];
 
 /// The options of aw-ctl, in the order of `--help`.
@@ -99,7 +104,7 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "as",
         value: Some("AGENT"),
-        doc: "(doc, propose, vote, cancel, board) act as AGENT",
+        doc: "(doc, propose, vote, cancel, board, lease) act as AGENT",
         complete: Complete::AgentOrUser,
         cmds: AS,
         ..BASE
@@ -210,8 +215,8 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "reason",
         value: Some("R"),
-        doc: "(vote) why",
-        cmds: &["vote"],
+        doc: "(vote, lease take) why",
+        cmds: &["vote", "lease take"],
         ..BASE
     },
     Flag {
@@ -302,10 +307,10 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "ttl",
         value: Some("DURATION"),
-        doc: "(board claim) how long the claim lasts unless renewed (90s, 5m,\n\
-              1h; default 30m)",
-        brief: "how long the claim lasts unless renewed",
-        cmds: &["board claim"],
+        doc: "(board claim, lease take) how long the claim or lease lasts\n\
+              unless renewed (90s, 5m, 1h; default 30m)",
+        brief: "how long it lasts unless renewed",
+        cmds: &["board claim", "lease take"],
         ..BASE
     },
     Flag {
@@ -329,6 +334,37 @@ pub const FLAGS: &[Flag] = &[
         brief: "the cards AGENT holds or that are for it",
         complete: Complete::Agent,
         cmds: &["board ls"],
+        ..BASE
+    },
+    Flag {
+        long: "shared",
+        doc: "(lease take) shared: others may lease the paths shared too",
+        brief: "a shared lease",
+        cmds: &["lease take"],
+        ..BASE
+    },
+    Flag {
+        long: "wait",
+        value: Some("DURATION"),
+        doc: "(lease take) wait up to DURATION for the leases in the way",
+        brief: "wait for the leases in the way",
+        cmds: &["lease take"],
+        ..BASE
+    },
+    Flag {
+        long: "card",
+        value: Some("ID"),
+        doc: "(lease take) the card the lease goes with (default: the one card\n\
+              AGENT holds); released when the card is done or dropped",
+        brief: "the card the lease goes with",
+        cmds: &["lease take"],
+        ..BASE
+    },
+    Flag {
+        long: "force",
+        doc: "(hooks install) replace aw's guard even if it was edited",
+        brief: "replace aw's guard even if edited",
+        cmds: &["hooks install"],
         ..BASE
     },
     Flag {

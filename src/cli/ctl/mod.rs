@@ -6,6 +6,8 @@ mod agents;
 mod board;
 mod budget;
 mod docs;
+mod hooks;
+mod lease;
 mod mcp_config;
 mod runs;
 mod top;
@@ -30,16 +32,21 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote, cancel and board take --as AGENT: who acts, default $AW_AGENT or 'user')
+(doc, propose, vote, cancel, board and lease commands take --as AGENT: who acts, default $AW_AGENT
+  or 'user'; lease paths are relative to the work tree: the git top level, else the
+  directory that holds .workflow/)
 ";
 
 /// What `--help` says after the options.
 const EXIT: &str = "\
-Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop) or no card
-ready (board claim), 64 usage, 65 bad name or data, 66 no such instance, agent,
-document, run or card, 73 cannot create (exists), 74 I/O error, 75 lock timeout, still
-served after the wait (stop) or card held by another (board), 77 not the document
-owner, a root found above that is not trusted, a server record of another user (stop)
+Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
+ready (board claim), no lease released (lease release) or a path leased by another
+(lease check), 64 usage, 65 bad name or data (or a path out of the work tree), 66 no
+such instance, agent, document, run, card or lease (or no git work tree: hooks), 73
+cannot create (exists, or a hook in the way: hooks install), 74 I/O error, 75 lock
+timeout, still served after the wait (stop), card held by another (board) or path
+leased by another (lease take), 77 not the document owner, a root found above that is
+not trusted, a server record of another user (stop), a lease of another
 or permission denied, 130 interrupted.
 ";
 
@@ -51,6 +58,7 @@ const fn arg(name: &'static str, complete: Complete) -> Arg {
     Arg {
         name,
         optional: false,
+        many: false,
         complete,
     }
 }
@@ -59,6 +67,27 @@ const fn opt(name: &'static str, complete: Complete) -> Arg {
     Arg {
         name,
         optional: true,
+        many: false,
+        complete,
+    }
+}
+
+/// Any number of arguments, at least one: `PATH...`.
+const fn some(name: &'static str, complete: Complete) -> Arg {
+    Arg {
+        name,
+        optional: false,
+        many: true,
+        complete,
+    }
+}
+
+/// Any number of arguments, none included: `[PATH...]`.
+const fn any(name: &'static str, complete: Complete) -> Arg {
+    Arg {
+        name,
+        optional: true,
+        many: true,
         complete,
     }
 }
@@ -394,6 +423,72 @@ const COMMANDS: &[Cmd<Run>] = &[
              holds or that are for AGENT)",
         )],
         run: board::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "lease take",
+        args: &[some("PATH", Complete::File)],
+        help: &[(
+            "lease take PATH|GLOB... [--shared] [--ttl DURATION] [--reason TEXT]\n        \
+             [--wait DURATION] [--card ID]",
+            "lease paths of the work tree; prints its id (exit 75: one is\n\
+             leased by another, named with until when and why)",
+        )],
+        run: lease::take,
+        ..NONE
+    },
+    Cmd {
+        name: "lease release",
+        args: &[any("ID|PATH", Complete::File)],
+        help: &[(
+            "lease release (ID | [PATH...])",
+            "release a lease, or your leases (those naming PATH);\n\
+             prints the ids released (exit 1: none)",
+        )],
+        run: lease::release,
+        ..NONE
+    },
+    Cmd {
+        name: "lease renew",
+        args: &[arg("ID", Complete::Text)],
+        help: &[("lease renew ID", "extend your lease by its time to live")],
+        run: lease::renew,
+        ..NONE
+    },
+    Cmd {
+        name: "lease ls",
+        help: &[("lease ls [--json]", "the leases held, one a line")],
+        run: lease::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "lease check",
+        args: &[some("PATH", Complete::File)],
+        help: &[(
+            "lease check PATH...",
+            "exit 1 when a path is leased by someone other than you,\n\
+             printing who holds what",
+        )],
+        run: lease::check,
+        ..NONE
+    },
+    Cmd {
+        name: "hooks install",
+        help: &[(
+            "hooks install [--force]",
+            "install the git pre-commit guard: a commit touching a path\n\
+             leased by someone else is refused (a hook there runs first)",
+        )],
+        run: hooks::install,
+        ..NONE
+    },
+    Cmd {
+        name: "hooks uninstall",
+        help: &[(
+            "hooks uninstall",
+            "remove the guard, putting back the hook that was there",
+        )],
+        run: hooks::uninstall,
         ..NONE
     },
 ];

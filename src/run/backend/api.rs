@@ -208,7 +208,7 @@ impl<D: Dialect> Api<D> {
         let outcome = match &input {
             Err(why) => Err(why.clone()),
             Ok(args) => match self.file_tool(&call.name) {
-                Some((sandbox, t)) => t.call(sandbox, args).map_err(|e| e.to_string()),
+                Some((sandbox, t)) => t.call_as(sandbox, caller, args).map_err(|e| e.to_string()),
                 None => crate::tools::call(caller, &call.name, args)
                     .map(|r| r.text)
                     .map_err(|e| e.to_string()),

@@ -41,6 +41,10 @@
 //!   `.husky/`) even before it exists, and the configuration files the repository includes;
 //! - error messages name the path as it was given, never the host's absolute path.
 //!
+//! An agent's `write_file` ([`FileTool::call_as`]) refuses a path that another agent leases
+//! ([`crate::lease`]; the path relative to the work tree, the git top level or the directory
+//! that holds the aw root), naming the holder, until when and why.
+//!
 //! `search` skips binary files (a NUL byte in the first [`BINARY_PROBE`] bytes) and files
 //! larger than [`MAX_SEARCH_FILE`], and says how many it skipped; a matching line is shown up
 //! to [`MAX_MATCH_LINE`] characters. `write_file` keeps the permission bits of a file it
@@ -57,9 +61,10 @@ pub use ops::{
 };
 pub use sandbox::Sandbox;
 
-use crate::error::Result;
-use crate::tools::ToolDef;
+use crate::error::{Error, Result};
+use crate::lease::{self, glob};
 use crate::tools::args::{Args, Flag, Whole, parse, schema};
+use crate::tools::{Caller, ToolDef};
 
 crate::keyword_enum! {
     /// The built-in file tools an API agent may be given by name.
@@ -132,8 +137,32 @@ impl FileTool {
         }
     }
 
-    /// Run this tool in `sandbox`; Ok(text for the model) or an Error whose Display is one
-    /// line for the model.
+    /// Run this tool in `sandbox` as `caller`'s agent: as [`FileTool::call`], except that
+    /// `write_file` refuses a path that another agent leases in the caller's instance
+    /// (exclusively or shared), with an error that tells the model what to do.
+    pub fn call_as(self, sandbox: &Sandbox, caller: &Caller, args: &Args) -> Result<String> {
+        if self == FileTool::WriteFile {
+            let a: WriteFile = parse(self.name(), args)?;
+            let path = sandbox.tree_path(&a.path)?;
+            let held = lease::check(&caller.inst, &[glob::escape(&path)], Some(&caller.agent))?;
+            if let Some((_, l)) = held.first() {
+                let why = match l.reason.is_empty() {
+                    true => String::new(),
+                    false => format!(": {:?}", l.reason),
+                };
+                return Err(Error::Busy(format!(
+                    "path {path} is leased by {} until {}{why}; take another card or wait \
+                     (lease_take with wait)",
+                    l.agent(),
+                    l.until()
+                )));
+            }
+        }
+        self.call(sandbox, args)
+    }
+
+    /// Run this tool in `sandbox`, whatever the leases; Ok(text for the model) or an Error
+    /// whose Display is one line for the model.
     pub fn call(self, sandbox: &Sandbox, args: &Args) -> Result<String> {
         let tool = self.name();
         match self {
@@ -177,7 +206,7 @@ const DESCRIPTION_SEARCH: &str = "Search the text files under a path of the work
 
 const DESCRIPTION_WRITE: &str = "Create or replace a file of the working folder with the given content (at \
                  most 1 MiB), creating the folders it needs. The file is replaced whole, at \
-                 once.";
+                 once. A path another agent leases is refused.";
 
 #[cfg(test)]
 mod tests {
@@ -943,5 +972,61 @@ mod tests {
             panic!()
         };
         assert_eq!(ReadFile.call(&sb, &args).unwrap(), "b\n");
+    }
+
+    #[test]
+    fn write_file_refuses_a_path_another_agent_leases_and_says_what_to_do() {
+        let f = Fixture::new();
+        let inst = crate::instance::Root::new(f.work(".workflow"))
+            .instance("t")
+            .unwrap();
+        let take = |who: &str, path: &str, shared: bool| {
+            let req = lease::Request {
+                holder: who.into(),
+                paths: vec![path.into()],
+                shared,
+                ttl: lease::DEFAULT_TTL,
+                reason: format!("{who} edits"),
+                card: None,
+            };
+            lease::take(&inst, &req).unwrap()
+        };
+        let held = take("bob", "src/**", false);
+        take("bob", "docs/*.md", true);
+        let as_ = |who: &str, path: &str, sb: &Sandbox| {
+            let Value::Object(args) = json!({"path": path, "content": "x\n"}) else {
+                panic!()
+            };
+            WriteFile.call_as(sb, &Caller::new(inst.clone(), who), &args)
+        };
+        for path in ["src/a.rs", "./src//deep/b.rs", "docs/x.md"] {
+            let e = as_("alice", path, &f.sb).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.starts_with("path "), "{msg}");
+            assert!(
+                msg.contains(" is leased by bob until ") && msg.contains("lease_take with wait"),
+                "{msg}"
+            );
+            assert!(!f.work(path).exists(), "{path} was written");
+        }
+        let msg = as_("alice", "src/a.rs", &f.sb).unwrap_err().to_string();
+        assert_eq!(
+            msg,
+            format!(
+                "path src/a.rs is leased by bob until {}: \"bob edits\"; take another card or \
+                 wait (lease_take with wait)",
+                held.until()
+            )
+        );
+        // The holder writes, and so does anyone where nothing is leased.
+        as_("bob", "src/a.rs", &f.sb).unwrap();
+        as_("alice", "lib/c.rs", &f.sb).unwrap();
+        assert_eq!(fs::read_to_string(f.work("src/a.rs")).unwrap(), "x\n");
+        // From a working folder below the top, paths are the work tree's.
+        let sub =
+            Sandbox::new(&f.work("src"), &f.work(".workflow"), &f.work(".workflow/t")).unwrap();
+        let msg = as_("alice", "z.rs", &sub).unwrap_err().to_string();
+        assert!(msg.starts_with("path src/z.rs is leased by bob"), "{msg}");
+        assert!(!f.work("src/z.rs").exists());
     }
 }

@@ -33,6 +33,9 @@ pub struct Sandbox {
     /// for the work tree the folder lies in, whatever its name (see
     /// [`crate::git::private_paths`]).
     hidden: Vec<PathBuf>,
+    /// The folder's path relative to the work tree whose paths leases name (empty for its
+    /// top, and when the folder lies outside it).
+    in_tree: String,
 }
 
 /// A path that was given, resolved inside the sandbox.
@@ -77,13 +80,30 @@ impl Sandbox {
                 cwd.display()
             )));
         }
+        let tree = crate::lease::tree::work_tree(&aw_root, &root);
         let mut hidden = if root.starts_with(&aw_root) {
             vec![instance]
         } else {
             vec![aw_root]
         };
         hidden.extend(git);
-        Ok(Sandbox { root, dir, hidden })
+        let in_tree = root
+            .strip_prefix(&tree)
+            .ok()
+            .and_then(Path::to_str)
+            .unwrap_or_default()
+            .to_string();
+        Ok(Sandbox {
+            root,
+            dir,
+            hidden,
+            in_tree,
+        })
+    }
+
+    /// `given` as a lease names it: relative to the work tree.
+    pub(super) fn tree_path(&self, given: &str) -> Result<String> {
+        Ok(join(&self.in_tree, &parts(given)?.join("/")))
     }
 
     /// The devices and inodes of the hidden folders that exist.
