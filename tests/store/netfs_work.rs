@@ -2,7 +2,7 @@
 //! system (GlusterFS mounted twice; host B in its own pid and UTS namespace): claims made
 //! on both hosts at once give each card to exactly one claimer, and a claim held for an
 //! agent served on host B lapses on host A once that server is killed, which host A says
-//! in the channel.
+//! in the channel; a lease taken on host A refuses a commit on host B.
 
 use crate::common;
 
@@ -150,4 +150,101 @@ fn a_claim_held_by_a_server_killed_on_host_b_frees_the_card_on_host_a() {
     let news: Vec<&str> = log.lines().filter(|l| l.contains("lapsed")).collect();
     assert_eq!(news.len(), 1, "{log}");
     assert!(news[0].contains("card 1 \"the work\" lapsed"), "{log}");
+}
+
+/// A lease taken on host A refuses, on host B, a commit that touches its path: the guard
+/// that `aw-ctl hooks install` put into the shared repository names the holder; the holder
+/// itself commits, and `git commit --no-verify` still commits. Host B mounts the volume at
+/// host A's path, as hosts sharing a work tree do.
+#[test]
+fn a_lease_taken_on_host_a_refuses_a_commit_on_host_b() {
+    let vol = Volume::new();
+    let repo = vol.a().join("repo");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(&repo)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("src/a.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(repo.join("src/b.rs"), "fn b() {}\n").unwrap();
+    git(&["add", "."]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "-m",
+        "start",
+    ]);
+    ok_on(&vol, Host::A, &repo, "aw-ctl", &["hooks", "install"], "");
+    let id = ok_on(
+        &vol,
+        Host::A,
+        &repo,
+        "aw-ctl",
+        &[
+            "lease",
+            "take",
+            "src/a.rs",
+            "--as",
+            "alice",
+            "--reason",
+            "the parser",
+        ],
+        "",
+    );
+    assert_eq!(id.trim(), "L1");
+
+    // On host B, as AGENT: change FILE, stage it, and commit with ARGS; the exit code and
+    // stderr of the commit.
+    let commit_on_b = |agent: &str, file: &str, args: &str| {
+        let script = format!(
+            "mount --bind \"$1\" \"$2\" && cd \"$2/repo\" && echo \"// {agent}\" >> {file} && \
+             git add {file} && AW_AGENT={agent} git -c user.name={agent} -c user.email={agent}@b \
+             commit -q -m '{agent} edits {file}' {args}"
+        );
+        let out = Volume::on_b(std::path::Path::new("sh"))
+            .args(["-c", &script, "sh"])
+            .arg(vol.b())
+            .arg(vol.a())
+            .env("PATH", path_with_bins())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = commit_on_b("bob", "src/a.rs", "");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("alice"), "the holder is named: {err}");
+    assert!(err.contains("the parser"), "the reason is named: {err}");
+    assert!(err.contains("commit refused"), "{err}");
+    let log = || {
+        let out = std::process::Command::new("git")
+            .current_dir(&repo)
+            .args(["log", "--format=%s"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(log(), "start\n", "nothing was committed");
+    git(&["reset", "-q", "--hard"]);
+    let (code, err) = commit_on_b("bob", "src/b.rs", "");
+    assert_eq!(code, Some(0), "a path no one leases commits: {err}");
+    let (code, err) = commit_on_b("alice", "src/a.rs", "");
+    assert_eq!(code, Some(0), "the holder commits: {err}");
+    let (code, err) = commit_on_b("bob", "src/a.rs", "--no-verify");
+    assert_eq!(code, Some(0), "--no-verify commits: {err}");
+    assert_eq!(
+        log(),
+        "bob edits src/a.rs\nalice edits src/a.rs\nbob edits src/b.rs\nstart\n"
+    );
 }
