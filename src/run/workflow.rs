@@ -72,6 +72,12 @@
 //! stay the table's. A run whose backend reports tokens but no cost is priced by its agent's
 //! `model`; with no price known its cost stays unknown (its tokens still count).
 //!
+//! `board`: a list of cards, `{name, title, body, after, for, labels}` (only `title` is
+//! needed; a card may be its title alone), added to the board of an instance when the
+//! workflow runs on it and its board holds no card yet. `after` lists the cards it waits
+//! for, each by its position in the list (from 0) or by its `name`; an unknown reference or a
+//! cycle is an error; `for` that is not an agent of the workflow gets a warning.
+//!
 //! `setup`: a list of `{shell: COMMAND, as: NAME}`, run in order before the kickoff; `as`
 //! stores the command's output in a variable (see [`super::interpolate`]), defined for the
 //! tasks after it, the kickoff and the system prompts. `kickoff`: the first message.
@@ -131,6 +137,8 @@ pub struct Workflow {
     pub pricing: Pricing,
     /// `budget:`: what the whole workflow may spend (the command line's flags win).
     pub budget: Budget,
+    /// `board:`: the cards that seed the board of an instance whose board holds none.
+    pub board: Vec<CardDef>,
 }
 
 impl Workflow {
@@ -353,6 +361,37 @@ impl Task {
             _ => self.output.iter().collect(),
         }
     }
+}
+
+/// One card of `board:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardDef {
+    /// The position of the card in the file.
+    pub pos: Pos,
+    /// `name:`, how `after:` of other cards may name it.
+    pub name: Option<Spanned<String>>,
+    pub title: Spanned<String>,
+    pub body: String,
+    /// The positions in `board:` of the cards it waits for (resolved, never a cycle).
+    pub after: Vec<usize>,
+    /// `for:`: the agent it is meant for.
+    pub assignee: Option<Spanned<String>>,
+    pub labels: Vec<Spanned<String>>,
+}
+
+/// The positions of `cards` in the order they are added to a board: each after every card
+/// it waits for, else in file order.
+pub fn seeding_order(cards: &[CardDef]) -> Vec<usize> {
+    let mut order = Vec::with_capacity(cards.len());
+    let mut added = vec![false; cards.len()];
+    while order.len() < cards.len() {
+        let next = (0..cards.len())
+            .find(|&i| !added[i] && cards[i].after.iter().all(|&j| added[j]))
+            .expect("the cards of a workflow have no cycle");
+        added[next] = true;
+        order.push(next);
+    }
+    order
 }
 
 /// One setup command.
