@@ -56,6 +56,8 @@
 //!   the agent's model prices it).
 //! - `budget`: `{usd: X, tokens: N}`, what this agent's own runs may spend (USD more than 0;
 //!   input plus output tokens, at least 1). Past it, every agent stops.
+//! - `board: next`: each run starts from the next ready card of the board, claimed for the
+//!   agent (see [`crate::run::controller`]); the agent is woken when a card becomes ready.
 //!
 //! `context`: absent means the file provider with its defaults; `false` disables it;
 //! `{provider: file, documentOwner: NAME, config: {dir, channel, document}}` or
@@ -206,6 +208,9 @@ pub struct AgentDef {
     pub collab: Option<crate::registry::Collab>,
     /// Only coordinating (`delegate: true`): no document-writing tools, no file tools.
     pub delegate: bool,
+    /// `board: next`: before each run, the agent is given the next ready card of the board
+    /// (claimed for it), and it is woken when a card becomes ready.
+    pub board_next: bool,
 }
 
 impl AgentDef {

@@ -87,3 +87,145 @@ fn a_board_with_a_cycle_is_refused_before_anything_is_written() {
     );
     assert!(!s.root.inst_dir(INST).exists());
 }
+
+/// An exec agent that works the board: it finishes the card of its run with a note and
+/// says so.
+fn worker(name: &str) -> String {
+    format!(
+        "  {name}:\n    board: next\n    command: [sh, -c, 'cat >/dev/null; aw-ctl board done \
+         \"$AW_CARD\" --note \"by $AW_AGENT\" >/dev/null && echo \"finished card $AW_CARD\"']\n"
+    )
+}
+
+#[test]
+fn agents_that_work_the_board_take_every_ready_card_and_the_run_ends_when_none_is_left() {
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}{}board:\n  - {{name: a, title: A, for: w1}}\n  \
+         - {{name: b, title: B, body: the body of B, for: w2, after: [a]}}\n  \
+         - {{title: C, after: [a, b]}}\n  - D\n",
+        worker("w1"),
+        worker("w2")
+    );
+    let out = s.run(&wf, &["-q"]);
+    assert_code(&out, 0);
+    let c = cards(&s);
+    assert_eq!(c.len(), 4);
+    for card in c.values() {
+        assert_eq!(card.state, State::Done, "{card:?}\n{}", stderr(&out));
+        let by = card.history.last().unwrap().by.clone();
+        assert_eq!(card.note.as_deref(), Some(format!("by {by}").as_str()));
+        // Claimed by the agent that finished it, and never by another.
+        let claims: Vec<&str> = card
+            .history
+            .iter()
+            .filter(|e| e.event == "claimed")
+            .map(|e| e.by.as_str())
+            .collect();
+        assert_eq!(claims, [by.as_str()], "{card:?}");
+    }
+    let by = |id: u64| c[&id].history.last().unwrap().by.clone();
+    // Cards meant for an agent went to it.
+    assert_eq!((by(1), by(2)), ("w1".to_string(), "w2".to_string()));
+    // B waited for A, and C for both.
+    let at = |id: u64, ev: &str| {
+        c[&id]
+            .history
+            .iter()
+            .find(|e| e.event == ev)
+            .unwrap()
+            .at
+            .clone()
+    };
+    assert!(at(2, "claimed") >= at(1, "done"));
+    assert!(at(3, "claimed") >= at(2, "done"));
+    // Each run said what it finished, in the channel.
+    let mut said: Vec<String> = s
+        .entries()
+        .into_iter()
+        .filter(|(from, _)| from == "w1" || from == "w2")
+        .map(|(_, m)| m)
+        .collect();
+    said.sort();
+    assert_eq!(
+        said,
+        [
+            "finished card 1",
+            "finished card 2",
+            "finished card 3",
+            "finished card 4"
+        ]
+    );
+    // The prompt of B's run showed the card and how to finish it.
+    let runs = |agent: &str| {
+        (1..)
+            .take_while(|n| s.transcript_path(agent, *n).exists())
+            .map(|n| s.transcript(agent, n))
+            .collect::<Vec<_>>()
+    };
+    let w2 = runs("w2");
+    let b = w2
+        .iter()
+        .find(|t| {
+            t["prompt"]
+                .as_str()
+                .unwrap_or("")
+                .contains("You hold card 2 ")
+        })
+        .unwrap_or_else(|| panic!("no run of w2 on card 2: {w2:?}"));
+    let prompt = b["prompt"].as_str().unwrap();
+    assert!(prompt.contains("## Your card"), "{prompt}");
+    assert!(prompt.contains("the body of B"), "{prompt}");
+    assert!(prompt.contains("aw-ctl board done 2 --note"), "{prompt}");
+    assert_eq!(runs("w1").len() + w2.len(), 4, "one run per card");
+}
+
+#[test]
+fn a_kept_server_wakes_an_idle_agent_that_works_the_board_when_a_card_is_added() {
+    use common::runner::{Server, alive, spawn, wait_for};
+    let s = Setup::new();
+    s.write("wf.yaml", &format!("agents:\n{}", worker("w1")));
+    let server = Server::new(spawn(s.cmd(&["--keep"])));
+    wait_for("the server", || {
+        s.root.inst_dir(INST).join("_state/serve/w1.json").exists()
+    });
+    // Nothing in the channel mentions w1: the board alone wakes it.
+    let mut add = s.tool_cmd("aw-ctl");
+    add.args(["-i", INST, "board", "add", "late card", "--as", "lead"]);
+    assert_code(&common::runner::run_hang_guarded(add), 0);
+    wait_for("w1 to finish the card", || {
+        cards(&s).get(&1).is_some_and(|c| c.state == State::Done)
+    });
+    let c = &cards(&s)[&1];
+    assert_eq!(c.note.as_deref(), Some("by w1"));
+    assert!(alive(server.pid()));
+    assert_code(&server.term(), 0);
+    assert!(
+        s.entries()
+            .contains(&("w1".to_string(), "finished card 1".to_string())),
+        "{:?}",
+        s.entries()
+    );
+}
+
+#[test]
+fn a_card_left_unfinished_is_given_back_and_the_run_limit_ends_the_run() {
+    let s = Setup::new();
+    let wf = "agents:\n  w1:\n    board: next\n    max_runs: 2\n    \
+              command: [sh, -c, 'cat >/dev/null; echo \"not done $AW_CARD\"']\nboard:\n  - A\n";
+    let out = s.run(wf, &["-q"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("w1 reached the run limit or failed with cards still ready"),
+        "{}",
+        stderr(&out)
+    );
+    let c = &cards(&s)[&1];
+    assert_eq!(c.state, State::Open);
+    assert!(c.holder.is_none());
+    let events: Vec<&str> = c.history.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(
+        events,
+        ["added", "claimed", "released", "claimed", "released"]
+    );
+}

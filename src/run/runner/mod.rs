@@ -253,6 +253,7 @@ pub fn run(
             c.max_runs = m.value;
         }
         c.reply_fallback = def.reply_fallback;
+        c.board = def.board_next;
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;
