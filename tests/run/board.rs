@@ -229,3 +229,49 @@ fn a_card_left_unfinished_is_given_back_and_the_run_limit_ends_the_run() {
         ["added", "claimed", "released", "claimed", "released"]
     );
 }
+
+#[test]
+fn the_board_example_runs_every_card_to_done_and_releases_every_lease() {
+    let s = Setup::new();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    for f in ["board.yaml", "board-lead.sh", "board-worker.sh"] {
+        std::fs::copy(examples.join(f), s.dir().join(f)).unwrap();
+    }
+    let out =
+        common::runner::run_hang_guarded(s.cmd_file(&["-q"], std::path::Path::new("board.yaml")));
+    assert_code(&out, 0);
+    let c = cards(&s);
+    let titles: Vec<&str> = c.values().map(|c| c.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        [
+            "write the parser",
+            "write the checker",
+            "test the parser",
+            "document both"
+        ]
+    );
+    assert_eq!(c[&4].after, [1, 2]);
+    for card in c.values() {
+        assert_eq!(card.state, State::Done, "{card:?}\n{}", stderr(&out));
+        let by = card.history.last().unwrap().by.clone();
+        assert!(by == "w1" || by == "w2", "{card:?}");
+        let file = card.body.trim().strip_prefix("file: ").unwrap();
+        assert_eq!(card.note.as_deref(), Some(format!("wrote {file}").as_str()));
+        let text = std::fs::read_to_string(s.dir().join(file)).unwrap();
+        assert_eq!(text, format!("written by {by} for card {}\n", card.id));
+        assert!(
+            s.entries()
+                .contains(&(by.clone(), format!("Card {} done: wrote {file}.", card.id))),
+            "{:?}",
+            s.entries()
+        );
+    }
+    // Each worker leased its file (four leases were given) and gave every lease back.
+    let inst = aw::instance::Root::new(s.root.path())
+        .instance(INST)
+        .unwrap();
+    assert_eq!(aw::lease::list(&inst).unwrap(), []);
+    let next = std::fs::read_to_string(aw::lease::dir(&inst).join(".next")).unwrap();
+    assert_eq!(next.trim(), "5");
+}
