@@ -198,14 +198,10 @@ fn a_kept_server_wakes_an_idle_agent_that_works_the_board_when_a_card_is_added()
     });
     let c = &cards(&s)[&1];
     assert_eq!(c.note.as_deref(), Some("by w1"));
+    let said = ("w1".to_string(), "finished card 1".to_string());
+    wait_for("w1's reply", || s.entries().contains(&said));
     assert!(alive(server.pid()));
     assert_code(&server.term(), 0);
-    assert!(
-        s.entries()
-            .contains(&("w1".to_string(), "finished card 1".to_string())),
-        "{:?}",
-        s.entries()
-    );
 }
 
 #[test]
@@ -213,8 +209,12 @@ fn a_card_left_unfinished_is_given_back_and_the_run_limit_ends_the_run() {
     let s = Setup::new();
     let wf = "agents:\n  w1:\n    board: next\n    max_runs: 2\n    \
               command: [sh, -c, 'cat >/dev/null; echo \"not done $AW_CARD\"']\nboard:\n  - A\n";
-    let out = s.run(wf, &["-q"]);
+    let out = s.run(wf, &[]);
     assert_code(&out, 1);
+    for n in [1, 2] {
+        let started = format!("aw-run: w1: run {n} started on card 1\n");
+        assert!(stderr(&out).contains(&started), "{}", stderr(&out));
+    }
     assert!(
         stderr(&out).contains("w1 reached the run limit or failed with cards still ready"),
         "{}",
@@ -274,4 +274,28 @@ fn the_board_example_runs_every_card_to_done_and_releases_every_lease() {
     assert_eq!(aw::lease::list(&inst).unwrap(), []);
     let next = std::fs::read_to_string(aw::lease::dir(&inst).join(".next")).unwrap();
     assert_eq!(next.trim(), "5");
+}
+
+#[test]
+fn a_card_claimed_for_a_run_is_held_by_the_server_and_lapses_when_it_is_killed() {
+    use common::runner::{Server, spawn, wait_for};
+    let s = Setup::new();
+    let wf = "agents:\n  w1:\n    board: next\n    \
+              command: [sh, -c, 'cat >/dev/null; touch started; while [ ! -e go ]; do sleep 0.05; done']\n\
+              board:\n  - A\n";
+    s.write("wf.yaml", wf);
+    let mut server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
+    wait_for("the run on card 1", || s.dir().join("started").exists());
+    let c = &cards(&s)[&1];
+    let h = c.holder.as_ref().expect("held");
+    assert_eq!((c.state, h.agent.as_str()), (State::Claimed, "w1"));
+    assert_eq!((h.pid, h.served), (server.pid(), true), "{h:?}");
+    server.child().kill().unwrap();
+    let _ = server.wait();
+    // The agent's program outlives a server killed -9: let it end.
+    std::fs::write(s.dir().join("go"), "").unwrap();
+    // Its server gone, the claim has lapsed: the card is ready again.
+    let c = &cards(&s)[&1];
+    assert_eq!(c.state, State::Open, "{c:?}");
+    assert!(c.holder.is_none());
 }

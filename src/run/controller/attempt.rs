@@ -130,6 +130,7 @@ impl Controller {
             reason,
             gave_up: false,
             woken_by: Vec::new(),
+            card: None,
             transcript: 0,
             stderr_tail: None,
         }
@@ -262,6 +263,7 @@ impl Controller {
             .iter()
             .map(|m| (m.entry.id, m.entry.from.clone()))
             .collect();
+        ev.card = due.card.as_ref().map(|c| c.id);
         report(&ev);
     }
 

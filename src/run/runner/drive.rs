@@ -261,6 +261,9 @@ fn watch_board(
         loop {
             let ours = shared.lock().board_agents();
             crate::run::controller::cards::renew_held(&inst, &ours);
+            // TODO: call `crate::board::sweep(&inst)` here once the board has it
+            // (claims whose time ran out or whose server is gone lapse, and are announced);
+            // until then a lapse is seen by every read of the board and made by a claim.
             if shared.lock().stopping {
                 return;
             }
