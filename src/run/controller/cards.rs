@@ -10,9 +10,9 @@ use std::time::Duration;
 use crate::board::{self, Card, State as CardState};
 use crate::instance::Instance;
 
-/// How long a claim made for a run lasts without renewal: its server renews it every third
-/// of this while it serves.
-pub const CARD_TTL: Duration = Duration::from_secs(30 * 60);
+/// How long a claim made for a run lasts without renewal (as one an agent makes with its
+/// tools): its server renews it every third of this while it serves.
+pub const CARD_TTL: Duration = crate::tools::board::DEFAULT_CLAIM_TTL;
 
 /// The card `agent`'s next run starts from: one it holds (renewed), else the next ready
 /// card claimed for it. `None` when none is ready (or the board cannot be read: said).
