@@ -158,6 +158,7 @@ fn run_once(b: &mut dyn Backend, inst: &Instance, root: &Path, n: u64) -> Durati
         attempt: 1,
         prompt: "You are alice.\n\nFrom @user: @alice look at this and answer briefly.\n",
         prompt_messages: 1,
+        card: None,
         root,
         mcp_config: &root.join("mcp.json"),
         timeout: None,

@@ -417,3 +417,32 @@ pub fn counts(inst: &Instance) -> Result<Option<Counts>> {
     t.commit()?;
     Ok(Some(counts))
 }
+
+/// The cards `agent` holds, by id, from the index (claims that lapsed lapsed first).
+pub fn held_by(inst: &Instance, agent: &str) -> Result<Vec<u64>> {
+    if !files::dir(inst).is_dir() {
+        return Ok(Vec::new());
+    }
+    let t = Txn::begin(inst)?;
+    let ids = t
+        .idx
+        .held
+        .iter()
+        .filter(|(_, h)| h.agent == agent)
+        .map(|(id, _)| *id)
+        .collect();
+    t.commit()?;
+    Ok(ids)
+}
+
+/// Is a card ready for `agent` (meant for it, alone or in a pool, or for no one)? From the
+/// index, claims that lapsed lapsed first.
+pub fn ready_for(inst: &Instance, agent: &str) -> Result<bool> {
+    if !files::dir(inst).is_dir() {
+        return Ok(false);
+    }
+    let t = Txn::begin(inst)?;
+    let ready = !t.idx.candidates(agent).is_empty();
+    t.commit()?;
+    Ok(ready)
+}

@@ -80,7 +80,7 @@ struct Watch {
     /// `None` once retired (see [`RETIRED`]).
     inotify: Option<Inotify>,
     wd: WatchDescriptor,
-    /// The watched file's name in the folder.
+    /// The watched file's name in the folder; `None`: every entry of the folder.
     name: Option<OsString>,
 }
 
@@ -92,7 +92,7 @@ struct Watch {
 static RETIRED: std::sync::Mutex<Vec<Inotify>> = std::sync::Mutex::new(Vec::new());
 
 impl Watch {
-    fn new(file: &Path, dir: &Path) -> std::result::Result<Watch, Errno> {
+    fn new(file: Option<&Path>, dir: &Path) -> std::result::Result<Watch, Errno> {
         let retired = std::mem::take(&mut *RETIRED.lock().unwrap_or_else(|e| e.into_inner()));
         drop(retired);
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC)?;
@@ -100,7 +100,7 @@ impl Watch {
         Ok(Watch {
             inotify: Some(inotify),
             wd,
-            name: file.file_name().map(|n| n.to_os_string()),
+            name: file.and_then(|f| f.file_name()).map(|n| n.to_os_string()),
         })
     }
 
@@ -122,7 +122,7 @@ impl Watch {
                 Ok(events) => {
                     hit |= events
                         .iter()
-                        .any(|e| e.name.is_none() || e.name == self.name);
+                        .any(|e| e.name.is_none() || self.name.is_none() || e.name == self.name);
                 }
                 Err(Errno::EAGAIN) => return hit,
                 Err(Errno::EINTR) => {}
@@ -390,8 +390,21 @@ impl FileWaiter {
     /// otherwise inotify is used, falling back to polling when inotify cannot be set up
     /// ([`FileWaiter::fallback`] then tells why, for the caller to warn about).
     pub fn new(file: &Path, poll: Option<Duration>) -> Result<FileWaiter> {
+        let dir = file.parent().unwrap_or(Path::new("."));
+        Self::make(file, dir, false, poll)
+    }
+
+    /// Watch every entry of the folder `dir` (which must exist): a file of it created,
+    /// written, renamed in or out, or removed. Polling compares the folder's stat signature
+    /// (its change time moves with every entry added, renamed or removed). Not for
+    /// [`FileWaiter::gone`].
+    pub fn folder(dir: &Path, poll: Option<Duration>) -> Result<FileWaiter> {
+        Self::make(dir, dir, true, poll)
+    }
+
+    fn make(file: &Path, dir: &Path, folder: bool, poll: Option<Duration>) -> Result<FileWaiter> {
         let file = file.to_path_buf();
-        let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let dir = dir.to_path_buf();
         // Take the identities before arming the watch, so that a replacement in between is
         // seen at the first wake-up.
         let dir_id = std::fs::metadata(&dir)
@@ -408,13 +421,14 @@ impl FileWaiter {
             Policy::Auto if !is_network_fs(&dir) => Policy::Inotify,
             p => p,
         };
+        let named = (!folder).then_some(file.as_path());
         let mode = match policy {
-            Policy::Poll(every) => Self::polling(&file, every),
-            Policy::Auto | Policy::Inotify => match Watch::new(&file, &dir) {
+            Policy::Poll(every) => Self::polling(&file, every, folder),
+            Policy::Auto | Policy::Inotify => match Watch::new(named, &dir) {
                 Ok(watch) if policy == Policy::Auto => Mode::Both {
                     watch,
                     every: NETFS_POLL,
-                    probe: Probe::new(&file, true),
+                    probe: Probe::new(&file, !folder),
                 },
                 Ok(watch) => Mode::Inotify { watch },
                 Err(e) => {
@@ -424,7 +438,7 @@ impl FileWaiter {
                         inotify_failure(e),
                         DEFAULT_POLL.as_millis()
                     ));
-                    Self::polling(&file, DEFAULT_POLL)
+                    Self::polling(&file, DEFAULT_POLL, folder)
                 }
             },
         };
@@ -440,11 +454,11 @@ impl FileWaiter {
         })
     }
 
-    fn polling(file: &Path, every: Duration) -> Mode {
+    fn polling(file: &Path, every: Duration, folder: bool) -> Mode {
         let dir = file.parent().unwrap_or(Path::new("."));
         Mode::Poll {
             every,
-            probe: Probe::new(file, is_network_fs(dir)),
+            probe: Probe::new(file, !folder && is_network_fs(dir)),
         }
     }
 
@@ -585,6 +599,23 @@ mod tests {
         assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
         let other = inotify_failure(Errno::EACCES);
         assert!(!other.contains("fs.inotify"), "{other}");
+    }
+
+    #[test]
+    fn a_folder_waiter_wakes_on_any_entry_watched_or_polled() {
+        let dir = tempfile::tempdir().unwrap();
+        for poll in [None, Some(Duration::from_millis(20))] {
+            let mut w = FileWaiter::folder(dir.path(), poll).unwrap();
+            assert!(
+                !w.wait(Some(Duration::from_millis(30))),
+                "nothing changed yet"
+            );
+            let name = format!("{}.json", poll.is_some());
+            let tmp = dir.path().join(".tmp");
+            std::fs::write(&tmp, "{}").unwrap();
+            std::fs::rename(&tmp, dir.path().join(name)).unwrap();
+            assert!(w.wait(Some(Duration::from_secs(30))), "poll {poll:?}");
+        }
     }
 
     /// The open descriptors of this process.

@@ -56,6 +56,8 @@
 //!   the agent's model prices it).
 //! - `budget`: `{usd: X, tokens: N}`, what this agent's own runs may spend (USD more than 0;
 //!   input plus output tokens, at least 1). Past it, every agent stops.
+//! - `board: next`: each run starts from the next ready card of the board, claimed for the
+//!   agent (see [`crate::run::controller`]); the agent is woken when a card becomes ready.
 //!
 //! `context`: absent means the file provider with its defaults; `false` disables it;
 //! `{provider: file, documentOwner: NAME, config: {dir, channel, document}}` or
@@ -71,6 +73,12 @@
 //! MODEL is an id or an alias (two names of one model are an error); the prices not given
 //! stay the table's. A run whose backend reports tokens but no cost is priced by its agent's
 //! `model`; with no price known its cost stays unknown (its tokens still count).
+//!
+//! `board`: a list of cards, `{name, title, body, after, for, labels}` (only `title` is
+//! needed; a card may be its title alone), added to the board of an instance when the
+//! workflow runs on it and its board holds no card yet. `after` lists the cards it waits
+//! for, each by its position in the list (from 0) or by its `name`; an unknown reference or a
+//! cycle is an error; `for` that is not an agent of the workflow gets a warning.
 //!
 //! `setup`: a list of `{shell: COMMAND, as: NAME}`, run in order before the kickoff; `as`
 //! stores the command's output in a variable (see [`super::interpolate`]), defined for the
@@ -131,6 +139,8 @@ pub struct Workflow {
     pub pricing: Pricing,
     /// `budget:`: what the whole workflow may spend (the command line's flags win).
     pub budget: Budget,
+    /// `board:`: the cards that seed the board of an instance whose board holds none.
+    pub board: Vec<CardDef>,
 }
 
 impl Workflow {
@@ -198,6 +208,9 @@ pub struct AgentDef {
     pub collab: Option<crate::registry::Collab>,
     /// Only coordinating (`delegate: true`): no document-writing tools, no file tools.
     pub delegate: bool,
+    /// `board: next`: before each run, the agent is given the next ready card of the board
+    /// (claimed for it), and it is woken when a card becomes ready.
+    pub board_next: bool,
 }
 
 impl AgentDef {
@@ -353,6 +366,37 @@ impl Task {
             _ => self.output.iter().collect(),
         }
     }
+}
+
+/// One card of `board:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardDef {
+    /// The position of the card in the file.
+    pub pos: Pos,
+    /// `name:`, how `after:` of other cards may name it.
+    pub name: Option<Spanned<String>>,
+    pub title: Spanned<String>,
+    pub body: String,
+    /// The positions in `board:` of the cards it waits for (resolved, never a cycle).
+    pub after: Vec<usize>,
+    /// `for:`: the agent it is meant for, or the agents of a pool.
+    pub assignee: Vec<Spanned<String>>,
+    pub labels: Vec<Spanned<String>>,
+}
+
+/// The positions of `cards` in the order they are added to a board: each after every card
+/// it waits for, else in file order.
+pub fn seeding_order(cards: &[CardDef]) -> Vec<usize> {
+    let mut order = Vec::with_capacity(cards.len());
+    let mut added = vec![false; cards.len()];
+    while order.len() < cards.len() {
+        let next = (0..cards.len())
+            .find(|&i| !added[i] && cards[i].after.iter().all(|&j| added[j]))
+            .expect("the cards of a workflow have no cycle");
+        added[next] = true;
+        order.push(next);
+    }
+    order
 }
 
 /// One setup command.

@@ -23,7 +23,11 @@ my_inbox_ack with the id of the newest message you handled. Keep durable state (
 decisions, findings) in documents (team_doc_*), not only in the channel; if a document owner
 is set and it is not you, use document_suggest. Put long content in resource_create and
 reference its id. When you see [PROPOSAL:id], vote with team_vote (votes are final); create
-proposals for decisions the team must share. Mention only agents who must act.";
+proposals for decisions the team must share. Mention only agents who must act.
+Work on the board: take the next ready card with board_claim, lease the files you will edit
+with lease_take before editing them, and when the card is done call board_done with a note
+saying what was done (it releases the leases you took for it). Split large work with board_add (after: the
+cards it waits for).";
 
 crate::keyword_enum! {
     /// Every tool, in listing order. A new tool is a line here, its definition in
@@ -47,6 +51,13 @@ crate::keyword_enum! {
         TeamProposalCancel = "team_proposal_cancel",
         ResourceCreate = "resource_create",
         ResourceRead = "resource_read",
+        BoardAdd = "board_add",
+        BoardClaim = "board_claim",
+        BoardDone = "board_done",
+        BoardList = "board_list",
+        LeaseTake = "lease_take",
+        LeaseRelease = "lease_release",
+        LeaseList = "lease_list",
         SpawnAgent = "spawn_agent",
         SendInput = "send_input",
         Wait = "wait",
@@ -55,7 +66,7 @@ crate::keyword_enum! {
 }
 
 /// How many tools every agent gets: all but the collab tools.
-pub const DEFAULT_TOOLS: usize = 18;
+pub const DEFAULT_TOOLS: usize = 25;
 
 impl Tool {
     /// One of the collab tools (`aw-mcp --collab`).
@@ -162,6 +173,13 @@ fn input_schema(t: Tool) -> Value {
         Tool::TeamProposalCancel => schema::<params::ProposalCancel>(),
         Tool::ResourceCreate => schema::<params::ResourceCreate>(),
         Tool::ResourceRead => schema::<params::ResourceRead>(),
+        Tool::BoardAdd => schema::<params::BoardAdd>(),
+        Tool::BoardClaim => schema::<params::BoardClaim>(),
+        Tool::BoardDone => schema::<params::BoardDone>(),
+        Tool::BoardList => schema::<params::BoardList>(),
+        Tool::LeaseTake => schema::<params::LeaseTake>(),
+        Tool::LeaseRelease => schema::<params::LeaseRelease>(),
+        Tool::LeaseList => schema::<params::NoArgs>(),
         Tool::SpawnAgent => schema::<params::SpawnAgent>(),
         Tool::SendInput => schema::<params::SendInput>(),
         Tool::Wait => schema::<params::Wait>(),
@@ -216,6 +234,27 @@ fn description(t: Tool) -> &'static str {
             "Store long content (a diff, a log, a report) once and get an id to reference in messages instead of pasting it."
         }
         Tool::ResourceRead => "Read a resource by id, verbatim.",
+        Tool::BoardAdd => {
+            "Add a card of work to the team's board: a title, a body saying what is to be done, the ids of the cards it waits for (after: it is ready once they are all done; no cycles), the agent it is meant for, labels. Returns its id. Split a large task into cards with dependencies; agents claim the ready ones."
+        }
+        Tool::BoardClaim => {
+            "Claim a card of the board: by id, or (the default) the next ready card, meant for you or for anyone. Each card goes to exactly one claimer. Returns the card, or says none is ready. The claim lapses when its time (ttl_seconds, default 1800) runs out or your server stops; claim the card again to renew it."
+        }
+        Tool::BoardDone => {
+            "Finish a card you hold, with a note saying what was done. The cards waiting for it become ready (and are announced); your leases on files are released."
+        }
+        Tool::BoardList => {
+            "List the cards of the board: id, state, title, holder and until, who it is for, what it waits for, labels. ready: only the claimable ones; mine: only those you hold or that are meant for you."
+        }
+        Tool::LeaseTake => {
+            "Lease paths or globs of the work tree before editing them, exclusive (the default) or shared, with a reason. Fails at once when another agent holds an overlapping lease, naming its holder, until when and why; with wait_seconds, waits for it. Leases lapse after ttl_seconds (default 1800) or when your server stops."
+        }
+        Tool::LeaseRelease => {
+            "Release your leases: one by id, those naming some of paths, or (with neither) all of them."
+        }
+        Tool::LeaseList => {
+            "List the leases in force: id, holder, mode, paths, until when, and why."
+        }
         Tool::SpawnAgent => {
             "Start a worker agent on a task: it is registered in this team, gets your prompt as a message from you, and is run by aw-run like any agent. Returns its name. Workers you spawn count against the team's budget and worker limit; close them with close_agent when their work is done."
         }
@@ -281,6 +320,7 @@ mod tests {
         assert_eq!(default.len(), DEFAULT_TOOLS);
         assert_eq!(default[0], "channel_send");
         assert_eq!(default[17], "resource_read");
+        assert_eq!(default[24], "lease_list");
         let collab = Toolset {
             collab: Some(Default::default()),
             delegate: false,
@@ -299,7 +339,14 @@ mod tests {
         for t in ["team_doc_write", "team_doc_append", "team_doc_create"] {
             assert!(!names.iter().any(|n| n == t), "{t} given to a delegate");
         }
-        for t in ["team_doc_read", "spawn_agent", "close_agent", "team_vote"] {
+        for t in [
+            "team_doc_read",
+            "spawn_agent",
+            "close_agent",
+            "team_vote",
+            "board_add",
+            "lease_take",
+        ] {
             assert!(names.iter().any(|n| n == t), "{t} not given to a delegate");
         }
     }
@@ -314,7 +361,7 @@ mod tests {
             "{msg}"
         );
         assert!(
-            msg.ends_with(", resource_read, spawn_agent, send_input, wait, close_agent)"),
+            msg.ends_with(", lease_list, spawn_agent, send_input, wait, close_agent)"),
             "{msg}"
         );
     }

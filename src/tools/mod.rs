@@ -8,7 +8,8 @@
 //! - [`args`]: reading a call's arguments into the tool's argument struct (`params`, which
 //!   the input schemas are made from too);
 //! - the handlers, by area: `messages` (channel and inbox), `team` (status, members),
-//!   `documents` (documents and resources), `proposals`, `workers` (the collab tools);
+//!   `documents` (documents and resources), `proposals`, `board` (the cards of work),
+//!   `leases` (leases on files), `workers` (the collab tools);
 //! - [`files`]: the built-in file tools of API agents, confined to one folder;
 //! - [`client_config`]: how a client (Claude Code, Codex) starts `aw-mcp` for one agent.
 //!
@@ -16,11 +17,13 @@
 //! every failure is an [`Error`] that the front end gives the model as a tool error.
 
 pub mod args;
+pub mod board;
 mod caller;
 pub mod catalogue;
 pub mod client_config;
 mod documents;
 pub mod files;
+mod leases;
 mod messages;
 mod params;
 mod proposals;
@@ -89,6 +92,13 @@ fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
         Tool::TeamProposalCancel => proposals::proposal_cancel(s, parse(n, a)?),
         Tool::ResourceCreate => documents::resource_create(s, parse(n, a)?),
         Tool::ResourceRead => documents::resource_read(s, parse(n, a)?),
+        Tool::BoardAdd => board::board_add(s, parse(n, a)?),
+        Tool::BoardClaim => board::board_claim(s, parse(n, a)?),
+        Tool::BoardDone => board::board_done(s, parse(n, a)?),
+        Tool::BoardList => board::board_list(s, parse(n, a)?),
+        Tool::LeaseTake => leases::lease_take(s, parse(n, a)?),
+        Tool::LeaseRelease => leases::lease_release(s, parse(n, a)?),
+        Tool::LeaseList => parse::<params::NoArgs>(n, a).and_then(|_| leases::lease_list(s)),
         Tool::SpawnAgent => workers::spawn_agent(s, parse(n, a)?),
         Tool::SendInput => workers::send_input(s, parse(n, a)?),
         Tool::Wait => workers::wait(s, parse(n, a)?),

@@ -379,3 +379,87 @@ pub fn small(n: Option<Uint>, what: &str) -> crate::error::Result<Option<u32>> {
     })
     .transpose()
 }
+
+/// Longest `lease_take` wait for the leases in the way, in seconds (as for a reply to
+/// `channel_send`).
+pub const MAX_LEASE_WAIT: u64 = MAX_REPLY_WAIT;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BoardAdd {
+    /// One line, at most 200 bytes
+    #[schemars(length(max = crate::board::MAX_TITLE))]
+    pub title: String,
+    /// What is to be done, how to tell it is done (Markdown)
+    pub body: Option<String>,
+    /// Ids of the cards this one waits for: it is ready once they are all done
+    #[schemars(with = "Option<Vec<Uint>>")]
+    pub after: Option<Vec<Uint>>,
+    /// The agent it is meant for, or a pool of agents (default: whoever claims it)
+    #[serde(rename = "for")]
+    #[schemars(with = "Option<Vec<String>>")]
+    pub assignee: Option<Names>,
+    /// Words that sort the cards (letters, digits, - _ . / :)
+    #[schemars(with = "Option<Vec<String>>")]
+    pub labels: Option<Names>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BoardClaim {
+    /// The card to claim; without it, the next ready card (meant for you, else for anyone)
+    pub id: Option<Uint>,
+    /// Claim the next ready card (the default when no id is given)
+    pub next: Option<Flag>,
+    /// How long the claim lasts without renewal, in seconds (default 1800); claiming a card
+    /// you hold again renews it
+    #[schemars(range(min = 1))]
+    pub ttl_seconds: Option<Uint>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BoardDone {
+    /// The card you finished
+    pub id: Uint,
+    /// What was done, for whoever reads the card next
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BoardList {
+    /// Only the cards ready to be claimed
+    pub ready: Option<Flag>,
+    /// Only the cards you hold or that are meant for you
+    pub mine: Option<Flag>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseTake {
+    /// Paths or globs of the work tree (`src/a.rs`, `src/**`), relative to its top
+    #[schemars(with = "Vec<String>", length(min = 1))]
+    pub paths: Names,
+    /// A shared lease: others may take shared leases on the same paths, not exclusive ones
+    pub shared: Option<Flag>,
+    /// How long the lease lasts, in seconds (default 1800)
+    #[schemars(range(min = 1))]
+    pub ttl_seconds: Option<Uint>,
+    /// Why you lease them, shown to whoever they are in the way of
+    pub reason: Option<String>,
+    /// When another holds them, wait up to this many seconds for them (default 0: fail at
+    /// once, at most 300)
+    #[schemars(range(min = 0, max = MAX_LEASE_WAIT))]
+    pub wait_seconds: Option<Uint>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaseRelease {
+    /// The lease to release (L and a number)
+    pub id: Option<String>,
+    /// Release your leases that name one of these paths
+    #[schemars(with = "Option<Vec<String>>")]
+    pub paths: Option<Names>,
+}

@@ -110,7 +110,7 @@ fn anthropic_runs_the_tool_loop_through_the_aw_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 25);
     assert!(tools.contains(&"channel_send") && tools.contains(&"team_doc_write"));
     let prompt = r0.body["messages"][0]["content"].as_str().unwrap();
     assert!(prompt.contains("@alice look at the diff"), "{prompt}");
@@ -483,7 +483,7 @@ fn openai_runs_the_tool_loop_with_function_calls() {
     assert_eq!(b["model"], "local-model");
     assert_eq!(b["max_tokens"], 64);
     assert_eq!(b["messages"][0]["role"], "system");
-    assert_eq!(b["tools"].as_array().unwrap().len(), 18);
+    assert_eq!(b["tools"].as_array().unwrap().len(), 25);
     assert_eq!(b["tools"][0]["type"], "function");
     let msgs = reqs[1].body["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 4);
@@ -559,8 +559,8 @@ fn file_tools_are_given_by_name_and_confined_to_the_cwd() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 20);
-    assert_eq!(&names[18..], ["read_file", "write_file"]);
+    assert_eq!(names.len(), 27);
+    assert_eq!(&names[25..], ["read_file", "write_file"]);
     let results = reqs[1].body["messages"][2]["content"].as_array().unwrap();
     let result = |i: usize| {
         (
@@ -711,9 +711,9 @@ fn an_api_agent_with_collab_spawns_waits_for_and_closes_a_worker_in_process() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools.len(), 22);
+    assert_eq!(tools.len(), 29);
     assert_eq!(
-        &tools[18..],
+        &tools[25..],
         ["spawn_agent", "send_input", "wait", "close_agent"]
     );
     // What each tool gave back reached the model.
@@ -935,4 +935,71 @@ fn status_and_runs_count_the_tokens_of_a_run_once_as_budget_does() {
         .collect();
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["usage"]["output_tokens"], 208);
+}
+
+#[test]
+fn an_api_agent_adds_claims_leases_and_finishes_cards_through_the_aw_tools() {
+    let s = Setup::new();
+    let api = FakeApi::start(vec![
+        answer(
+            json!([
+                tool_use(
+                    "a1",
+                    "board_add",
+                    json!({"title": "first", "body": "do it"})
+                ),
+                tool_use("a2", "board_add", json!({"title": "second", "after": [1]})),
+                tool_use("c1", "board_claim", json!({})),
+                tool_use(
+                    "l1",
+                    "lease_take",
+                    json!({"paths": ["src/**"], "reason": "first"})
+                ),
+            ]),
+            "tool_use",
+            1,
+            1,
+        ),
+        answer(
+            json!([tool_use(
+                "d1",
+                "board_done",
+                json!({"id": 1, "note": "did it"})
+            )]),
+            "tool_use",
+            1,
+            1,
+        ),
+        end("@user first is done"),
+    ]);
+    assert_code(&run_api(&s, ANTHROPIC_WF, &api, &[]), 0);
+    let reqs = api.requests();
+    let results = reqs[1].body["messages"][2]["content"].as_array().unwrap();
+    let text = |i: usize| results[i]["content"].as_str().unwrap().to_string();
+    assert!(
+        results.iter().all(|r| r["is_error"] == false),
+        "{results:?}"
+    );
+    assert!(text(2).contains("You hold card 1"), "{}", text(2));
+    assert!(text(3).contains("Leased src/** to you"), "{}", text(3));
+    let done = reqs[2].body["messages"][4]["content"][0]["content"].to_string();
+    assert!(done.contains("Card 1 is done"), "{done}");
+    assert!(done.contains("Released your leases L1"), "{done}");
+    assert!(done.contains("Now ready: card 2"), "{done}");
+    let card: Value =
+        serde_json::from_str(&ctl_out(&s, &["board", "show", "1", "--json"])).unwrap();
+    assert_eq!(
+        (&card["state"], &card["note"]),
+        (&json!("done"), &json!("did it"))
+    );
+    assert_eq!(card["creator"], "alice");
+    let ready = ctl_out(&s, &["board", "ls", "--ready", "--json"]);
+    let ready: Value = serde_json::from_str(ready.trim()).unwrap();
+    assert_eq!(ready["id"], 2);
+    assert_eq!(
+        ctl_out(&s, &["board", "ls", "--mine", "alice"])
+            .lines()
+            .count(),
+        0
+    );
 }

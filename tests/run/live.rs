@@ -424,6 +424,34 @@ fn top_shows_agents_attempts_and_the_channel_live_and_q_restores_the_terminal() 
     t.wait_for("carol with 1 unread", |sc| unread(sc, "1"));
     ctl(&["-i", INST, "ack", "carol"]);
     t.wait_for("carol with nothing unread", |sc| unread(sc, "0"));
+    // The board pane comes with the first card and shows who holds one, until when.
+    assert!(!t.screen().contains(" board "), "no pane without cards");
+    ctl(&[
+        "-i",
+        INST,
+        "board",
+        "add",
+        "fix the parser",
+        "--as",
+        "other",
+    ]);
+    ctl(&["-i", INST, "board", "add", "then test it", "--after", "1"]);
+    t.wait_for("a ready card", |sc| {
+        sc.contains("2 open (1 ready), 0 claimed") && sc.contains("#1 fix the parser  ready")
+    });
+    ctl(&["-i", INST, "board", "claim", "1", "--as", "carol"]);
+    let held = t.wait_for("the claimed card", |sc| {
+        sc.contains("1 open (0 ready), 1 claimed, 0 done")
+            && sc.contains("#1 fix the parser  held by carol until 20")
+    });
+    assert!(held.lines().count() <= 24, "{held}");
+    ctl(&[
+        "-i", INST, "board", "done", "1", "--as", "carol", "--note", "fixed",
+    ]);
+    t.wait_for("the card done and the next ready", |sc| {
+        sc.contains("#1 fix the parser  done by carol: fixed")
+            && sc.contains("#2 then test it  ready")
+    });
     t.keys(&["q"]);
     let (code, screen) = t.wait_exit();
     assert_eq!(code, 0, "{screen}");

@@ -9,6 +9,7 @@ mod common;
 
 mod backend_api;
 mod backend_cli;
+mod board;
 mod budget;
 mod budget_limits;
 mod dispatch;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::{Call, who};
-use crate::board::{self, State};
+use crate::board;
 use crate::cli::{self, Out};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
@@ -27,13 +27,7 @@ fn card(inst: &Instance, a: &Call, who: &str) -> Result<Option<u64>> {
     if let Some(id) = a.string("card") {
         return board::parse_id(&id).map(Some);
     }
-    let held: Vec<u64> = board::list(inst)?
-        .values()
-        .filter(|c| c.state == State::Claimed)
-        .filter(|c| c.holder.as_ref().is_some_and(|h| h.agent == who))
-        .map(|c| c.id)
-        .collect();
-    Ok(match held[..] {
+    Ok(match board::held_by(inst, who)?[..] {
         [one] => Some(one),
         _ => None,
     })

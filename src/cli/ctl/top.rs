@@ -1,7 +1,8 @@
 //! `aw-ctl top`: a full-screen live view of one instance: its agents (state, the attempt
-//! under way and its elapsed time, unread messages, tokens and cost) and the last channel
-//! entries. It is drawn again when the channel, the registry, the spending or a
-//! controller's state changes (the file watcher of [`crate::fs::watch`]; the controller
+//! under way and its elapsed time, unread messages, tokens and cost), its board (when it
+//! has cards: the counts, the claimed cards with holder and until, the ready ones, the
+//! last done) and the last channel entries. It is drawn again when the channel, the
+//! registry, the spending, the board or a controller's state changes (the file watcher of [`crate::fs::watch`]; the controller
 //! states of agents registered later, workers among them, are watched from when they
 //! appear), and every [`CLOCK`] for the clocks (`AW_TOP_CLOCK` seconds, 0 for none); `q`
 //! (or Esc, or Ctrl-C) quits and gives the terminal back as it was.
@@ -39,6 +40,12 @@ pub const CLOCK: Duration = Duration::from_secs(1);
 /// Most channel entries the view reads (it shows those that fit).
 const ENTRIES: usize = 50;
 
+/// Most lines of the board pane, its border aside.
+const BOARD_LINES: usize = 8;
+
+/// How many of the cards done last the board pane shows.
+const RECENTLY_DONE: usize = 3;
+
 /// What wakes the view.
 enum Wake {
     Key(Event),
@@ -60,6 +67,8 @@ struct AgentRow {
 /// Everything the view shows, as read from the instance.
 struct Snapshot {
     agents: Vec<AgentRow>,
+    /// The board pane's lines; none when the board has no card.
+    board: Vec<String>,
     entries: Vec<String>,
 }
 
@@ -168,11 +177,16 @@ fn watch(inst: &Instance, tx: &Sender<Wake>, watched: &mut BTreeSet<PathBuf>) {
             );
         }
     }
-    for f in files {
+    let board = crate::board::dir(inst);
+    for f in files.into_iter().chain([board.clone()]) {
         if watched.contains(&f) {
             continue;
         }
-        let Ok(mut w) = crate::fs::watch::FileWaiter::new(&f, None) else {
+        let w = match f == board {
+            true => crate::fs::watch::FileWaiter::folder(&f, None),
+            false => crate::fs::watch::FileWaiter::new(&f, None),
+        };
+        let Ok(mut w) = w else {
             // Its folder does not exist yet: the clock redraws the view.
             continue;
         };
@@ -248,7 +262,56 @@ fn snapshot(inst: &Instance) -> Snapshot {
                 .collect()
         })
         .unwrap_or_default();
-    Snapshot { agents, entries }
+    Snapshot {
+        agents,
+        board: board_lines(inst),
+        entries,
+    }
+}
+
+/// The board pane: the counts by state, then the claimed cards (holder and until), the
+/// ready ones, and the last done, at most [`BOARD_LINES`] lines; none without cards.
+fn board_lines(inst: &Instance) -> Vec<String> {
+    use crate::board::State;
+    let cards = crate::board::list(inst).unwrap_or_default();
+    if cards.is_empty() {
+        return Vec::new();
+    }
+    let count = |s: State| cards.values().filter(|c| c.state == s).count();
+    let ready = cards.values().filter(|c| c.is_ready(&cards)).count();
+    let mut lines = vec![format!(
+        "{} open ({ready} ready), {} claimed, {} done, {} dropped",
+        count(State::Open),
+        count(State::Claimed),
+        count(State::Done),
+        count(State::Dropped)
+    )];
+    let line = |c: &crate::board::Card, what: String| {
+        let title = crate::term::visible(&c.title).replace(['\n', '\t'], " ");
+        format!("#{} {title}  {what}", c.id)
+    };
+    for c in cards.values() {
+        if let Some(h) = &c.holder {
+            lines.push(line(c, format!("held by {} until {}", h.agent, h.until)));
+        }
+    }
+    for c in cards.values().filter(|c| c.is_ready(&cards)) {
+        let to = match c.assignee.is_empty() {
+            true => String::new(),
+            false => format!(" for {}", c.assignee.join(",")),
+        };
+        lines.push(line(c, format!("ready{to}")));
+    }
+    let mut done: Vec<&crate::board::Card> =
+        cards.values().filter(|c| c.state == State::Done).collect();
+    done.sort_by(|a, b| b.updated.cmp(&a.updated));
+    for c in done.into_iter().take(RECENTLY_DONE) {
+        let by = c.history.last().map_or("?", |e| e.by.as_str());
+        let note = c.note.as_ref().map_or(String::new(), |n| format!(": {n}"));
+        lines.push(line(c, format!("done by {by}{note}")));
+    }
+    lines.truncate(BOARD_LINES);
+    lines
 }
 
 /// The attempt of `agent` under way: the newest log without its transcript, with when it
@@ -267,9 +330,14 @@ fn current_attempt(inst: &Instance, agent: &str) -> Option<(u64, Option<SystemTi
 fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
     let area = f.area();
     let table_height = (snap.agents.len() as u16 + 3).min(area.height.saturating_sub(4).max(3));
-    let [title, agents, entries] = Layout::vertical([
+    let board_height = match snap.board.len() {
+        0 => 0,
+        n => n as u16 + 2,
+    };
+    let [title, agents, board, entries] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(table_height),
+        Constraint::Length(board_height),
         Constraint::Min(3),
     ])
     .areas(area);
@@ -324,6 +392,13 @@ fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
             .block(Block::default().borders(Borders::ALL).title(" agents ")),
         agents,
     );
+    if !snap.board.is_empty() {
+        let lines: Vec<Line> = snap.board.iter().map(|l| Line::from(l.clone())).collect();
+        f.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" board ")),
+            board,
+        );
+    }
     // The newest entries that fit, oldest first.
     let room = entries.height.saturating_sub(2) as usize;
     let shown: Vec<Line> = snap

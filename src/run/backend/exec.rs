@@ -324,6 +324,10 @@ impl Exec {
             .env("AW_RUN", ctx.run.to_string())
             .env("AW_MCP_CONFIG", ctx.mcp_config)
             .envs(self.env.iter().map(|(k, v)| (k, v)));
+        match ctx.card {
+            Some(id) => cmd.env("AW_CARD", id.to_string()),
+            None => cmd.env_remove("AW_CARD"),
+        };
         if let Some(d) = &self.cwd {
             cmd.current_dir(d);
         }

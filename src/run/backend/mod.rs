@@ -37,6 +37,8 @@ pub struct RunContext<'a> {
     pub prompt: &'a str,
     /// How many inbox messages the prompt shows.
     pub prompt_messages: usize,
+    /// The id of the card the run starts from (`board: next`).
+    pub card: Option<u64>,
     /// The aw root, absolute.
     pub root: &'a std::path::Path,
     /// The MCP configuration file written for this agent.

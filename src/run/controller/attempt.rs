@@ -75,6 +75,9 @@ pub struct Controller {
     /// The agent's claim (see
     /// [`serve::take`](crate::serve::take)), let go when the controller ends.
     pub serving_lock: Option<crate::serve::Claim>,
+    /// It works the board (`board: next`): each run starts from a card (see
+    /// [`cards`](super::cards)).
+    pub board: bool,
 }
 
 /// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
@@ -83,6 +86,8 @@ pub(super) struct Due {
     pub msgs: Vec<inbox::InboxMessage>,
     pub older: Option<prompt::Older>,
     pub run: u64,
+    /// The card the run starts from, claimed for the agent (`board: next`).
+    pub card: Option<Box<crate::board::Card>>,
 }
 
 impl Due {
@@ -125,6 +130,7 @@ impl Controller {
             reason,
             gave_up: false,
             woken_by: Vec::new(),
+            card: None,
             transcript: 0,
             stderr_tail: None,
         }
@@ -237,6 +243,10 @@ impl Controller {
             document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
             attempt,
         });
+        let text = match &due.card {
+            Some(c) => text + &super::cards::prompt_section(c),
+            None => text,
+        };
         match &self.task_context {
             Some(c) => text + &c.lock().unwrap_or_else(|e| e.into_inner()),
             None => text,
@@ -253,6 +263,7 @@ impl Controller {
             .iter()
             .map(|m| (m.entry.id, m.entry.from.clone()))
             .collect();
+        ev.card = due.card.as_ref().map(|c| c.id);
         report(&ev);
     }
 
@@ -268,6 +279,7 @@ impl Controller {
             attempt,
             prompt,
             prompt_messages: due.msgs.len(),
+            card: due.card.as_ref().map(|c| c.id),
             root: &self.root,
             mcp_config: &self.mcp_config,
             timeout: self.timeout,

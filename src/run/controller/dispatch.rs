@@ -193,6 +193,9 @@ pub fn dispatch(
                     std::thread::spawn(move || {
                         let t0 = Instant::now();
                         let ok = ctl.one_run(&shared, &*report, &due);
+                        if let Some(c) = &due.card {
+                            super::cards::give_back(&ctl.inst, &ctl.agent, c.id);
+                        }
                         let busy = t0.elapsed();
                         let ended = Mail::Finished {
                             ctl,
@@ -220,6 +223,7 @@ fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) 
         let mut st = shared.lock();
         let a = st.agents.entry(c.agent.clone()).or_default();
         a.cap = c.max_runs;
+        a.board = c.board;
     }
     note_served(&c.agent);
     slots.insert(

@@ -21,6 +21,8 @@ pub struct Event {
     pub gave_up: bool,
     /// What woke the agent: the inbox entries its prompt shows, with their senders.
     pub woken_by: Vec<(u64, String)>,
+    /// The card the run starts from (`board: next`).
+    pub card: Option<u64>,
     /// The number of the attempt's transcript (`aw-ctl runs AGENT N`); 0 when none.
     pub transcript: u64,
     /// The last line of the program's stderr that is not blank, when the attempt failed.

@@ -72,13 +72,22 @@ impl Waiting {
                 return Look::Wait;
             }
         };
-        let Some(last) = msgs.last().map(|m| m.entry.id) else {
-            shared.lock().unread.remove(&ctl.agent);
-            return Look::Wait;
-        };
-        shared.lock().unread.insert(ctl.agent.clone());
-        if last <= self.failed_upto {
-            return Look::Wait;
+        let last = msgs.last().map_or(0, |m| m.entry.id);
+        match msgs.last().map(|m| m.entry.id) {
+            None => {
+                shared.lock().unread.remove(&ctl.agent);
+                // An agent that works the board may run on a card alone, once a failed
+                // run's cooldown is over.
+                if !ctl.board || self.cooldown_end.is_some() || self.paused {
+                    return Look::Wait;
+                }
+            }
+            Some(last) => {
+                shared.lock().unread.insert(ctl.agent.clone());
+                if last <= self.failed_upto {
+                    return Look::Wait;
+                }
+            }
         }
         let mut st = shared.lock();
         // Agents served elsewhere count as agents too (a worker on a server of its own), and
@@ -90,7 +99,7 @@ impl Waiting {
             }),
             None => from_agents(&st, &ctl.agent, &msgs),
         };
-        let guarded = if !shared.keep {
+        let guarded = if !shared.keep || msgs.is_empty() {
             None
         } else if let Some(why) = keep_guard(
             &mut st,
@@ -120,9 +129,22 @@ impl Waiting {
         }
         let a = st.agents.entry(ctl.agent.clone()).or_default();
         if a.runs >= ctl.max_runs {
-            a.capped = true;
+            a.capped = !msgs.is_empty();
             return Look::Wait;
         }
+        let card = match ctl.board {
+            true => {
+                drop(st);
+                let card = super::cards::take(&ctl.inst, &ctl.agent).map(Box::new);
+                st = shared.lock();
+                card
+            }
+            false => None,
+        };
+        if msgs.is_empty() && card.is_none() {
+            return Look::Wait;
+        }
+        let a = st.agents.entry(ctl.agent.clone()).or_default();
         a.capped = false;
         self.paused = false;
         a.runs += 1;
@@ -132,7 +154,12 @@ impl Waiting {
         drop(st);
         ctl.served.runs = run;
         ctl.publish(ControllerState::Running);
-        Look::Run(Due { msgs, older, run })
+        Look::Run(Due {
+            msgs,
+            older,
+            run,
+            card,
+        })
     }
 
     /// Note how a run of `ctl` on messages up to `last` ended, `busy` long.

@@ -19,6 +19,7 @@
 //! | `look`        | a look at an agent's inbox: is a run due, and what a run's end changes |
 //! | `loop_guard`  | the run cap, the rate limit and the pair limit, and the pauses they cause |
 //! | `attempt`     | [`Controller`]: what one controller is, and one run with its retries: prompt, backend call, reply, acknowledgement, record |
+//! | `cards`       | the card a run of an agent that works the board starts from: taken, shown, given back, renewed |
 //! | `event`       | [`Event`]: what a controller reports |
 //! | `transcripts` | an attempt's log and transcript |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
@@ -27,6 +28,7 @@
 
 mod attempt;
 mod budget;
+pub mod cards;
 mod dispatch;
 mod event;
 mod look;

@@ -88,6 +88,15 @@ impl State {
             && self.in_flight == 0
     }
 
+    /// The agents that work the board (`board: next`), not closed.
+    pub fn board_agents(&self) -> Vec<String> {
+        self.agents
+            .iter()
+            .filter(|(_, a)| a.board && !a.closed)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
     /// Read the entries appended since the last look and name the agents they mention in
     /// [`State::pending`]: the cost is that of what is new. Whether there were any; when
     /// the channel cannot be read, every agent is looked at.
@@ -141,6 +150,8 @@ pub struct AgentState {
     pub recent: std::collections::VecDeque<Instant>,
     /// The loop guard paused it until a message from outside the agents served here.
     pub paused: bool,
+    /// It works the board (`board: next`): each run starts from a card.
+    pub board: bool,
 }
 
 impl Shared {
@@ -161,6 +172,20 @@ impl Shared {
     pub fn bump(&self, inst: &Instance) {
         let mut st = self.lock();
         st.note_new_entries(inst);
+        st.generation += 1;
+        st.changes += 1;
+        drop(st);
+        self.cv.notify_all();
+    }
+
+    /// Note a (possible) change of the board: the agents that work it are looked at.
+    pub fn bump_board(&self) {
+        let mut st = self.lock();
+        let agents = st.board_agents();
+        if agents.is_empty() {
+            return;
+        }
+        st.pending.extend(agents);
         st.generation += 1;
         st.changes += 1;
         drop(st);

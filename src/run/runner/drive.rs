@@ -96,6 +96,10 @@ pub(super) fn drive(
         printer.channel = None;
     }
     let watching = watch_channel(waiter, printer, &shared, &adopter, inst);
+    let boarding = match controllers.iter().any(|c| c.board) {
+        true => Some(watch_board(inst, opts, &shared)?),
+        false => None,
+    };
     for c in &controllers {
         // A worker served from the start is closed like one taken later.
         adopter
@@ -116,6 +120,7 @@ pub(super) fn drive(
         waker,
         dispatching,
         watching,
+        boarding,
         asking: (asking.0, asking.1),
         tethered,
         ticking,
@@ -143,6 +148,8 @@ struct Threads {
     waker: Waker,
     dispatching: JoinHandle<()>,
     watching: JoinHandle<()>,
+    /// The board watch and its waker, when an agent works the board.
+    boarding: Option<(Waker, JoinHandle<()>)>,
     /// The stop-request watch and its waker.
     asking: (Waker, JoinHandle<()>),
     tethered: Option<JoinHandle<()>>,
@@ -162,6 +169,10 @@ impl Threads {
         self.waker.wake();
         let _ = self.dispatching.join();
         let _ = self.watching.join();
+        if let Some((waker, thread)) = self.boarding {
+            waker.wake();
+            let _ = thread.join();
+        }
         self.asking.0.wake();
         let _ = self.asking.1.join();
         if let Some(t) = self.tethered {
@@ -230,6 +241,44 @@ fn warn_polling(opts: &Options, why: Option<&str>) {
         let _ = (&**ready).write_all(format!("!aw-run: warning: {line}\n").as_bytes());
     }
 }
+
+/// Watch the board folder of `inst` on a thread of its own, for the agents that work the
+/// board: on each change (a card added, claimed, released, finished), and at least every
+/// [`BOARD_LOOK`] (a claim that ran out lapses without a write), they are looked at; their
+/// claims held through this server are renewed. Ends once the server is stopping.
+fn watch_board(
+    inst: &Instance,
+    opts: &Options,
+    shared: &Arc<Shared>,
+) -> Result<(Waker, JoinHandle<()>)> {
+    let dir = crate::board::dir(inst);
+    crate::fs::owned::folder(&dir, true).map_err(|e| Error::create(&dir, e))?;
+    let mut waiter = FileWaiter::folder(&dir, opts.poll)?;
+    warn_polling(opts, waiter.fallback());
+    let waker = waiter.waker();
+    let (shared, inst) = (shared.clone(), inst.clone());
+    let thread = std::thread::spawn(move || {
+        loop {
+            let ours = shared.lock().board_agents();
+            crate::run::controller::cards::renew_held(&inst, &ours);
+            // Claims whose time ran out or whose server is gone lapse, and are announced,
+            // though no one else looks at the board.
+            if let Err(e) = crate::board::sweep(&inst) {
+                crate::warn::warn("aw-run", format!("the board was not swept: {e}"));
+            }
+            if shared.lock().stopping {
+                return;
+            }
+            shared.bump_board();
+            waiter.wait(Some(BOARD_LOOK));
+        }
+    });
+    Ok((waker, thread))
+}
+
+/// How often the agents that work the board are looked at although the board folder did
+/// not change: a claim that runs out lapses without a write.
+const BOARD_LOOK: Duration = Duration::from_secs(5);
 
 /// Watch the channel of `watched` (through `waiter`) on a thread of its own: on each change,
 /// take new workers, tell the dispatcher, and print what is new; once the server is

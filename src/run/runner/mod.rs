@@ -14,7 +14,7 @@
 //! | `serving`    | what a server's controllers share, and building one controller |
 //! | `signals`    | the stop signals and stop requests, which stop every serving loop of the process |
 //! | `trust`      | what a server trusts of the agents it serves, and the check of a worker against its spawner |
-//! | `start`      | what happens before the work is waited for: the document-owner election, the kickoff |
+//! | `start`      | what happens before the work is waited for: the cards that seed the board, the document-owner election, the kickoff |
 //! | `output`     | events, the channel's new entries and the summary, as lines or JSON Lines |
 //! | `preflight`  | what the agents need from this machine, checked before anything is written |
 //! | `backends`   | building an agent's backend, from a workflow definition or a registry entry |
@@ -242,6 +242,7 @@ pub fn run(
         built.push((def, system, secrets, backend));
     }
     registry::register_all(inst, agents, true)?;
+    start::seed_board(inst, &wf.board)?;
     let mut controllers = Vec::new();
     for (def, system, secrets, backend) in built {
         let tool_args = crate::tools::client_config::tool_args(def.collab, def.delegate);
@@ -252,6 +253,7 @@ pub fn run(
             c.max_runs = m.value;
         }
         c.reply_fallback = def.reply_fallback;
+        c.board = def.board_next;
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;

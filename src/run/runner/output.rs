@@ -40,6 +40,7 @@ pub(super) fn reporter(
                     "transcript": ev.transcript,
                     "woken_by": ev.woken_by.iter().map(|(id, from)| json!({"id": id, "from": from}))
                         .collect::<Vec<_>>(),
+                    "card": ev.card,
                 })
             } else {
                 json!({
@@ -92,6 +93,9 @@ fn event_line(ev: &Event, label: bool) -> String {
             line.push_str(&format!(" attempt {}", ev.attempt));
         }
         line.push_str(" started");
+        if let Some(id) = ev.card {
+            line.push_str(&format!(" on card {id}"));
+        }
         if !ev.woken_by.is_empty() {
             let shown: Vec<String> = ev
                 .woken_by

@@ -250,8 +250,52 @@ fn verdict(inst: &Instance, st: &mut crate::run::controller::State, keep: bool) 
             failed.join(", ")
         ));
     }
+    if let Some(v) = board_verdict(inst, st) {
+        return v;
+    }
     match crate::proposal::list(inst, true) {
         Ok(p) if !p.is_empty() => Verdict::Wait,
         _ => Verdict::Done,
     }
+}
+
+/// With agents that work the board: the work is not done while a card is ready for one of
+/// them (meant for it or for no one) that can still run, nor while a card is held by
+/// someone who is not an agent of this server (it may be finished, and unblock others).
+/// Cards that wait for cards that will never be done do not keep it going.
+fn board_verdict(inst: &Instance, st: &mut crate::run::controller::State) -> Option<Verdict> {
+    use crate::run::controller::cards::ready_for;
+    let ours = st.board_agents();
+    if ours.is_empty() {
+        return None;
+    }
+    let cards = crate::board::list(inst).ok()?;
+    let mut stuck = Vec::new();
+    let mut due = Vec::new();
+    for name in ours {
+        let a = &st.agents[&name];
+        if !ready_for(&cards, &name) || a.paused {
+            continue;
+        }
+        match a.runs >= a.cap || a.failed {
+            true => stuck.push(name),
+            false => due.push(name),
+        }
+    }
+    if !due.is_empty() {
+        st.pending.extend(due);
+        return Some(Verdict::Missed);
+    }
+    if !stuck.is_empty() {
+        return Some(Verdict::Stop(format!(
+            "{} reached the run limit or failed with cards still ready on the board",
+            stuck.join(", ")
+        )));
+    }
+    let held_elsewhere = cards.values().any(|c| {
+        c.holder
+            .as_ref()
+            .is_some_and(|h| !st.agents.contains_key(&h.agent))
+    });
+    held_elsewhere.then_some(Verdict::Wait)
 }

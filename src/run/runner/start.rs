@@ -1,5 +1,6 @@
 //! What happens once the controllers run and before the work is waited for: the binding
-//! document-owner election, if the workflow asks for one, then the kickoff.
+//! document-owner election, if the workflow asks for one, then the kickoff; and before them
+//! the cards that seed the board.
 
 use std::time::Duration;
 
@@ -8,9 +9,32 @@ use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::run::controller::Shared;
 use crate::run::interpolate::Vars;
+use crate::run::workflow::{CardDef, seeding_order};
 
 /// How long the agents have to elect a document owner.
 pub const ELECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Add the cards of the workflow's `board:` to the board of `inst` when it holds no card
+/// (a new instance: a rerun finds the cards and adds none), each after the cards it waits
+/// for, made by `system`. How many were added.
+pub(super) fn seed_board(inst: &Instance, cards: &[CardDef]) -> Result<usize> {
+    if cards.is_empty() || !crate::board::list(inst)?.is_empty() {
+        return Ok(0);
+    }
+    let mut ids = vec![0u64; cards.len()];
+    for i in seeding_order(cards) {
+        let c = &cards[i];
+        let new = crate::board::NewCard {
+            title: c.title.value.clone(),
+            body: c.body.clone(),
+            assignee: c.assignee.iter().map(|a| a.value.clone()).collect(),
+            labels: c.labels.iter().map(|l| l.value.clone()).collect(),
+            after: c.after.iter().map(|&j| ids[j]).collect(),
+        };
+        ids[i] = crate::board::add(inst, "system", new)?.id;
+    }
+    Ok(cards.len())
+}
 
 /// Start the binding document-owner election among `agents` (announced with a mention of
 /// each); its id.

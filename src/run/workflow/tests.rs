@@ -1253,3 +1253,35 @@ fn golden_cases() {
         }
     }
 }
+
+#[test]
+fn board_cards_wait_for_cards_named_or_by_position_and_are_seeded_after_them() {
+    let text = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/run/workflow/golden/board-ok.yaml"),
+    )
+    .unwrap();
+    let (w, warnings) = loads(&text);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let titles: Vec<&str> = w.board.iter().map(|c| c.title.value.as_str()).collect();
+    assert_eq!(
+        titles,
+        ["Write the docs", "Write the code", "Plan the work"]
+    );
+    assert_eq!(w.board[0].after, [1, 2]);
+    assert_eq!(w.board[1].body, "In src/.\n");
+    assert_eq!(w.board[0].assignee[0].value, "worker");
+    let pool: Vec<&str> = w.board[1]
+        .assignee
+        .iter()
+        .map(|a| a.value.as_str())
+        .collect();
+    assert_eq!(pool, ["lead", "worker"], "a card for a pool");
+    assert_eq!(w.board[0].labels[0].value, "docs");
+    assert_eq!(seeding_order(&w.board), [1, 2, 0]);
+    // A card that waits for itself is a cycle too.
+    let p = problem(&format!("{AGENT}board:\n  - {{title: a, after: [0]}}\n"));
+    assert_eq!(
+        p,
+        "w.yaml:4:5: board[0].after: the cards wait for each other: 0 -> 0"
+    );
+}

@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 21] = [
+const AGENT_KEYS: [&str; 22] = [
     "backend",
     "model",
     "system_prompt",
@@ -39,6 +39,7 @@ const AGENT_KEYS: [&str; 21] = [
     "delegate",
     "max_workers",
     "spawn_depth",
+    "board",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
@@ -148,7 +149,11 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .unwrap_or_default(),
         collab: None,
         delegate: false,
+        board_next: false,
     };
+    if let Some(n) = f.get("board") {
+        agent.board_next = read_board_next(r, n, &p("board"));
+    }
     if let Some(n) = f.get("reply_fallback") {
         agent.reply_fallback = r.boolean(n, &p("reply_fallback")).unwrap_or(true);
     }
@@ -159,6 +164,23 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         check_program_keys(r, &agent, &f, &path);
     }
     Some(agent)
+}
+
+/// `board: next`: each run of the agent starts from the next ready card of the board.
+fn read_board_next(r: &mut Reader, node: &Node, path: &str) -> bool {
+    match node.str() {
+        Ok("next") => true,
+        _ => {
+            let found = match node.scalar_text() {
+                Some(t) => format!("'{}'", sanitize(t)),
+                None => node.type_name().to_string(),
+            };
+            let msg =
+                format!("expected next (each run starts from the next ready card), found {found}");
+            r.error(node.pos, path, &msg);
+            false
+        }
+    }
 }
 
 /// `collab`, `delegate`, `max_workers`, `spawn_depth`: the collab tools and their limits.

@@ -1,10 +1,12 @@
 //! Reading a workflow from its YAML tree: each part of the file in turn, then the check of
 //! every `${{ name }}` against what will be defined where it is used. This file holds the
 //! top level; the parts are files of their own, each with the keys it takes: `agent`
-//! (`agents:`), `budget` (usage, budgets, `pricing:`), `context` (`context:`), `tasks`
+//! (`agents:`), `board` (`board:`), `budget` (usage, budgets, `pricing:`), `context`
+//! (`context:`), `tasks`
 //! (`setup:`, `tasks:`) and `references` (the `${{ name }}` check).
 
 mod agent;
+mod board;
 mod budget;
 mod context;
 mod references;
@@ -25,8 +27,8 @@ use budget::{read_budget, read_pricing};
 use context::read_context;
 use tasks::{read_setup, read_tasks};
 
-const TOP_KEYS: [&str; 8] = [
-    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks",
+const TOP_KEYS: [&str; 9] = [
+    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board",
 ];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
@@ -46,6 +48,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         tasks: Vec::new(),
         pricing: Pricing::default(),
         budget: Budget::default(),
+        board: Vec::new(),
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -80,6 +83,9 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     }
     if let Some(node) = fields.get("budget") {
         workflow.budget = read_budget(r, node, "budget");
+    }
+    if let Some(node) = fields.get("board") {
+        workflow.board = board::read_board(r, node, &agents);
     }
     workflow
 }
