@@ -202,41 +202,39 @@ fn a_lease_taken_on_host_a_refuses_a_commit_on_host_b() {
     );
     assert_eq!(id.trim(), "L1");
 
-    // On host B, as AGENT: change FILE, stage it, and commit with ARGS; the exit code and
-    // stderr of the commit.
-    let commit_on_b = |agent: &str, file: &str, args: &str| {
-        let script = format!(
-            "mount --bind \"$1\" \"$2\" && cd \"$2/repo\" && echo \"// {agent}\" >> {file} && \
-             git add {file} && AW_AGENT={agent} git -c user.name={agent} -c user.email={agent}@b \
-             commit -q -m '{agent} edits {file}' {args}"
-        );
+    // On host B (where git replaces files by renames, which host A would see stale), run
+    // `script` in the repository: its exit code, stdout and stderr.
+    let on_b = |script: &str| {
         let out = Volume::on_b(std::path::Path::new("sh"))
-            .args(["-c", &script, "sh"])
+            .args([
+                "-c",
+                &format!("mount --bind \"$1\" \"$2\" && cd \"$2/repo\" && {script}"),
+                "sh",
+            ])
             .arg(vol.b())
             .arg(vol.a())
             .env("PATH", path_with_bins())
             .output()
             .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    // As AGENT: change FILE, stage it, and commit with ARGS; the exit code and stderr.
+    let commit_on_b = |agent: &str, file: &str, args: &str| {
+        let (code, _, err) = on_b(&format!(
+            "echo \"// {agent}\" >> {file} && git add {file} && AW_AGENT={agent} \
+             git -c user.name={agent} -c user.email={agent}@b commit -q -m '{agent} edits {file}' {args}"
+        ));
+        (code, err)
     };
     let (code, err) = commit_on_b("bob", "src/a.rs", "");
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("alice"), "the holder is named: {err}");
     assert!(err.contains("the parser"), "the reason is named: {err}");
     assert!(err.contains("commit refused"), "{err}");
-    let log = || {
-        let out = std::process::Command::new("git")
-            .current_dir(&repo)
-            .args(["log", "--format=%s"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let log = || on_b("git log --format=%s").1;
     assert_eq!(log(), "start\n", "nothing was committed");
-    git(&["reset", "-q", "--hard"]);
+    assert_eq!(on_b("git reset -q --hard").0, Some(0));
     let (code, err) = commit_on_b("bob", "src/b.rs", "");
     assert_eq!(code, Some(0), "a path no one leases commits: {err}");
     let (code, err) = commit_on_b("alice", "src/a.rs", "");

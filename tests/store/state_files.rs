@@ -232,6 +232,10 @@ const ALLOWED: &[(&str, &str)] = &[
     ("src/cli/ctl/agents.rs", "a prompt file the user names"),
     ("src/run/iter/git.rs", "files of the user's work tree"),
     (
+        "src/lease/hook.rs",
+        "the hooks of the user's git repository, where the user installs the guard",
+    ),
+    (
         "src/trust.rs",
         "the user's allow list of roots, in the user's config",
     ),
