@@ -1,6 +1,6 @@
 #!/bin/bash
 # The cost of a claim and of a lease as the board grows: on boards of N cards (one card
-# that is not done, N - 21 cards waiting for it, 20 ready cards), the median wall time of
+# claimed, the others but 20 waiting in a chain behind it, 20 ready), the median wall time of
 # REPS processes each of `aw-ctl board claim --next` (then released), `aw-ctl board claim
 # ID` (then released), `aw-ctl board done ID` of a claimed card, and `aw-ctl lease take`
 # (then released, with 10 leases of others held), next to `aw-ctl --version` (the cost of
@@ -32,17 +32,25 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
-# board N: a board of N cards, made once by aw-ctl itself (two adders at a time).
+# ready N: how many cards of a board of N are ready: 20, or half of a smaller board.
+ready() { if [ "$1" -ge 40 ]; then echo 20; else echo $(($1 / 2)); fi; }
+
+# board N: a board of N cards, made once by aw-ctl itself: card 1 claimed for ten days,
+# the cards after it but the ready ones each waiting for the one before (a chain behind
+# card 1), and the ready ones.
 board() {
 	n=$1
 	dir=$DATA/$n
 	if [ -f "$dir/READY" ]; then return; fi
 	rm -rf "$dir"
-	"$BIN/aw-ctl" --root "$dir" -i big board add "the blocker" --as lead >/dev/null
-	seq 1 $((n - 21)) | xargs -P 2 -I{} "$BIN/aw-ctl" --root "$dir" -i big board add \
-		"waiting card {}" --after 1 --as lead >/dev/null
-	for i in $(seq 1 20); do
-		"$BIN/aw-ctl" --root "$dir" -i big board add "ready card $i" --as lead >/dev/null
+	make() { "$BIN/aw-ctl" --root "$dir" -i big "$@" >/dev/null; }
+	make board add "the blocker" --as lead
+	make board claim 1 --as lead --ttl 240h
+	for i in $(seq 2 $((n - $(ready "$n")))); do
+		make board add "waiting card $i" --after $((i - 1)) --as lead
+	done
+	for i in $(seq 1 "$(ready "$n")"); do
+		make board add "ready card $i" --as lead
 	done
 	touch "$dir/READY"
 }
@@ -71,7 +79,7 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); nproc $(nproc); load $(cut -d' ' -f1
 echo "median of $REPS runs: cards, operation, wall ms, peak RSS KB"
 echo
 for N in $SIZES; do
-	[ "$N" -ge 21 ] || { echo "bench/board.sh: a board has at least 21 cards" >&2; exit 64; }
+	[ "$N" -ge 4 ] || { echo "bench/board.sh: a board has at least 4 cards" >&2; exit 64; }
 	board "$N"
 	root=$tmp/$N
 	rm -rf "$root"
@@ -91,11 +99,12 @@ for N in $SIZES; do
 		timed lease-take "$BIN/aw-ctl" --root "$root" -i big lease take "src/$i.rs" --as w
 		ctl lease release --as w >/dev/null
 	done
-	# done: each of REPS cards claimed first, outside the timing (the board keeps 20 ready).
+	# done: each of REPS cards claimed first, outside the timing (a card is added once the
+	# ready ones run out).
 	for i in $(seq "$REPS"); do
 		id=$(ctl board claim --next --as w)
 		timed done "$BIN/aw-ctl" --root "$root" -i big board done "$id" --as w
-		[ "$i" -lt 20 ] || ctl board add "ready again $i" --as lead >/dev/null
+		[ "$i" -lt "$(ready "$N")" ] || ctl board add "ready again $i" --as lead >/dev/null
 	done
 	report start claim-next claim-id done lease-take
 	rm -rf "$root"

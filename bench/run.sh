@@ -10,7 +10,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-BENCHES="send read follow mcp run backend serve"
+BENCHES="send read follow mcp run backend serve board"
 
 QUICK=
 for a in "$@"; do
