@@ -5,27 +5,35 @@
 # ID` (then released), `aw-ctl board done ID` of a claimed card, and `aw-ctl lease take`
 # (then released, with 10 leases of others held), next to `aw-ctl --version` (the cost of
 # starting a process at all). Peak RSS from GNU time. Boards are cached under
-# target/bench-data/board/N/; nothing here asserts on time.
+# target/bench-data/board/N/ (or DATA/N); nothing here asserts on time.
 #
-# Usage: bash bench/board.sh [--sizes "10 1000 100000"] [--reps N] [--bin DIR]
+# Usage: bash bench/board.sh [--sizes "10 1000 100000"] [--reps N] [--bin DIR] [--data DATA]
 set -eu
 cd "$(dirname "$0")/.."
 SIZES="10 1000 100000"
 REPS=21
 BIN=target/release
+DATA=target/bench-data/board
 while [ $# -gt 0 ]; do
 	case $1 in
-	--sizes | --reps | --bin)
+	--sizes | --reps | --bin | --data)
 		[ $# -ge 2 ] || { echo "bench/board.sh: $1 needs a value (hint: --help)" >&2; exit 64; } ;;&
 	--sizes) SIZES=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
 	--bin) BIN=$2; shift 2 ;;
-	-h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+	--data) DATA=$2; shift 2 ;;
+	-h | --help) sed -n '2,11p' "$0"; exit 0 ;;
 	*) echo "bench/board.sh: unknown argument '$1' (hint: --help)" >&2; exit 64 ;;
 	esac
 done
+for v in $SIZES $REPS; do
+	case $v in '' | *[!0-9]*) echo "bench/board.sh: '$v' is not a whole number" >&2; exit 64 ;; esac
+done
+for n in $SIZES; do
+	[ "$n" -ge 4 ] || { echo "bench/board.sh: a board of $n cards: at least 4" >&2; exit 64; }
+done
+[ "$REPS" -ge 1 ] || { echo "bench/board.sh: --reps 0: at least 1" >&2; exit 64; }
 [ -x "$BIN/aw-ctl" ] || { echo "bench/board.sh: no aw-ctl in $BIN" >&2; exit 66; }
-DATA=target/bench-data/board
 mkdir -p "$DATA"
 tmp=$(mktemp -d)
 . bench/lib.sh
@@ -79,7 +87,6 @@ echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); nproc $(nproc); load $(cut -d' ' -f1
 echo "median of $REPS runs: cards, operation, wall ms, peak RSS KB"
 echo
 for N in $SIZES; do
-	[ "$N" -ge 4 ] || { echo "bench/board.sh: a board has at least 4 cards" >&2; exit 64; }
 	board "$N"
 	root=$tmp/$N
 	rm -rf "$root"

@@ -1,6 +1,6 @@
-//! The growth-curve benchmarks (bench/agents.sh, bench/chain.sh, bench/mentions.sh) as a
-//! user runs them: usage errors, a small real run on the binaries under test, the cap, and
-//! no server left behind. Figures are printed, never asserted on.
+//! The benchmark scripts (bench/agents.sh, bench/chain.sh, bench/mentions.sh,
+//! bench/board.sh) as a user runs them: usage errors, a small real run on the binaries under
+//! test, the cap, and no server left behind. Figures are printed, never asserted on.
 
 use crate::common;
 
@@ -191,4 +191,63 @@ fn chain_sh_runs_a_chain_to_its_last_agent_and_stops_the_server() {
     );
     // The total covers the hops, each counted from the entries' timestamps.
     assert!(number(&cells[2]) >= number(&cells[3]), "{cells:?}");
+}
+
+/// bench/board.sh refuses bad arguments (64) and a missing build (66); a small real run on
+/// the binaries under test prints a figure for each operation and each size, makes its
+/// boards where it is told, and leaves no scratch directory behind.
+#[test]
+fn board_sh_measures_each_operation_on_each_size_and_refuses_bad_arguments() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (args, code, says) in [
+        (&["--bogus"][..], 64, "unknown argument '--bogus'"),
+        (&["--sizes"][..], 64, "--sizes needs a value"),
+        (&["--sizes", "3"][..], 64, "a board of 3 cards: at least 4"),
+        (&["--reps", "x"][..], 64, "'x' is not a whole number"),
+        (
+            &["--bin", "/nonexistent/aw-bins"][..],
+            66,
+            "/nonexistent/aw-bins",
+        ),
+    ] {
+        let out = script("board.sh", args, tmp.path());
+        assert_code(&out, code);
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let data = tmp.path().join("data");
+    let bins = bin_dir();
+    let out = script(
+        "board.sh",
+        &[
+            "--sizes",
+            "4 6",
+            "--reps",
+            "3",
+            "--bin",
+            bins.to_str().unwrap(),
+            "--data",
+            data.to_str().unwrap(),
+        ],
+        tmp.path(),
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    for size in ["4", "6"] {
+        for op in ["start", "claim-next", "claim-id", "done", "lease-take"] {
+            let row = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{size} {op} ")))
+                .unwrap_or_else(|| panic!("no row {size} {op} in:\n{text}"));
+            let cells: Vec<&str> = row.split(' ').collect();
+            assert_eq!(cells.len(), 4, "{row}");
+            number(cells[2]);
+        }
+        let cards = std::fs::read_dir(data.join(size).join("big/board"))
+            .unwrap()
+            .count();
+        assert_eq!(cards.to_string(), size, "the cached board of {size} cards");
+    }
+    assert_eq!(scratch_dirs(tmp.path()), Vec::<String>::new());
 }
