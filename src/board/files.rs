@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use super::card::Card;
 use crate::error::{Error, Result};
-use crate::fs::{Lock, atomic_write};
+use crate::fs::{Lock, atomic_write_unswept};
 use crate::instance::Instance;
 
 /// The folder of the cards, under the instance.
@@ -93,7 +93,7 @@ pub(super) fn read_all(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
 pub(super) fn store(inst: &Instance, c: &Card) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(c).expect("card serializes");
     bytes.push(b'\n');
-    atomic_write(&path(inst, c.id), &bytes)
+    atomic_write_unswept(&path(inst, c.id), &bytes)
 }
 
 /// The cards `after` names, each once, every one of them read (66 when one is missing).

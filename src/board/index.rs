@@ -191,6 +191,9 @@ pub(super) fn class(inst: &Instance, c: &Card) -> Result<Class> {
 /// The index rebuilt from every card file of `inst` (the caller holds the board lock); a
 /// card whose `blocks` disagrees with the cards that wait for it is written again.
 fn rebuild(inst: &Instance) -> Result<Index> {
+    // A change cut short leaves no index, and may leave a temp file among the cards (their
+    // writes do not sweep the folder, which would cost as much as the board is large).
+    crate::fs::sweep_folder(&files::dir(inst))?;
     let mut cards = files::read_all(inst)?;
     let mut blocks: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     for c in cards.values() {

@@ -12,7 +12,9 @@
 //! instance directory, see [`super::owned`]; never the user's work tree, where a file of that
 //! name may be the user's) sweeps from it the temp files whose writer process no longer exists
 //! (once per folder and process, so that a write costs the same however many files its
-//! folder holds: a server writes its agents' records into one folder). Whether it exists is
+//! folder holds: a server writes its agents' records into one folder; a folder that grows
+//! without bound is written with [`atomic_write_unswept`] and swept by its owner with
+//! [`sweep_folder`]). Whether it exists is
 //! asked of the kernel only for a writer of this host (and pid namespace); another host's temp
 //! file is swept only once it is older than [`ABANDONED_TEMP`], which no live write ever lasts.
 //! A temp name without a host (written by a version of aw that knew none) is taken for this
@@ -53,13 +55,40 @@ pub fn atomic_write_private_unsynced(path: &Path, data: &[u8]) -> Result<()> {
     write_path(path, data, false, Some(PRIVATE))
 }
 
+/// [`atomic_write`] without the sweep of the folder's abandoned temp files: for a folder
+/// that grows without bound (the cards of a board), where listing it at every process's
+/// first write would cost as much as the folder is large. Its owner sweeps it on its
+/// recovery path instead, with [`sweep_folder`].
+pub fn atomic_write_unswept(path: &Path, data: &[u8]) -> Result<()> {
+    let (dir, name) = folder_and_name(path)?;
+    write_in(&dir, name, data, true, None)
+}
+
+/// Remove the temp files of `folder` (one aw owns) whose writers no longer run, as the first
+/// write of a process into a folder does; for the folders written with
+/// [`atomic_write_unswept`].
+pub fn sweep_folder(folder: &Path) -> Result<()> {
+    let dir = Dir::open(folder).at(folder)?;
+    SWEPT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|k| k.2 != folder);
+    sweep(&dir);
+    Ok(())
+}
+
 /// Replace the file at `path`: flushed (the file, then its folder) when `sync`, created with
 /// `mode` when given.
 fn write_path(path: &Path, data: &[u8], sync: bool, mode: Option<u32>) -> Result<()> {
     let (dir, name) = folder_and_name(path)?;
     sweep(&dir);
-    if !write_anonymous_mode(&dir, name, data, sync, mode)? {
-        write_named_mode(&dir, name, data, sync, mode)?;
+    write_in(&dir, name, data, sync, mode)
+}
+
+/// Replace `name` in `dir`, as [`write_path`] says, the folder swept or not.
+fn write_in(dir: &Dir, name: &OsStr, data: &[u8], sync: bool, mode: Option<u32>) -> Result<()> {
+    if !write_anonymous_mode(dir, name, data, sync, mode)? {
+        write_named_mode(dir, name, data, sync, mode)?;
     }
     if sync {
         dir.sync().at(dir.path())?;
@@ -532,6 +561,32 @@ mod tests {
             .collect();
         left.sort();
         assert_eq!(left, [mine, other, "y.json".to_string()]);
+    }
+
+    #[test]
+    fn an_unswept_write_leaves_stale_temps_to_sweep_folder() {
+        let d = tempfile::tempdir().unwrap();
+        super::super::owned::own(d.path());
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let stale = format!(".x.json.tmp.{dead_pid}.1");
+        fs::write(d.path().join(&stale), "left").unwrap();
+        let names = || {
+            let mut v: Vec<String> = fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            v.sort();
+            v
+        };
+        atomic_write_unswept(&d.path().join("y.json"), b"{}").unwrap();
+        assert_eq!(names(), [stale.clone(), "y.json".to_string()]);
+        // Even after this process wrote into the folder: sweep_folder sweeps again.
+        atomic_write(&d.path().join("z.json"), b"{}").unwrap();
+        fs::write(d.path().join(&stale), "left").unwrap();
+        sweep_folder(d.path()).unwrap();
+        assert_eq!(names(), ["y.json", "z.json"]);
     }
 
     #[test]
