@@ -13,6 +13,25 @@ fn run(root: &Root, args: &[&str], input: Option<&[u8]>) -> Output {
     root.run("aw-ctl", &all, input)
 }
 
+/// Each of `cases` (arguments, exit code, words of the error) is refused as it says, and
+/// leaves the tree of `root` as `before`.
+fn refused(
+    root: &Root,
+    before: &std::collections::BTreeMap<std::path::PathBuf, common::Node>,
+    cases: &[(&[&str], i32, &str)],
+) {
+    for (args, code, what) in cases {
+        let e = assert_error(
+            &run(root, args, None),
+            "aw-ctl",
+            *code,
+            &format!("{args:?}"),
+        );
+        assert!(e.contains(what), "{args:?}: {e}");
+        assert_same_tree(before, &snapshot(root.path()), &format!("{args:?}"));
+    }
+}
+
 fn ok(root: &Root, args: &[&str]) -> String {
     let mut all = vec!["-i", "b", "board"];
     all.extend_from_slice(args);
@@ -175,16 +194,7 @@ fn bad_board_commands_fail_with_their_exit_code_and_store_nothing() {
             "card 1 is open, not claimed by w",
         ),
     ];
-    for (args, code, what) in cases {
-        let e = assert_error(
-            &run(&root, args, None),
-            "aw-ctl",
-            *code,
-            &format!("{args:?}"),
-        );
-        assert!(e.contains(what), "{args:?}: {e}");
-        assert_same_tree(&before, &snapshot(root.path()), &format!("{args:?}"));
-    }
+    refused(&root, &before, cases);
     // A card that is done is not claimed, finished or dropped again.
     ok(&root, &["done", "1"]);
     let before = snapshot(root.path());
@@ -401,16 +411,7 @@ fn a_card_is_edited_until_it_is_closed_and_a_cycle_is_refused_with_its_path() {
         (&["edit", "1", "--for", "a b"], 65, "invalid agent name"),
         (&["edit", "1", "--label", "a b"], 65, "label 'a b'"),
     ];
-    for (args, code, what) in cases {
-        let e = assert_error(
-            &run(&root, args, None),
-            "aw-ctl",
-            *code,
-            &format!("{args:?}"),
-        );
-        assert!(e.contains(what), "{args:?}: {e}");
-        assert_same_tree(&before, &snapshot(root.path()), &format!("{args:?}"));
-    }
+    refused(&root, &before, cases);
     let out = run(
         &root,
         &[
