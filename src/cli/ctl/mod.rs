@@ -3,6 +3,7 @@
 //! parses the command line and dispatches.
 
 mod agents;
+mod approvals;
 mod board;
 mod budget;
 mod docs;
@@ -30,17 +31,20 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote, cancel and board take --as AGENT: who acts, default $AW_AGENT or 'user')
+(doc, propose, vote, cancel, board, approvals ask, approve and reject take --as AGENT:
+ who acts, default $AW_AGENT or 'user')
 ";
 
 /// What `--help` says after the options.
 const EXIT: &str = "\
-Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop) or no card
-ready (board claim), 64 usage, 65 bad name or data, 66 no such instance, agent,
-document, run or card, 73 cannot create (exists), 74 I/O error, 75 lock timeout, still
-served after the wait (stop) or card held by another (board), 77 not the document
-owner, a root found above that is not trusted, a server record of another user (stop)
-or permission denied, 130 interrupted.
+Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
+ready (board claim) or not approved (approvals ask --wait, approvals wait), 64 usage,
+65 bad name or data, or an approval decided already, 66 no such instance, agent,
+document, run, card or approval, 73 cannot create (exists), 74 I/O error, 75 lock
+timeout, still served after the wait (stop) or card held by another (board), 77 not
+the document owner, not an approver of the request (approve, reject), a root found
+above that is not trusted, a server record of another user (stop) or permission
+denied, 130 interrupted.
 ";
 
 /// What runs a command: with the command line, and the command's arguments (as many as its
@@ -382,6 +386,70 @@ const COMMANDS: &[Cmd<Run>] = &[
              holds or that are for AGENT)",
         )],
         run: board::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals",
+        help: &[(
+            "approvals [--all] [--json]",
+            "the pending approval requests (--all: every one)",
+        )],
+        run: approvals::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals show",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "approvals show ID [--json]",
+            "an approval request, its details and its decision",
+        )],
+        run: approvals::show,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals ask",
+        args: &[arg("WHAT", Complete::Text)],
+        help: &[(
+            "approvals ask WHAT --by AGENT[,AGENT...] [--kind K] [--details TEXT | -]\n        \
+             [--timeout DURATION] [--then fail|skip|AGENT] [--key KEY] [--replies]\n        \
+             [--wait]",
+            "ask for an approval (posted in the channel); prints its id;\n\
+             --wait: wait, exit 0 approved, 1 rejected, expired or skipped",
+        )],
+        run: approvals::ask,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals wait",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "approvals wait ID [--timeout DURATION]",
+            "wait for a decision: exit 0 approved, 1 rejected, expired,\n\
+             skipped or still pending after --timeout",
+        )],
+        run: approvals::wait,
+        ..NONE
+    },
+    Cmd {
+        name: "approve",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "approve ID [--reason TEXT]",
+            "approve a request you are an approver of (exit 77: you are\n\
+             not, 65: it is decided already)",
+        )],
+        run: approvals::approve,
+        ..NONE
+    },
+    Cmd {
+        name: "reject",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "reject ID [--reason TEXT]",
+            "reject a request, with a reason",
+        )],
+        run: approvals::reject,
         ..NONE
     },
 ];
