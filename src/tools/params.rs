@@ -379,3 +379,14 @@ pub fn small(n: Option<Uint>, what: &str) -> crate::error::Result<Option<u32>> {
     })
     .transpose()
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decide {
+    /// The approval request's id, as in [APPROVAL #id]
+    #[schemars(range(min = 1))]
+    pub id: Uint,
+    /// Why, at most 1000 bytes
+    #[schemars(length(max = crate::approval::MAX_REASON))]
+    pub reason: Option<String>,
+}

@@ -9,6 +9,7 @@ mod common;
 #[path = "../mcp_common/mod.rs"]
 mod mcp_common;
 
+mod approval;
 mod collab;
 mod collab_names;
 mod doc_safety;
