@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod approval;
 mod board;
 mod channel_faults;
 mod concurrency;
