@@ -17,6 +17,7 @@ mod inbox;
 mod lease;
 mod mention_index;
 mod netfs;
+mod netfs_approval;
 mod netfs_work;
 mod state_files;
 mod trust;
