@@ -131,6 +131,10 @@ pub struct Request {
     /// The request it escalates, when it was asked because that one's time ran out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated_from: Option<u64>,
+    /// When the step it held acted on its outcome: asking again with its key then asks
+    /// anew (the next run of the step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settled: Option<String>,
 }
 
 impl Request {

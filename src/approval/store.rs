@@ -225,7 +225,9 @@ pub fn ask(inst: &Instance, asked_by: &str, new: NewRequest) -> Result<(Request,
     let _lock = lock(inst)?;
     let all = read_all(inst)?;
     if let Some(k) = &new.key
-        && let Some(r) = all.values().find(|r| r.key.as_ref() == Some(k))
+        && let Some(r) = all
+            .values()
+            .find(|r| r.key.as_ref() == Some(k) && r.settled.is_none())
     {
         return Ok((r.clone(), false));
     }
@@ -254,6 +256,7 @@ pub fn ask(inst: &Instance, asked_by: &str, new: NewRequest) -> Result<(Request,
         decision: None,
         escalated_to: None,
         escalated_from: None,
+        settled: None,
     };
     store(inst, &r)?;
     announce(inst, &r, None)?;
@@ -321,6 +324,14 @@ fn announce(inst: &Instance, r: &Request, escalates: Option<&Request>) -> Result
     post(inst, &text)
 }
 
+/// The mention of the asker that a post about `r` begins with: none when aw asked.
+fn to(r: &Request) -> String {
+    match r.asked_by == SYSTEM {
+        true => String::new(),
+        false => format!("@{} ", r.asked_by),
+    }
+}
+
 fn post(inst: &Instance, text: &str) -> Result<()> {
     crate::post::post(inst, SYSTEM, text, &Default::default()).map(|_| ())
 }
@@ -356,8 +367,8 @@ fn expire(inst: &Instance, id: u64) -> Result<Request> {
         None => post(
             inst,
             &format!(
-                "@{} [APPROVAL #{}] expired: {} ({note}; then {})",
-                r.asked_by,
+                "{}[APPROVAL #{}] expired: {} ({note}; then {})",
+                to(&r),
                 r.id,
                 r.what,
                 r.then.as_str()
@@ -392,10 +403,24 @@ fn escalate(inst: &Instance, old: &Request, to: &str) -> Result<Request> {
         decision: None,
         escalated_to: None,
         escalated_from: Some(old.id),
+        settled: None,
         ..old.clone()
     };
     store(inst, &n)?;
     Ok(n)
+}
+
+/// Record that the step request `id` held acted on its outcome (decided): asking again
+/// with its key asks anew. Marked before the step runs, so that a step is never run twice
+/// for one approval, even when its runner is killed while it runs.
+pub fn settle(inst: &Instance, id: u64) -> Result<Request> {
+    let _lock = lock(inst)?;
+    let mut r = read(inst, id)?.ok_or_else(|| not_found(inst, id))?;
+    if r.settled.is_none() {
+        r.settled = Some(crate::time::now());
+        store(inst, &r)?;
+    }
+    Ok(r)
 }
 
 /// Approve or reject request `id` as `who`, with a reason: refused with 77 when `who` is
@@ -459,8 +484,8 @@ pub fn decide(
     post(
         inst,
         &format!(
-            "@{} [APPROVAL #{id}] {} by {who}{why} ({})",
-            r.asked_by,
+            "{}[APPROVAL #{id}] {} by {who}{why} ({})",
+            to(&r),
             r.state.name(),
             r.what
         ),

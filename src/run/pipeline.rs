@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::interpolate::Vars;
-use super::workflow::{Task, TaskKind};
+use super::workflow::{Gate, Task, TaskKind};
+use crate::approval::{self, NewRequest, Outcome as Verdict, WaitOptions};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
@@ -149,6 +150,11 @@ fn run_one(
             return Ok(None);
         }
     }
+    if let Some(gate) = &task.needs
+        && !approved(inst, task, label, &name, &gate.value, stop)?
+    {
+        return Ok(None);
+    }
     match &task.kind {
         TaskKind::Shell(t) => super::command::shell(&name, &t.value, vars, Some(stop)).map(Some),
         TaskKind::Send { text, to, timeout } => {
@@ -169,5 +175,66 @@ fn run_one(
             }
         }
         TaskKind::Parallel(_) => unreachable!("groups are not nested"),
+    }
+}
+
+/// Ask for the approval `task` needs and wait for it: `true` to run the task, `false` to
+/// skip it (its time ran out with `then: skip`), an error when it was rejected or its time
+/// ran out. The request is keyed by the task, so that an aw-run started again after a
+/// kill finds the request it asked (pending, or decided meanwhile) rather than asking
+/// again; it is settled before the task runs, so that one approval never runs it twice.
+fn approved(
+    inst: &Instance,
+    task: &Task,
+    label: &str,
+    name: &str,
+    gate: &Gate,
+    stop: &Stop,
+) -> Result<bool> {
+    let mut what = name.to_string();
+    if what.len() > approval::MAX_WHAT {
+        let mut end = approval::MAX_WHAT - 3;
+        while !what.is_char_boundary(end) {
+            end -= 1;
+        }
+        what.truncate(end);
+        what.push_str("...");
+    }
+    let new = NewRequest {
+        kind: approval::Kind::Task,
+        what,
+        details: String::new(),
+        by: gate.by.clone(),
+        timeout: gate.timeout,
+        then: gate.then.clone(),
+        key: Some(format!("tasks: {label}: {}", task.describe())),
+        replies: gate.replies,
+    };
+    let failed = |e: Error| match e {
+        Error::Interrupted => Error::Interrupted,
+        e => Error::No(format!("{name}: approval: {e}")),
+    };
+    let (asked, _) = approval::ask(inst, "system", new).map_err(failed)?;
+    let opts = WaitOptions {
+        stop: Some(stop),
+        ..WaitOptions::default()
+    };
+    let (last, verdict) = approval::wait(inst, asked.id, &opts).map_err(failed)?;
+    approval::settle(inst, asked.id).map_err(failed)?;
+    let why = last
+        .decision
+        .as_ref()
+        .map_or(String::new(), |d| match &d.reason {
+            Some(r) => format!(" by {}: {r}", d.by),
+            None => format!(" by {}", d.by),
+        });
+    match verdict {
+        Verdict::Approved => Ok(true),
+        Verdict::Skipped => Ok(false),
+        Verdict::Rejected | Verdict::Expired => Err(Error::No(format!(
+            "{name}: approval #{} {}{why}",
+            last.id,
+            verdict.name()
+        ))),
     }
 }

@@ -286,3 +286,83 @@ fn keep_runs_the_tasks_prints_the_result_and_stays_up() {
     assert_code(&out, 0);
     assert_eq!(std::fs::read_to_string(&result).unwrap(), "pong\n");
 }
+
+/// A task that needs an approval waits for it across a kill -9 of aw-run: started again,
+/// aw-run finds the request it asked (no second request) and runs the task once when it
+/// is approved; an approval given while no aw-run runs takes effect at the next start; a
+/// rejection fails the workflow without running the task.
+#[test]
+fn a_task_that_needs_approval_survives_kill_9_and_runs_once() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        &format!(
+            "agents:\n{}tasks:\n  - shell: echo before >> log\n  \
+             - shell: echo ran >> log; echo deployed\n    needs: {{approval: {{by: [user]}}}}\n",
+            agent("idle", "cat >/dev/null"),
+        ),
+    );
+    let request = |id: u64| {
+        s.root
+            .inst_dir(common::runner::INST)
+            .join(format!("approvals/{id}.json"))
+    };
+    let log = || std::fs::read_to_string(s.dir().join("log")).unwrap_or_default();
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["-i", common::runner::INST];
+        all.extend_from_slice(args);
+        s.root.ok("aw-ctl", &all, None)
+    };
+    let pending_then_kill = |id: u64| {
+        let mut run = spawn(s.cmd(&[]));
+        wait_for("the approval request", || request(id).exists());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            run.try_wait().unwrap().is_none(),
+            "aw-run ended while it waits"
+        );
+        run.kill().unwrap();
+        run.wait().unwrap();
+    };
+
+    pending_then_kill(1);
+    assert_eq!(log(), "before\n");
+    // Started again: the same request, still pending; approved, the task runs once.
+    let mut run = spawn(s.cmd(&[]));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "aw-run ended while it waits"
+    );
+    assert!(!request(2).exists(), "asked twice");
+    assert_eq!(ctl(&["approve", "1"]), "approval 1 approved\n");
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "deployed\n", "{}", stderr(&out));
+    assert_eq!(log(), "before\nbefore\nran\n");
+
+    // The next run of the workflow asks again; approved while no aw-run runs, the task
+    // runs at the next start without waiting.
+    pending_then_kill(2);
+    ctl(&["approve", "2", "--reason", "go ahead"]);
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    assert!(!request(3).exists(), "asked again");
+    assert_eq!(log(), "before\nbefore\nran\nbefore\nbefore\nran\n");
+
+    // Rejected: the workflow fails and the task does not run.
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the third request", || request(3).exists());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(run.try_wait().unwrap().is_none());
+    ctl(&["reject", "3", "--reason", "not today"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("task 2 (shell: echo ran >> log; echo deployed): approval #3 rejected by user: not today"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(log().matches("ran").count(), 2);
+}
