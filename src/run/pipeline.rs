@@ -151,7 +151,13 @@ fn run_one(
         }
     }
     if let Some(gate) = &task.needs
-        && !approved(inst, task, label, &name, &gate.value, stop)?
+        && !approved(
+            inst,
+            format!("tasks: {label}: {}", task.describe()),
+            &name,
+            &gate.value,
+            stop,
+        )?
     {
         return Ok(None);
     }
@@ -178,15 +184,15 @@ fn run_one(
     }
 }
 
-/// Ask for the approval `task` needs and wait for it: `true` to run the task, `false` to
-/// skip it (its time ran out with `then: skip`), an error when it was rejected or its time
-/// ran out. The request is keyed by the task, so that an aw-run started again after a
-/// kill finds the request it asked (pending, or decided meanwhile) rather than asking
-/// again; it is settled before the task runs, so that one approval never runs it twice.
-fn approved(
+/// Ask for the approval the task `name` needs and wait for it: `true` to run the task,
+/// `false` to skip it (its time ran out with `then: skip`), an error when it was rejected
+/// or its time ran out. The request is keyed by the task (`key`), so that an aw-run
+/// started again after a kill finds the request it asked (pending, or decided meanwhile)
+/// rather than asking again; it is settled before the task runs, so that one approval
+/// never runs it twice.
+pub(super) fn approved(
     inst: &Instance,
-    task: &Task,
-    label: &str,
+    key: String,
     name: &str,
     gate: &Gate,
     stop: &Stop,
@@ -207,7 +213,7 @@ fn approved(
         by: gate.by.clone(),
         timeout: gate.timeout,
         then: gate.then.clone(),
-        key: Some(format!("tasks: {label}: {}", task.describe())),
+        key: Some(key),
         replies: gate.replies,
     };
     let failed = |e: Error| match e {

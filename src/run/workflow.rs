@@ -387,6 +387,8 @@ pub struct SetupTask {
     pub shell: Spanned<Template>,
     /// The `as` name that stores the command's output.
     pub output: Option<Spanned<String>>,
+    /// `needs: approval`: the command waits for an approval before it runs.
+    pub needs: Option<Spanned<Gate>>,
 }
 
 /// Why [`load`] gave no workflow.

@@ -366,3 +366,40 @@ fn a_task_that_needs_approval_survives_kill_9_and_runs_once() {
     );
     assert_eq!(log().matches("ran").count(), 2);
 }
+
+/// A setup command that needs an approval runs once it is approved; with `then: skip` and
+/// no answer in time it is skipped (its output empty) and the workflow goes on.
+#[test]
+fn a_setup_command_that_needs_approval_waits_for_it_or_is_skipped() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        &format!(
+            "agents:\n{}setup:\n  - shell: echo migrated\n    as: m\n    \
+             needs: {{approval: {{by: lead, timeout: 2s, then: skip}}}}\n\
+             tasks:\n  - shell: echo \"[${{{{ m }}}}]\"\n",
+            agent("idle", "cat >/dev/null"),
+        ),
+    );
+    let request = |id: u64| {
+        s.root
+            .inst_dir(common::runner::INST)
+            .join(format!("approvals/{id}.json"))
+    };
+    let run = spawn(s.cmd(&[]));
+    wait_for("the approval request", || request(1).exists());
+    s.root.ok(
+        "aw-ctl",
+        &["-i", common::runner::INST, "approve", "1", "--as", "lead"],
+        None,
+    );
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "[migrated]\n", "{}", stderr(&out));
+    // No answer within 2 s: skipped.
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "[]\n", "{}", stderr(&out));
+    assert!(request(2).exists() && !request(3).exists());
+}

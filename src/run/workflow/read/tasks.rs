@@ -11,7 +11,7 @@ use crate::run::workflow::{Gate, SetupTask, Task, TaskKind};
 use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 
-const SETUP_KEYS: [&str; 2] = ["shell", "as"];
+const SETUP_KEYS: [&str; 3] = ["shell", "as", "needs"];
 const TASK_KEYS: [&str; 8] = [
     "shell", "send", "parallel", "to", "as", "timeout", "if", "needs",
 ];
@@ -37,6 +37,7 @@ fn read_task(r: &mut Reader, i: usize, item: &Node) -> SetupTask {
     let mut task = SetupTask {
         shell: Spanned::new(Template::default(), item.pos),
         output: None,
+        needs: None,
     };
     if item.str().is_ok() {
         r.error(
@@ -64,6 +65,9 @@ fn read_task(r: &mut Reader, i: usize, item: &Node) -> SetupTask {
     task.output = f
         .get("as")
         .and_then(|n| read_output(r, n, &join(&path, "as")));
+    task.needs = f
+        .get("needs")
+        .and_then(|n| read_needs(r, n, &join(&path, "needs")));
     task
 }
 
