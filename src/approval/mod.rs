@@ -21,7 +21,7 @@ mod wait;
 pub use answer::{Answer, answer};
 pub use request::{Decision, Kind, Request, State, Then};
 pub use store::{
-    DIR, MAX_DETAILS, MAX_KEY, MAX_REASON, MAX_WHAT, NewRequest, Verdict, ask, decide, dir, list,
-    parse_id, path, settle, show,
+    DIR, MAX_APPROVERS, MAX_DETAILS, MAX_KEY, MAX_REASON, MAX_WHAT, NewRequest, Verdict, ask,
+    decide, dir, list, parse_id, path, settle, show,
 };
 pub use wait::{Outcome, STOP_CHECK, WaitOptions, wait};

@@ -171,7 +171,9 @@ impl Request {
             (Some(d), _) => {
                 s.push_str(&format!("  [{} by {}", self.state.name(), d.by));
                 if let Some(r) = &d.reason {
-                    s.push_str(&format!(": {r}"));
+                    let first = r.lines().next().unwrap_or_default();
+                    let more = if r.contains('\n') { " ..." } else { "" };
+                    s.push_str(&format!(": {first}{more}"));
                 }
                 s.push(']');
             }

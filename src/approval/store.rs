@@ -29,6 +29,9 @@ pub const MAX_REASON: usize = 1000;
 /// The longest key, in bytes.
 pub const MAX_KEY: usize = 200;
 
+/// The most approvers of one request.
+pub const MAX_APPROVERS: usize = 20;
+
 /// Who expires a request and posts for aw.
 const SYSTEM: &str = "system";
 
@@ -202,6 +205,12 @@ fn check(new: &NewRequest) -> Result<()> {
     }
     for b in &new.by {
         crate::names::check_agent(b)?;
+    }
+    if new.by.len() > MAX_APPROVERS {
+        return Err(Error::invalid(format!(
+            "{} approvers: at most {MAX_APPROVERS}",
+            new.by.len()
+        )));
     }
     if let Some(k) = &new.key
         && (k.is_empty() || k.len() > MAX_KEY || k.contains(['\n', '\r']))

@@ -137,7 +137,14 @@ fn bad_requests_and_refused_decisions_exit_with_their_codes_and_store_nothing() 
     );
     ok(&root, &["approve", "1", "--as", "user"]);
     let before = snapshot(root.path());
+    let many: Vec<String> = (1..=21).map(|i| format!("a{i}")).collect();
+    let many = many.join(",");
     let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["approvals", "ask", "x", "--by", &many],
+            65,
+            "aw-ctl: 21 approvers: at most 20",
+        ),
         (
             &["approvals", "ask", "x"],
             64,
