@@ -197,6 +197,37 @@ pub(super) fn approved(
     gate: &Gate,
     stop: &Stop,
 ) -> Result<bool> {
+    let (last, verdict) = ask_and_wait(inst, approval::Kind::Task, key, name, gate, stop)?;
+    let why = last
+        .decision
+        .as_ref()
+        .map_or(String::new(), |d| match &d.reason {
+            Some(r) => format!(" by {}: {r}", d.by),
+            None => format!(" by {}", d.by),
+        });
+    match verdict {
+        Verdict::Approved => Ok(true),
+        Verdict::Skipped => Ok(false),
+        Verdict::Rejected | Verdict::Expired => Err(Error::No(format!(
+            "{name}: approval #{} {}{why}",
+            last.id,
+            verdict.name()
+        ))),
+    }
+}
+
+/// Ask, as `system`, for the approval `gate` describes of what `name` does (keyed by
+/// `key`), wait for the outcome, and settle the request; the last request of its chain
+/// and the outcome. Errors: interrupted by `stop`, or the request could not be asked or
+/// read (named after `name`).
+pub(crate) fn ask_and_wait(
+    inst: &Instance,
+    kind: approval::Kind,
+    key: String,
+    name: &str,
+    gate: &Gate,
+    stop: &Stop,
+) -> Result<(approval::Request, Verdict)> {
     let mut what = name.to_string();
     if what.len() > approval::MAX_WHAT {
         let mut end = approval::MAX_WHAT - 3;
@@ -207,7 +238,7 @@ pub(super) fn approved(
         what.push_str("...");
     }
     let new = NewRequest {
-        kind: approval::Kind::Task,
+        kind,
         what,
         details: String::new(),
         by: gate.by.clone(),
@@ -225,22 +256,7 @@ pub(super) fn approved(
         stop: Some(stop),
         ..WaitOptions::default()
     };
-    let (last, verdict) = approval::wait(inst, asked.id, &opts).map_err(failed)?;
+    let done = approval::wait(inst, asked.id, &opts).map_err(failed)?;
     approval::settle(inst, asked.id).map_err(failed)?;
-    let why = last
-        .decision
-        .as_ref()
-        .map_or(String::new(), |d| match &d.reason {
-            Some(r) => format!(" by {}: {r}", d.by),
-            None => format!(" by {}", d.by),
-        });
-    match verdict {
-        Verdict::Approved => Ok(true),
-        Verdict::Skipped => Ok(false),
-        Verdict::Rejected | Verdict::Expired => Err(Error::No(format!(
-            "{name}: approval #{} {}{why}",
-            last.id,
-            verdict.name()
-        ))),
-    }
+    Ok(done)
 }

@@ -198,6 +198,8 @@ pub struct AgentDef {
     pub collab: Option<crate::registry::Collab>,
     /// Only coordinating (`delegate: true`): no document-writing tools, no file tools.
     pub delegate: bool,
+    /// `needs: approval`: each run of the agent waits for an approval.
+    pub needs: Option<Spanned<Gate>>,
 }
 
 impl AgentDef {

@@ -403,3 +403,72 @@ fn a_setup_command_that_needs_approval_waits_for_it_or_is_skipped() {
     assert_eq!(stdout(&out), "[]\n", "{}", stderr(&out));
     assert!(request(2).exists() && !request(3).exists());
 }
+
+/// An agent with `needs: approval` waits for an approval before each run: killed -9 while
+/// it waits and started again, aw-run finds the same request and the agent runs once
+/// when it is approved; a rejected run does not happen and its messages are handled.
+#[test]
+fn an_agent_that_needs_approval_waits_before_each_run_across_kill_9() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        &format!(
+            "agents:\n{}    needs: {{approval: {{by: lead}}}}\n",
+            agent("coder", "cat >/dev/null; echo coded >> log; echo done"),
+        ),
+    );
+    let request = |id: u64| {
+        s.root
+            .inst_dir(common::runner::INST)
+            .join(format!("approvals/{id}.json"))
+    };
+    let log = || std::fs::read_to_string(s.dir().join("log")).unwrap_or_default();
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["-i", common::runner::INST];
+        all.extend_from_slice(args);
+        s.root.ok("aw-ctl", &all, None)
+    };
+    // Messages sent before aw-run starts (a kickoff would be posted again at a restart),
+    // to the agent registered already.
+    ctl(&["new", "coder", "--backend", "external"]);
+    s.root.send(common::runner::INST, &["--from", "user"], "@coder write it");
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the approval request", || request(1).exists());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(run.try_wait().unwrap().is_none());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert_eq!(log(), "", "the agent ran before the approval");
+
+    let mut run = spawn(s.cmd(&[]));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "aw-run ended while it waits"
+    );
+    assert!(!request(2).exists(), "asked twice");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(request(1)).unwrap()).unwrap();
+    assert_eq!(
+        (r["kind"].as_str(), r["state"].as_str()),
+        (Some("run"), Some("pending"))
+    );
+    ctl(&["approve", "1", "--as", "lead"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(log(), "coded\n", "{}", stderr(&out));
+
+    // The next run asks again; rejected, the agent does not run and aw-run ends.
+    s.root.send(common::runner::INST, &["--from", "user"], "@coder once more");
+    let run = spawn(s.cmd(&[]));
+    wait_for("the second request", || request(2).exists());
+    ctl(&["reject", "2", "--as", "lead", "--reason", "no"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("approval #2 rejected; not run"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(log(), "coded\n");
+}

@@ -277,6 +277,7 @@ pub fn run(
             c.max_runs = m.value;
         }
         c.reply_fallback = def.reply_fallback;
+        c.needs = def.needs.as_ref().map(|g| g.value.clone());
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;

@@ -109,6 +109,7 @@ impl Serving {
             task_context: None,
             stop: Default::default(),
             serving_lock: None,
+            needs: None,
         })
     }
 

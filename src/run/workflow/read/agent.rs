@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 21] = [
+const AGENT_KEYS: [&str; 22] = [
     "backend",
     "model",
     "system_prompt",
@@ -39,6 +39,7 @@ const AGENT_KEYS: [&str; 21] = [
     "delegate",
     "max_workers",
     "spawn_depth",
+    "needs",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
@@ -148,6 +149,9 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .unwrap_or_default(),
         collab: None,
         delegate: false,
+        needs: f
+            .get("needs")
+            .and_then(|n| super::tasks::read_needs(r, n, &p("needs"))),
     };
     if let Some(n) = f.get("reply_fallback") {
         agent.reply_fallback = r.boolean(n, &p("reply_fallback")).unwrap_or(true);

@@ -197,7 +197,7 @@ fn read_one_task(
 
 /// `needs: approval`, or `needs: {approval: {by: [NAME...], timeout: DURATION, then:
 /// fail|skip|NAME}}` (each key optional).
-fn read_needs(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<Gate>> {
+pub(super) fn read_needs(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<Gate>> {
     const EXPECTED: &str = "expected 'approval' or {approval: {by, timeout, then}}";
     if let Ok(word) = node.str() {
         if word == "approval" {
