@@ -287,6 +287,25 @@ fn keep_runs_the_tasks_prints_the_result_and_stays_up() {
     assert_eq!(std::fs::read_to_string(&result).unwrap(), "pong\n");
 }
 
+/// The file of approval request `id`.
+fn approval_file(s: &Setup, id: u64) -> std::path::PathBuf {
+    s.root
+        .inst_dir(common::runner::INST)
+        .join(format!("approvals/{id}.json"))
+}
+
+/// What the tasks wrote to `log` in the working directory.
+fn log_of(s: &Setup) -> String {
+    std::fs::read_to_string(s.dir().join("log")).unwrap_or_default()
+}
+
+/// `aw-ctl -i INST ARGS`, which must succeed; its stdout.
+fn ctl_ok(s: &Setup, args: &[&str]) -> String {
+    let mut all = vec!["-i", common::runner::INST];
+    all.extend_from_slice(args);
+    s.root.ok("aw-ctl", &all, None)
+}
+
 /// A task that needs an approval waits for it across a kill -9 of aw-run: started again,
 /// aw-run finds the request it asked (no second request) and runs the task once when it
 /// is approved; an approval given while no aw-run runs takes effect at the next start; a
@@ -303,17 +322,9 @@ fn a_task_that_needs_approval_survives_kill_9_and_runs_once() {
             agent("idle", "cat >/dev/null"),
         ),
     );
-    let request = |id: u64| {
-        s.root
-            .inst_dir(common::runner::INST)
-            .join(format!("approvals/{id}.json"))
-    };
-    let log = || std::fs::read_to_string(s.dir().join("log")).unwrap_or_default();
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["-i", common::runner::INST];
-        all.extend_from_slice(args);
-        s.root.ok("aw-ctl", &all, None)
-    };
+    let request = |id: u64| approval_file(&s, id);
+    let log = || log_of(&s);
+    let ctl = |args: &[&str]| ctl_ok(&s, args);
     let pending_then_kill = |id: u64| {
         let mut run = spawn(s.cmd(&[]));
         wait_for("the approval request", || request(id).exists());
@@ -382,11 +393,7 @@ fn a_setup_command_that_needs_approval_waits_for_it_or_is_skipped() {
             agent("idle", "cat >/dev/null"),
         ),
     );
-    let request = |id: u64| {
-        s.root
-            .inst_dir(common::runner::INST)
-            .join(format!("approvals/{id}.json"))
-    };
+    let request = |id: u64| approval_file(&s, id);
     let run = spawn(s.cmd(&[]));
     wait_for("the approval request", || request(1).exists());
     s.root.ok(
@@ -418,21 +425,14 @@ fn an_agent_that_needs_approval_waits_before_each_run_across_kill_9() {
             agent("coder", "cat >/dev/null; echo coded >> log; echo done"),
         ),
     );
-    let request = |id: u64| {
-        s.root
-            .inst_dir(common::runner::INST)
-            .join(format!("approvals/{id}.json"))
-    };
-    let log = || std::fs::read_to_string(s.dir().join("log")).unwrap_or_default();
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["-i", common::runner::INST];
-        all.extend_from_slice(args);
-        s.root.ok("aw-ctl", &all, None)
-    };
+    let request = |id: u64| approval_file(&s, id);
+    let log = || log_of(&s);
+    let ctl = |args: &[&str]| ctl_ok(&s, args);
     // Messages sent before aw-run starts (a kickoff would be posted again at a restart),
     // to the agent registered already.
     ctl(&["new", "coder", "--backend", "external"]);
-    s.root.send(common::runner::INST, &["--from", "user"], "@coder write it");
+    s.root
+        .send(common::runner::INST, &["--from", "user"], "@coder write it");
     let mut run = spawn(s.cmd(&[]));
     wait_for("the approval request", || request(1).exists());
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -459,7 +459,11 @@ fn an_agent_that_needs_approval_waits_before_each_run_across_kill_9() {
     assert_eq!(log(), "coded\n", "{}", stderr(&out));
 
     // The next run asks again; rejected, the agent does not run and aw-run ends.
-    s.root.send(common::runner::INST, &["--from", "user"], "@coder once more");
+    s.root.send(
+        common::runner::INST,
+        &["--from", "user"],
+        "@coder once more",
+    );
     let run = spawn(s.cmd(&[]));
     wait_for("the second request", || request(2).exists());
     ctl(&["reject", "2", "--as", "lead", "--reason", "no"]);
