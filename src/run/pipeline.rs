@@ -228,18 +228,15 @@ pub(crate) fn ask_and_wait(
     gate: &Gate,
     stop: &Stop,
 ) -> Result<(approval::Request, Verdict)> {
-    let mut what = name.to_string();
-    if what.len() > approval::MAX_WHAT {
-        let mut end = approval::MAX_WHAT - 3;
-        while !what.is_char_boundary(end) {
-            end -= 1;
-        }
-        what.truncate(end);
-        what.push_str("...");
+    let mut key = key;
+    if key.len() > approval::MAX_KEY {
+        // A task's first line may be long: its start, and a checksum of the whole.
+        let sum = crate::hash::fnv1a(key.as_bytes());
+        key = format!("{} {sum:016x}", cut(&key, approval::MAX_KEY - 17));
     }
     let new = NewRequest {
         kind,
-        what,
+        what: cut(name, approval::MAX_WHAT),
         details: String::new(),
         by: gate.by.clone(),
         timeout: gate.timeout,
@@ -259,4 +256,53 @@ pub(crate) fn ask_and_wait(
     let done = approval::wait(inst, asked.id, &opts).map_err(failed)?;
     approval::settle(inst, asked.id).map_err(failed)?;
     Ok(done)
+}
+
+/// `text`, cut to at most `max` bytes (ending with `...` when it was cut).
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max - 3;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_and_keys_are_cut_to_their_limits() {
+        let long = "é".repeat(300);
+        let c = cut(&long, approval::MAX_WHAT);
+        assert!(c.len() <= approval::MAX_WHAT && c.ends_with("..."), "{c}");
+        assert_eq!(cut("short", 10), "short");
+    }
+
+    #[test]
+    fn a_task_with_a_long_first_line_is_asked_once_under_a_key_that_fits() {
+        let dir = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(dir.path())
+            .instance("t")
+            .unwrap();
+        let gate = Gate {
+            timeout: Some(Duration::from_millis(50)),
+            then: approval::Then::Skip,
+            ..Gate::default()
+        };
+        let key = format!("tasks: task 1: shell: echo {}", "x".repeat(400));
+        let stop = Stop::default();
+        for _ in 0..2 {
+            let (r, v) =
+                ask_and_wait(&inst, approval::Kind::Task, key.clone(), &key, &gate, &stop).unwrap();
+            assert_eq!(v, Verdict::Skipped);
+            assert!(r.key.as_ref().unwrap().len() <= approval::MAX_KEY);
+            assert!(r.what.len() <= approval::MAX_WHAT);
+        }
+        // Settled after the first, so the second asked anew.
+        assert_eq!(approval::list(&inst).unwrap().len(), 2);
+    }
 }
