@@ -135,13 +135,14 @@ _aw_ctl() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --wait | --card | --generate) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --card | --by | --kind | --details | --then | --key | --generate) ((i++)) ;;
+        --wait) [[ ${words[i + 1]} != -* ]] && ((i + 1 < cword)) && ((i++)) ;;
         -?*) ;;
         *) pos+=("$w") ;;
         esac
     done
     case $prev in
-    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --wait | --card) return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --card | --details | --then | --key) return ;;
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
@@ -151,6 +152,8 @@ _aw_ctl() {
     --tie-breaker) _aw_reply < <(printf '%s\n' first random creator-decides); return ;;
     --for) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
     --mine) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
+    --by) _aw_reply < <(_aw_agents "$root" "$inst"; echo user); return ;;
+    --kind) _aw_reply < <(printf '%s\n' task run merge tool); return ;;
     --generate) _aw_reply < <(printf '%s\n' complete-bash complete-zsh complete-fish); return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -178,6 +181,9 @@ _aw_ctl() {
         lease/ls) opts+=' --json' ;;
         lease/check) opts+=' --as' ;;
         hooks/install) opts+=' --force' ;;
+        approvals/show) opts+=' --json' ;;
+        approvals/ask) opts+=' --as --timeout --by --kind --details --then --key --replies --wait --json' ;;
+        approvals/wait) opts+=' --timeout --json' ;;
         new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
@@ -191,17 +197,21 @@ _aw_ctl() {
         stop/*) opts+=' --all --all-roots --timeout' ;;
         runs/*) opts+=' -f --follow --json' ;;
         budget/*) opts+=' --json' ;;
+        approvals/*) opts+=' --all --json' ;;
+        approve/*) opts+=' --as --reason' ;;
+        reject/*) opts+=' --as --reason' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;
     1/lease/) _aw_reply < <(printf '%s\n' take release renew ls check) ;;
     1/hooks/) _aw_reply < <(printf '%s\n' install uninstall) ;;
+    1/approvals/) _aw_reply < <(printf '%s\n' show ask wait) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;

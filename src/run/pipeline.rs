@@ -9,7 +9,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::interpolate::Vars;
-use super::workflow::{Task, TaskKind};
+use super::workflow::{Gate, Task, TaskKind};
+use crate::approval::{self, NewRequest, Outcome as Verdict, WaitOptions};
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
@@ -149,6 +150,17 @@ fn run_one(
             return Ok(None);
         }
     }
+    if let Some(gate) = &task.needs
+        && !approved(
+            inst,
+            format!("tasks: {label}: {}", task.describe()),
+            &name,
+            &gate.value,
+            stop,
+        )?
+    {
+        return Ok(None);
+    }
     match &task.kind {
         TaskKind::Shell(t) => super::command::shell(&name, &t.value, vars, Some(stop)).map(Some),
         TaskKind::Send { text, to, timeout } => {
@@ -169,5 +181,128 @@ fn run_one(
             }
         }
         TaskKind::Parallel(_) => unreachable!("groups are not nested"),
+    }
+}
+
+/// Ask for the approval the task `name` needs and wait for it: `true` to run the task,
+/// `false` to skip it (its time ran out with `then: skip`), an error when it was rejected
+/// or its time ran out. The request is keyed by the task (`key`), so that an aw-run
+/// started again after a kill finds the request it asked (pending, or decided meanwhile)
+/// rather than asking again; it is settled before the task runs, so that one approval
+/// never runs it twice.
+pub(super) fn approved(
+    inst: &Instance,
+    key: String,
+    name: &str,
+    gate: &Gate,
+    stop: &Stop,
+) -> Result<bool> {
+    let (last, verdict) = ask_and_wait(inst, approval::Kind::Task, key, name, gate, stop)?;
+    let why = last
+        .decision
+        .as_ref()
+        .map_or(String::new(), |d| match &d.reason {
+            Some(r) => format!(" by {}: {r}", d.by),
+            None => format!(" by {}", d.by),
+        });
+    match verdict {
+        Verdict::Approved => Ok(true),
+        Verdict::Skipped => Ok(false),
+        Verdict::Rejected | Verdict::Expired => Err(Error::No(format!(
+            "{name}: approval #{} {}{why}",
+            last.id,
+            verdict.name()
+        ))),
+    }
+}
+
+/// Ask, as `system`, for the approval `gate` describes of what `name` does (keyed by
+/// `key`), wait for the outcome, and settle the request; the last request of its chain
+/// and the outcome. Errors: interrupted by `stop`, or the request could not be asked or
+/// read (named after `name`).
+pub(crate) fn ask_and_wait(
+    inst: &Instance,
+    kind: approval::Kind,
+    key: String,
+    name: &str,
+    gate: &Gate,
+    stop: &Stop,
+) -> Result<(approval::Request, Verdict)> {
+    let mut key = key;
+    if key.len() > approval::MAX_KEY {
+        // A task's first line may be long: its start, and a checksum of the whole.
+        let sum = crate::hash::fnv1a(key.as_bytes());
+        key = format!("{} {sum:016x}", cut(&key, approval::MAX_KEY - 17));
+    }
+    let new = NewRequest {
+        kind,
+        what: cut(name, approval::MAX_WHAT),
+        details: String::new(),
+        by: gate.by.clone(),
+        timeout: gate.timeout,
+        then: gate.then.clone(),
+        key: Some(key),
+        replies: gate.replies,
+    };
+    let failed = |e: Error| match e {
+        Error::Interrupted => Error::Interrupted,
+        e => Error::No(format!("{name}: approval: {e}")),
+    };
+    let (asked, _) = approval::ask(inst, "system", new).map_err(failed)?;
+    let opts = WaitOptions {
+        stop: Some(stop),
+        ..WaitOptions::default()
+    };
+    let done = approval::wait(inst, asked.id, &opts).map_err(failed)?;
+    approval::settle(inst, asked.id).map_err(failed)?;
+    Ok(done)
+}
+
+/// `text`, cut to at most `max` bytes (ending with `...` when it was cut).
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max - 3;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_and_keys_are_cut_to_their_limits() {
+        let long = "é".repeat(300);
+        let c = cut(&long, approval::MAX_WHAT);
+        assert!(c.len() <= approval::MAX_WHAT && c.ends_with("..."), "{c}");
+        assert_eq!(cut("short", 10), "short");
+    }
+
+    #[test]
+    fn a_task_with_a_long_first_line_is_asked_once_under_a_key_that_fits() {
+        let dir = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(dir.path())
+            .instance("t")
+            .unwrap();
+        let gate = Gate {
+            timeout: Some(Duration::from_millis(50)),
+            then: approval::Then::Skip,
+            ..Gate::default()
+        };
+        let key = format!("tasks: task 1: shell: echo {}", "x".repeat(400));
+        let stop = Stop::default();
+        for _ in 0..2 {
+            let (r, v) =
+                ask_and_wait(&inst, approval::Kind::Task, key.clone(), &key, &gate, &stop).unwrap();
+            assert_eq!(v, Verdict::Skipped);
+            assert!(r.key.as_ref().unwrap().len() <= approval::MAX_KEY);
+            assert!(r.what.len() <= approval::MAX_WHAT);
+        }
+        // Settled after the first, so the second asked anew.
+        assert_eq!(approval::list(&inst).unwrap().len(), 2);
     }
 }

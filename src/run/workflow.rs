@@ -211,6 +211,8 @@ pub struct AgentDef {
     /// `board: next`: before each run, the agent is given the next ready card of the board
     /// (claimed for it), and it is woken when a card becomes ready.
     pub board_next: bool,
+    /// `needs: approval`: each run of the agent waits for an approval.
+    pub needs: Option<Spanned<Gate>>,
 }
 
 impl AgentDef {
@@ -331,6 +333,31 @@ pub struct Task {
     pub when: Option<Spanned<Expr>>,
     /// `as:`: the variable that stores the task's output.
     pub output: Option<Spanned<String>>,
+    /// `needs: approval`: the task waits for an approval before it runs.
+    pub needs: Option<Spanned<Gate>>,
+}
+
+/// `needs: approval` (or `needs: {approval: {by, timeout, then}}`): who may approve, how
+/// long they have, and what then.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gate {
+    /// Who may approve (default `user`).
+    pub by: Vec<String>,
+    pub timeout: Option<Duration>,
+    pub then: crate::approval::Then,
+    /// An approver may also answer by a reply in the channel.
+    pub replies: bool,
+}
+
+impl Default for Gate {
+    fn default() -> Gate {
+        Gate {
+            by: vec!["user".to_string()],
+            timeout: None,
+            then: crate::approval::Then::Fail,
+            replies: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -406,6 +433,8 @@ pub struct SetupTask {
     pub shell: Spanned<Template>,
     /// The `as` name that stores the command's output.
     pub output: Option<Spanned<String>>,
+    /// `needs: approval`: the command waits for an approval before it runs.
+    pub needs: Option<Spanned<Gate>>,
 }
 
 /// Why [`load`] gave no workflow.

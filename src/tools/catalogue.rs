@@ -62,11 +62,13 @@ crate::keyword_enum! {
         SendInput = "send_input",
         Wait = "wait",
         CloseAgent = "close_agent",
+        Approve = "approve",
+        Reject = "reject",
     }
 }
 
 /// How many tools every agent gets: all but the collab tools.
-pub const DEFAULT_TOOLS: usize = 25;
+pub const DEFAULT_TOOLS: usize = 27;
 
 impl Tool {
     /// One of the collab tools (`aw-mcp --collab`).
@@ -184,6 +186,7 @@ fn input_schema(t: Tool) -> Value {
         Tool::SendInput => schema::<params::SendInput>(),
         Tool::Wait => schema::<params::Wait>(),
         Tool::CloseAgent => schema::<params::CloseAgent>(),
+        Tool::Approve | Tool::Reject => schema::<params::Decide>(),
     }
 }
 
@@ -266,6 +269,12 @@ fn description(t: Tool) -> &'static str {
         }
         Tool::CloseAgent => {
             "Close a worker you spawned: it is no longer run (a run in progress is stopped); its messages and history stay."
+        }
+        Tool::Approve => {
+            "Approve an approval request ([APPROVAL #id] in the channel) that names you as an approver: what it holds goes ahead. Refused when you are not one of its approvers, or when it is decided already. A reason is at most 1000 bytes."
+        }
+        Tool::Reject => {
+            "Reject an approval request that names you as an approver, with a reason (at most 1000 bytes): what it holds does not go ahead. Refused when you are not one of its approvers, or when it is decided already."
         }
     }
 }
@@ -361,7 +370,9 @@ mod tests {
             "{msg}"
         );
         assert!(
-            msg.ends_with(", lease_list, spawn_agent, send_input, wait, close_agent)"),
+            msg.ends_with(
+                ", lease_list, spawn_agent, send_input, wait, close_agent, approve, reject)"
+            ),
             "{msg}"
         );
     }

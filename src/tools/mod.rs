@@ -9,13 +9,15 @@
 //!   the input schemas are made from too);
 //! - the handlers, by area: `messages` (channel and inbox), `team` (status, members),
 //!   `documents` (documents and resources), `proposals`, `board` (the cards of work),
-//!   `leases` (leases on files), `workers` (the collab tools);
+//!   `leases` (leases on files), `workers` (the collab tools), `approvals` (deciding
+//!   approval requests);
 //! - [`files`]: the built-in file tools of API agents, confined to one folder;
 //! - [`client_config`]: how a client (Claude Code, Codex) starts `aw-mcp` for one agent.
 //!
 //! The tools work on the domain (channel, inbox, document, proposal, registry, collab);
 //! every failure is an [`Error`] that the front end gives the model as a tool error.
 
+mod approvals;
 pub mod args;
 pub mod board;
 mod caller;
@@ -33,6 +35,7 @@ mod workers;
 pub use caller::{Caller, Reply};
 pub use catalogue::{INSTRUCTIONS, Tool, ToolDef, Toolset};
 
+use crate::approval::Verdict;
 use crate::error::{Error, Remedy, Result};
 use args::{Args, parse};
 
@@ -103,5 +106,7 @@ fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
         Tool::SendInput => workers::send_input(s, parse(n, a)?),
         Tool::Wait => workers::wait(s, parse(n, a)?),
         Tool::CloseAgent => workers::close_agent(s, parse(n, a)?),
+        Tool::Approve => approvals::decide(s, parse(n, a)?, Verdict::Approve),
+        Tool::Reject => approvals::decide(s, parse(n, a)?, Verdict::Reject),
     }
 }

@@ -463,3 +463,14 @@ pub struct LeaseRelease {
     #[schemars(with = "Option<Vec<String>>")]
     pub paths: Option<Names>,
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decide {
+    /// The approval request's id, as in [APPROVAL #id]
+    #[schemars(range(min = 1))]
+    pub id: Uint,
+    /// Why, at most 1000 bytes
+    #[schemars(length(max = crate::approval::MAX_REASON))]
+    pub reason: Option<String>,
+}

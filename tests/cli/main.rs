@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod approval;
 mod bad_input;
 mod board;
 mod check_all;

@@ -9,6 +9,7 @@ mod common;
 #[path = "../mcp_common/mod.rs"]
 mod mcp_common;
 
+mod approval;
 mod board;
 mod collab;
 mod collab_names;

@@ -286,3 +286,193 @@ fn keep_runs_the_tasks_prints_the_result_and_stays_up() {
     assert_code(&out, 0);
     assert_eq!(std::fs::read_to_string(&result).unwrap(), "pong\n");
 }
+
+/// The file of approval request `id`.
+fn approval_file(s: &Setup, id: u64) -> std::path::PathBuf {
+    s.root
+        .inst_dir(common::runner::INST)
+        .join(format!("approvals/{id}.json"))
+}
+
+/// What the tasks wrote to `log` in the working directory.
+fn log_of(s: &Setup) -> String {
+    std::fs::read_to_string(s.dir().join("log")).unwrap_or_default()
+}
+
+/// `aw-ctl -i INST ARGS`, which must succeed; its stdout.
+fn ctl_ok(s: &Setup, args: &[&str]) -> String {
+    let mut all = vec!["-i", common::runner::INST];
+    all.extend_from_slice(args);
+    s.root.ok("aw-ctl", &all, None)
+}
+
+/// A task that needs an approval waits for it across a kill -9 of aw-run: started again,
+/// aw-run finds the request it asked (no second request) and runs the task once when it
+/// is approved; an approval given while no aw-run runs takes effect at the next start; a
+/// rejection fails the workflow without running the task.
+#[test]
+fn a_task_that_needs_approval_survives_kill_9_and_runs_once() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        &format!(
+            "agents:\n{}tasks:\n  - shell: echo before >> log\n  \
+             - shell: echo ran >> log; echo deployed\n    needs: {{approval: {{by: [user]}}}}\n",
+            agent("idle", "cat >/dev/null"),
+        ),
+    );
+    let request = |id: u64| approval_file(&s, id);
+    let log = || log_of(&s);
+    let ctl = |args: &[&str]| ctl_ok(&s, args);
+    let pending_then_kill = |id: u64| {
+        let mut run = spawn(s.cmd(&[]));
+        wait_for("the approval request", || request(id).exists());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            run.try_wait().unwrap().is_none(),
+            "aw-run ended while it waits"
+        );
+        run.kill().unwrap();
+        run.wait().unwrap();
+    };
+
+    pending_then_kill(1);
+    assert_eq!(log(), "before\n");
+    // Started again: the same request, still pending; approved, the task runs once.
+    let mut run = spawn(s.cmd(&[]));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "aw-run ended while it waits"
+    );
+    assert!(!request(2).exists(), "asked twice");
+    assert_eq!(ctl(&["approve", "1"]), "approval 1 approved\n");
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "deployed\n", "{}", stderr(&out));
+    assert_eq!(log(), "before\nbefore\nran\n");
+
+    // The next run of the workflow asks again; approved while no aw-run runs, the task
+    // runs at the next start without waiting.
+    pending_then_kill(2);
+    ctl(&["approve", "2", "--reason", "go ahead"]);
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    assert!(!request(3).exists(), "asked again");
+    assert_eq!(log(), "before\nbefore\nran\nbefore\nbefore\nran\n");
+
+    // Rejected: the workflow fails and the task does not run.
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the third request", || request(3).exists());
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(run.try_wait().unwrap().is_none());
+    ctl(&["reject", "3", "--reason", "not today"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("task 2 (shell: echo ran >> log; echo deployed): approval #3 rejected by user: not today"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(log().matches("ran").count(), 2);
+}
+
+/// A setup command that needs an approval runs once it is approved; with `then: skip` and
+/// no answer in time it is skipped (its output empty) and the workflow goes on.
+#[test]
+fn a_setup_command_that_needs_approval_waits_for_it_or_is_skipped() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        &format!(
+            "agents:\n{}setup:\n  - shell: echo migrated\n    as: m\n    \
+             needs: {{approval: {{by: lead, timeout: 2s, then: skip}}}}\n\
+             tasks:\n  - shell: echo \"[${{{{ m }}}}]\"\n",
+            agent("idle", "cat >/dev/null"),
+        ),
+    );
+    let request = |id: u64| approval_file(&s, id);
+    let run = spawn(s.cmd(&[]));
+    wait_for("the approval request", || request(1).exists());
+    s.root.ok(
+        "aw-ctl",
+        &["-i", common::runner::INST, "approve", "1", "--as", "lead"],
+        None,
+    );
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "[migrated]\n", "{}", stderr(&out));
+    // No answer within 2 s: skipped.
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "[]\n", "{}", stderr(&out));
+    assert!(request(2).exists() && !request(3).exists());
+}
+
+/// An agent with `needs: approval` waits for an approval before each run: killed -9 while
+/// it waits and started again, aw-run finds the same request and the agent runs once
+/// when it is approved; a rejected run does not happen and its messages are handled.
+#[test]
+fn an_agent_that_needs_approval_waits_before_each_run_across_kill_9() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        &format!(
+            "agents:\n{}    needs: {{approval: {{by: lead}}}}\n",
+            agent("coder", "cat >/dev/null; echo coded >> log; echo done"),
+        ),
+    );
+    let request = |id: u64| approval_file(&s, id);
+    let log = || log_of(&s);
+    let ctl = |args: &[&str]| ctl_ok(&s, args);
+    // Messages sent before aw-run starts (a kickoff would be posted again at a restart),
+    // to the agent registered already.
+    ctl(&["new", "coder", "--backend", "external"]);
+    s.root
+        .send(common::runner::INST, &["--from", "user"], "@coder write it");
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the approval request", || request(1).exists());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(run.try_wait().unwrap().is_none());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert_eq!(log(), "", "the agent ran before the approval");
+
+    let mut run = spawn(s.cmd(&[]));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "aw-run ended while it waits"
+    );
+    assert!(!request(2).exists(), "asked twice");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(request(1)).unwrap()).unwrap();
+    assert_eq!(
+        (r["kind"].as_str(), r["state"].as_str()),
+        (Some("run"), Some("pending"))
+    );
+    ctl(&["approve", "1", "--as", "lead"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(log(), "coded\n", "{}", stderr(&out));
+
+    // The next run asks again; rejected, the agent does not run and aw-run ends.
+    s.root.send(
+        common::runner::INST,
+        &["--from", "user"],
+        "@coder once more",
+    );
+    let run = spawn(s.cmd(&[]));
+    wait_for("the second request", || request(2).exists());
+    ctl(&["reject", "2", "--as", "lead", "--reason", "no"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("approval #2 rejected; not run"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(log(), "coded\n");
+}

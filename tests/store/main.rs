@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod approval;
 mod board;
 mod channel_faults;
 mod concurrency;
@@ -16,6 +17,7 @@ mod inbox;
 mod lease;
 mod mention_index;
 mod netfs;
+mod netfs_approval;
 mod netfs_work;
 mod state_files;
 mod trust;

@@ -48,14 +48,14 @@ pub(super) fn render<R>(t: &Tool<R>) -> String {
     s += "    case $prev in\n";
     let free: Vec<String> = t
         .valued()
-        .filter(|f| f.complete == Complete::Text && !f.optional_value())
+        .filter(|f| f.complete == Complete::Text && !t.optional(f))
         .map(pattern)
         .collect();
     if !free.is_empty() {
         s += &format!("    {}) return ;;\n", free.join(" | "));
     }
     for f in t.valued() {
-        match (reply(f.complete), f.optional_value()) {
+        match (reply(f.complete), t.optional(f)) {
             (Some(r), true) => {
                 s += &format!(
                     "    {}) if [[ $cur != -* ]]; then {r}; return; fi ;;\n",
@@ -99,13 +99,9 @@ fn program<R>(t: &Tool<R>, s: &mut String) {
 /// The words before the cursor that are not options nor their values.
 fn scan<R>(t: &Tool<R>, s: &mut String) {
     *s += "    for ((i = 1; i < cword; i++)); do\n        w=${words[i]}\n        case $w in\n";
-    let required: Vec<String> = t
-        .valued()
-        .filter(|f| !f.optional_value())
-        .map(pattern)
-        .collect();
+    let required: Vec<String> = t.valued().filter(|f| !t.optional(f)).map(pattern).collect();
     *s += &format!("        {}) ((i++)) ;;\n", required.join(" | "));
-    for f in t.valued().filter(|f| f.optional_value()) {
+    for f in t.valued().filter(|f| t.optional(f)) {
         *s += &format!(
             "        {}) [[ ${{words[i + 1]}} != -* ]] && ((i + 1 < cword)) && ((i++)) ;;\n",
             pattern(f)

@@ -68,7 +68,7 @@ pub(super) fn render<R>(t: &Tool<R>) -> String {
     // The words before the cursor that are not options nor their values.
     let valued: Vec<String> = t
         .valued()
-        .filter(|f| !f.optional_value())
+        .filter(|f| !t.optional(f))
         .flat_map(super::spellings)
         .collect();
     s += "# The words before the cursor that are not options nor their values.\n";

@@ -83,6 +83,17 @@ impl<R> Tool<'_, R> {
         self.flags.iter().filter(|f| f.value.is_some())
     }
 
+    /// May the flag's value be left out: it says so (`[FILE]`), or another flag of the same
+    /// name takes none (`--wait` of `lease take` takes a time, that of `approvals ask`
+    /// none), so that the word after it may be no value.
+    fn optional(&self, f: &Flag) -> bool {
+        f.optional_value()
+            || self
+                .flags
+                .iter()
+                .any(|g| g.long == f.long && g.value.is_none())
+    }
+
     /// The flags every command takes (all of them for a tool without commands).
     fn common(&self) -> impl Iterator<Item = &Flag> {
         self.flags.iter().filter(|f| f.cmds.is_empty())

@@ -119,7 +119,7 @@ pub(super) fn render<R>(t: &Tool<R>) -> String {
         );
     }
     for g in t.groups() {
-        if !t.commands.iter().any(|c| c.name == g) {
+        if own_function(t, g) {
             group(t, g, &func, &mut s);
         }
     }
@@ -172,6 +172,7 @@ pub(super) fn render<R>(t: &Tool<R>) -> String {
     s += "    case $line[1] in\n";
     for w in crate::cli::flags::command_names(t.commands) {
         match t.commands.iter().find(|c| c.name == w) {
+            Some(_) if own_function(t, w) => s += &format!("    {w}) {func}_{w} && ret=0 ;;\n"),
             Some(c) => {
                 let mut specs = own_and_args(t, c);
                 let subs = t.subcommands(w);
@@ -196,12 +197,31 @@ fn own_and_args<R>(t: &Tool<R>, c: &Cmd<R>) -> Vec<String> {
     specs
 }
 
-/// The function that completes a command with subcommands (`doc`).
+/// Does the group `g` get a function of its own: it is no command alone (`doc`), or one of
+/// its subcommands takes arguments or options the command alone does not
+/// (`approvals ask`)?
+fn own_function<R>(t: &Tool<R>, g: &str) -> bool {
+    let Some(alone) = t.commands.iter().find(|c| c.name == g) else {
+        return true;
+    };
+    t.commands.iter().any(|c| {
+        matches!(c.words(), (w, Some(_)) if w == g)
+            && (!c.args.is_empty() || t.own(c.name).any(|f| !f.cmds.contains(&alone.name)))
+    })
+}
+
+/// The function that completes a command with subcommands (`doc`); the options of the
+/// command alone, when it is one (`approvals`), before the subcommand.
 fn group<R>(t: &Tool<R>, g: &str, func: &str, s: &mut String) {
     *s += &format!("(( $+functions[{func}_{g}] )) || {func}_{g}() {{\n");
     *s += "  local curcontext=$curcontext state line ret=1\n  local -a subs\n";
+    let alone: String = t.own(g).map(|f| format!("{} ", spec(f))).collect();
+    let sub = match t.commands.iter().any(|c| c.name == g) {
+        true => "1::",
+        false => "(-)1:",
+    };
     *s += &format!(
-        "  _arguments -C $common '(-)1:{g} command:->sub' '(-)*::argument:->argument' && ret=0\n"
+        "  _arguments -C $common {alone}'{sub}{g} command:->sub' '(-)*::argument:->argument' && ret=0\n"
     );
     *s += "  # Options given between the command and its subcommand still name the root and instance.\n";
     *s += "  [[ -n ${opt_args[--root]} ]] && _aw_outer_root=${opt_args[--root]}\n";

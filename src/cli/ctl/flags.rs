@@ -18,6 +18,10 @@ const JSON: &[&str] = &[
     "board show",
     "board ls",
     "lease ls",
+    "approvals",
+    "approvals show",
+    "approvals ask",
+    "approvals wait",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -40,6 +44,9 @@ const AS: &[&str] = &[
     "lease release",
     "lease renew",
     "lease check",
+    "approvals ask",
+    "approve",
+    "reject",
 ];
 
 /// The options of aw-ctl, in the order of `--help`.
@@ -104,7 +111,9 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "as",
         value: Some("AGENT"),
-        doc: "(doc, propose, vote, cancel, board, lease) act as AGENT",
+        doc: "(doc, propose, vote, cancel, board, lease, approvals ask,\n\
+              approve, reject) act as AGENT",
+        brief: "act as AGENT",
         complete: Complete::AgentOrUser,
         cmds: AS,
         ..BASE
@@ -118,9 +127,10 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "all",
         doc: "(proposals) list closed proposals too; (stop) every served\n\
-              agent of the root (only the instance's with -i)",
-        brief: "every proposal, or every served agent of the root",
-        cmds: &["proposals", "stop"],
+              agent of the root (only the instance's with -i); (approvals)\n\
+              decided requests too",
+        brief: "every proposal or approval, or every served agent of the root",
+        cmds: &["proposals", "stop", "approvals"],
         ..BASE
     },
     Flag {
@@ -192,9 +202,11 @@ pub const FLAGS: &[Flag] = &[
         long: "timeout",
         value: Some("SECS"),
         doc: "(propose) resolve or expire after SECS seconds; (stop) wait\n\
-              at most SECS seconds (default 10)",
-        brief: "seconds to resolve (propose) or to wait (stop)",
-        cmds: &["propose", "stop"],
+              at most SECS seconds (default 10); (approvals ask) how long the\n\
+              approvers have (90s, 5m, 1h; default no limit); (approvals\n\
+              wait) how long to wait",
+        brief: "seconds to resolve (propose), to answer (approvals ask) or to wait",
+        cmds: &["propose", "stop", "approvals ask", "approvals wait"],
         ..BASE
     },
     Flag {
@@ -215,8 +227,8 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "reason",
         value: Some("R"),
-        doc: "(vote, lease take) why",
-        cmds: &["vote", "lease take"],
+        doc: "(vote, lease take, approve, reject) why",
+        cmds: &["vote", "lease take", "approve", "reject"],
         ..BASE
     },
     Flag {
@@ -365,6 +377,67 @@ pub const FLAGS: &[Flag] = &[
         doc: "(hooks install) replace aw's guard even if it was edited",
         brief: "replace aw's guard even if edited",
         cmds: &["hooks install"],
+        ..BASE
+    },
+    Flag {
+        long: "by",
+        value: Some("AGENT[,AGENT...]"),
+        doc: "(approvals ask) who may approve: agents, or a person such as\n\
+              user; repeat or separate with commas",
+        brief: "who may approve",
+        many: true,
+        complete: Complete::AgentOrUser,
+        cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "kind",
+        value: Some("K"),
+        doc: "(approvals ask) what is asked: task (default), run, merge or tool",
+        brief: "what is asked",
+        complete: Complete::Choices(&["task", "run", "merge", "tool"]),
+        cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "details",
+        value: Some("TEXT"),
+        doc: "(approvals ask) more about what is asked; - reads it from stdin",
+        brief: "more about what is asked (- reads stdin)",
+        cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "then",
+        value: Some("fail|skip|AGENT"),
+        doc: "(approvals ask) when --timeout runs out: fail (default), skip,\n\
+              or ask AGENT instead",
+        brief: "what happens when the time runs out",
+        cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "key",
+        value: Some("KEY"),
+        doc: "(approvals ask) asking again with the same key gives the request\n\
+              asked first (a script started again asks once)",
+        brief: "asking again with it gives the first request",
+        cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "replies",
+        doc: "(approvals ask) an approver may also answer in the channel:\n\
+              approve #ID, or reject #ID: REASON",
+        brief: "approvers may answer in the channel",
+        cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "wait",
+        doc: "(approvals ask) wait for the decision: exit 0 approved, 1 not",
+        brief: "wait for the decision",
+        cmds: &["approvals ask"],
         ..BASE
     },
     Flag {

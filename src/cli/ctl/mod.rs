@@ -3,6 +3,7 @@
 //! parses the command line and dispatches.
 
 mod agents;
+mod approvals;
 mod board;
 mod budget;
 mod docs;
@@ -32,22 +33,23 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote, cancel, board and lease commands take --as AGENT: who acts, default $AW_AGENT
-  or 'user'; lease paths are relative to the work tree: the git top level, else the
-  directory that holds .workflow/)
+(doc, propose, vote, cancel, board, lease, approvals ask, approve and reject take
+  --as AGENT: who acts, default $AW_AGENT or 'user'; lease paths are relative to the
+  work tree: the git top level, else the directory that holds .workflow/)
 ";
 
 /// What `--help` says after the options.
 const EXIT: &str = "\
 Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
-ready (board claim), no lease released (lease release) or a path leased by another
-(lease check), 64 usage, 65 bad name or data (or a path out of the work tree), 66 no
-such instance, agent, document, run, card or lease (or no git work tree: hooks), 73
-cannot create (exists, or a hook in the way: hooks install), 74 I/O error, 75 lock
-timeout, still served after the wait (stop), card held by another (board) or path
-leased by another (lease take), 77 not the document owner, a root found above that is
-not trusted, a server record of another user (stop), a lease of another
-or permission denied, 130 interrupted.
+ready (board claim), no lease released (lease release), a path leased by another
+(lease check) or not approved (approvals ask --wait, approvals wait), 64 usage, 65 bad
+name or data (or a path out of the work tree), or an approval decided already, 66 no
+such instance, agent, document, run, card, lease or approval (or no git work tree:
+hooks), 73 cannot create (exists, or a hook in the way: hooks install), 74 I/O error,
+75 lock timeout, still served after the wait (stop), card held by another (board) or
+path leased by another (lease take), 77 not the document owner, not an approver of the
+request (approve, reject), a root found above that is not trusted, a server record of
+another user (stop), a lease of another or permission denied, 130 interrupted.
 ";
 
 /// What runs a command: with the command line, and the command's arguments (as many as its
@@ -491,6 +493,70 @@ const COMMANDS: &[Cmd<Run>] = &[
         run: hooks::uninstall,
         ..NONE
     },
+    Cmd {
+        name: "approvals",
+        help: &[(
+            "approvals [--all] [--json]",
+            "the pending approval requests (--all: every one)",
+        )],
+        run: approvals::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals show",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "approvals show ID [--json]",
+            "an approval request, its details and its decision",
+        )],
+        run: approvals::show,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals ask",
+        args: &[arg("WHAT", Complete::Text)],
+        help: &[(
+            "approvals ask WHAT --by AGENT[,AGENT...] [--kind K] [--details TEXT | -]\n        \
+             [--timeout DURATION] [--then fail|skip|AGENT] [--key KEY] [--replies]\n        \
+             [--wait]",
+            "ask for an approval (posted in the channel); prints its id;\n\
+             --wait: wait, exit 0 approved, 1 rejected, expired or skipped",
+        )],
+        run: approvals::ask,
+        ..NONE
+    },
+    Cmd {
+        name: "approvals wait",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "approvals wait ID [--timeout DURATION]",
+            "wait for a decision: exit 0 approved, 1 rejected, expired,\n\
+             skipped or still pending after --timeout",
+        )],
+        run: approvals::wait,
+        ..NONE
+    },
+    Cmd {
+        name: "approve",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "approve ID [--reason TEXT]",
+            "approve a request you are an approver of (exit 77: you are\n\
+             not, 65: it is decided already)",
+        )],
+        run: approvals::approve,
+        ..NONE
+    },
+    Cmd {
+        name: "reject",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "reject ID [--reason TEXT]",
+            "reject a request, with a reason",
+        )],
+        run: approvals::reject,
+        ..NONE
+    },
 ];
 
 /// The help text: about, commands, options, exit status.
@@ -574,6 +640,10 @@ fn parse(out: &mut Out) -> Result<std::result::Result<Call, u8>> {
     use lexopt::prelude::*;
     let mut a = Call::default();
     let mut p = lexopt::Parser::from_env();
+    // Options of two flags of one name given before the command (see `twin`), and the word
+    // right after each, which may be its value.
+    let mut undecided: Vec<(usize, Option<usize>)> = Vec::new();
+    let mut after_undecided = false;
     loop {
         // `new NAME ... -- PROGRAM [ARG...]`: everything after `--` is the command, taken
         // as it is (options included).
@@ -595,26 +665,47 @@ fn parse(out: &mut Out) -> Result<std::result::Result<Call, u8>> {
         let Some(arg) = p.next().map_err(cli::lex_err)? else {
             break;
         };
+        let follows = std::mem::take(&mut after_undecided);
         if let Some(k) = Common::key(&arg) {
             a.common.set(k, &mut p)?;
             continue;
         }
         if let Value(v) = arg {
+            if follows && let Some((_, word)) = undecided.last_mut() {
+                *word = Some(a.words.len());
+            }
             a.words.push(
                 v.into_string()
                     .map_err(|_| Error::invalid("argument is not valid UTF-8"))?,
             );
             continue;
         }
-        let Some(flag) = table::find(FLAGS, &arg) else {
+        let Some(first) = table::find(FLAGS, &arg) else {
             return Err(cli::unexpected(arg, FLAGS));
         };
-        if flag.cmds.is_empty() {
-            return cli::common_flag(out, flag, &mut p, &tool()).map(Err);
+        if first.cmds.is_empty() {
+            return cli::common_flag(out, first, &mut p, &tool()).map(Err);
         }
         let shown = match arg {
             Short(c) => format!("-{c}"),
-            _ => flag.dashed(),
+            _ => first.dashed(),
+        };
+        let Some(flag) = twin(first, &a.words) else {
+            // Which of the two it is, and so whether it takes the next word, is known once
+            // the command is: `--wait=5s` says it here.
+            let value = p.optional_value().map(|v| {
+                v.into_string()
+                    .map_err(|_| Error::Usage(format!("{shown}: value is not valid UTF-8")))
+            });
+            let value = value.transpose()?;
+            after_undecided = value.is_none();
+            undecided.push((a.given.len(), None));
+            a.given.push(Given {
+                flag: first,
+                shown,
+                value,
+            });
+            continue;
         };
         let value = match flag.value {
             Some(_) => Some(cli::string(&mut p, &flag.dashed())?),
@@ -622,7 +713,65 @@ fn parse(out: &mut Out) -> Result<std::result::Result<Call, u8>> {
         };
         a.given.push(Given { flag, shown, value });
     }
+    decide(&mut a, undecided)?;
     Ok(Ok(a))
+}
+
+/// Of two flags of one name (`--wait` of `lease take` takes a time, that of `approvals
+/// ask` none), the one the command named by `words` takes (the one without a value when it
+/// takes neither); `None` when no command is named yet. Any other flag is itself.
+fn twin(first: &'static Flag, words: &[String]) -> Option<&'static Flag> {
+    let mut same = FLAGS.iter().filter(|f| f.long == first.long);
+    if same.clone().count() == 1 {
+        return Some(first);
+    }
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (cmd, _) = command(&words).ok()?;
+    // A command that takes neither refuses it: the word after it is no value of it.
+    let none = same.clone().find(|f| f.value.is_none()).unwrap_or(first);
+    Some(same.find(|f| f.takes(cmd.name)).unwrap_or(none))
+}
+
+/// Decide the options of two flags given before the command: the flag the command takes,
+/// with the word that followed as its value when that flag takes one (`aw-ctl --wait 5s
+/// lease take ...`), else the word left a word (`aw-ctl --wait approvals ask ...`).
+fn decide(a: &mut Call, undecided: Vec<(usize, Option<usize>)>) -> Result<()> {
+    for (g, word) in undecided.into_iter().rev() {
+        let long = a.given[g].flag.long;
+        let taken = |words: &[String]| {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            let (cmd, _) = command(&words).ok()?;
+            FLAGS.iter().find(|f| f.long == long && f.takes(cmd.name))
+        };
+        if let Some(i) = word {
+            let mut rest = a.words.clone();
+            let value = rest.remove(i);
+            if let Some(flag) = taken(&rest).filter(|f| f.value.is_some()) {
+                a.words = rest;
+                a.given[g].flag = flag;
+                a.given[g].value = Some(value);
+                continue;
+            }
+        }
+        let Some(flag) = taken(&a.words) else {
+            continue;
+        };
+        let given = &mut a.given[g];
+        match (flag.value, &given.value) {
+            (Some(_), None) => {
+                return Err(Error::Usage(format!("{} needs a value", given.shown)));
+            }
+            (None, Some(_)) => {
+                let e = lexopt::Error::UnexpectedValue {
+                    option: given.shown.clone(),
+                    value: given.value.clone().unwrap_or_default().into(),
+                };
+                return Err(cli::lex_err(e));
+            }
+            _ => given.flag = flag,
+        }
+    }
+    Ok(())
 }
 
 /// The command that the words name, and how many of the words name it.

@@ -78,6 +78,8 @@ pub struct Controller {
     /// It works the board (`board: next`): each run starts from a card (see
     /// [`cards`](super::cards)).
     pub board: bool,
+    /// `needs: approval`: each run waits for an approval first.
+    pub needs: Option<crate::run::workflow::Gate>,
 }
 
 /// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
@@ -156,6 +158,12 @@ impl Controller {
 
     /// One run with its retries; `true` when an attempt succeeded (and the inbox was acked).
     pub(super) fn one_run(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
+        match self.approved(due) {
+            Some(true) => {}
+            // Rejected, expired or skipped: its messages are handled without a run.
+            Some(false) => return true,
+            None => return false,
+        }
         let channel = Channel::new(&self.inst);
         let attempts = self.retry.attempts.max(1);
         let mut wait = self.retry.backoff;
@@ -178,6 +186,52 @@ impl Controller {
             }
         }
         false
+    }
+
+    /// With `needs: approval`, ask for the run `due` to be approved and wait: `Some(true)`
+    /// to run; `Some(false)` when it was rejected, or its time ran out (its messages are
+    /// then acknowledged, and the decision is in the channel); `None` when stopped, or
+    /// when the request could not be asked (a warning says why). The request is keyed by
+    /// the first message of the run (and its card), so that a server started again after a
+    /// kill finds it.
+    fn approved(&self, due: &Due) -> Option<bool> {
+        let Some(gate) = &self.needs else {
+            return Some(true);
+        };
+        let first = due.msgs.first().map_or(0, |m| m.entry.id);
+        let (name, key) = match &due.card {
+            // A run from a card of the board (`board: next`) may have no message.
+            Some(c) => (
+                format!("a run of {} on card {}", self.agent, c.id),
+                format!("run: {}: card {}: from #{first}", self.agent, c.id),
+            ),
+            None => (
+                format!("a run of {} on #{first}..#{}", self.agent, due.last()),
+                format!("run: {}: from #{first}", self.agent),
+            ),
+        };
+        let kind = crate::approval::Kind::Run;
+        match crate::run::pipeline::ask_and_wait(&self.inst, kind, key, &name, gate, &self.stop) {
+            Ok((_, crate::approval::Outcome::Approved)) => Some(true),
+            Ok((r, outcome)) => {
+                crate::warn::warn(
+                    "aw-run",
+                    format!("{name}: approval #{} {}; not run", r.id, outcome.name()),
+                );
+                if let Err(e) = crate::inbox::ack(&self.inst, &self.agent, Some(due.last())) {
+                    crate::warn::warn(
+                        "aw-run",
+                        format!("{}: inbox not acknowledged: {e}", self.agent),
+                    );
+                }
+                Some(false)
+            }
+            Err(crate::error::Error::Interrupted) => None,
+            Err(e) => {
+                crate::warn::warn("aw-run", e.to_string());
+                None
+            }
+        }
     }
 
     /// Attempt `attempt` of the run `due`: build its prompt, call the backend, answer and

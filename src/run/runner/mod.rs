@@ -66,7 +66,12 @@ use trust::{Trusted, check_worker};
 /// Run `sh -c` for each setup task, storing outputs in `vars`. Past `timeout` (the
 /// workflow's `--timeout`, which counts from here) the running task is killed and setup
 /// fails.
-pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Result<()> {
+pub fn setup(
+    wf: &Workflow,
+    inst: &Instance,
+    vars: &mut Vars,
+    timeout: Option<Duration>,
+) -> Result<()> {
     let expired = crate::process::Stop::default();
     let done = crate::process::Stop::default();
     std::thread::scope(|s| {
@@ -84,6 +89,26 @@ pub fn setup(wf: &Workflow, vars: &mut Vars, timeout: Option<Duration>) -> Resul
             for (i, task) in wf.setup.iter().enumerate() {
                 let first = task.shell.value.text().lines().next().unwrap_or("").trim();
                 let name = format!("setup task {} ({first})", i + 1);
+                if let Some(gate) = &task.needs {
+                    let key = format!("setup: setup task {}: {first}", i + 1);
+                    match super::pipeline::approved(inst, key, &name, &gate.value, &expired) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            // Skipped: its output is empty.
+                            if let Some(var) = &task.output {
+                                vars.set(&var.value, String::new());
+                            }
+                            continue;
+                        }
+                        Err(Error::Interrupted) if expired.is_set() => {
+                            return Err(Error::No(format!(
+                                "{name}: the workflow's --timeout passed while it waited for \
+                                 an approval"
+                            )));
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
                 let out = match shell(&name, &task.shell.value, vars, Some(&expired)) {
                     Err(Error::Interrupted) if expired.is_set() => {
                         return Err(Error::No(format!(
@@ -157,7 +182,7 @@ pub fn run(
         inst.name(),
         Some((&inst.channel_path(), &doc_path)),
     );
-    setup(wf, &mut vars, opts.timeout)?;
+    setup(wf, inst, &mut vars, opts.timeout)?;
     // From here the agents are shown as served: a stop signal is held for the signal thread
     // (a clean stop), never the default that kills the process. (Not before: the setup
     // tasks' programs inherit the mask.)
@@ -254,6 +279,7 @@ pub fn run(
         }
         c.reply_fallback = def.reply_fallback;
         c.board = def.board_next;
+        c.needs = def.needs.as_ref().map(|g| g.value.clone());
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;

@@ -110,6 +110,7 @@ impl Serving {
             stop: Default::default(),
             serving_lock: None,
             board: false,
+            needs: None,
         })
     }
 

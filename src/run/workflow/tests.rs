@@ -1285,3 +1285,48 @@ fn board_cards_wait_for_cards_named_or_by_position_and_are_seeded_after_them() {
         "w.yaml:4:5: board[0].after: the cards wait for each other: 0 -> 0"
     );
 }
+
+#[test]
+fn needs_approval_is_read_with_its_approvers_time_and_then() {
+    use crate::approval::Then;
+    let (w, warnings) = loads(&format!(
+        "{AGENT}tasks:\n  - shell: ./deploy.sh\n    needs: approval\n  \
+         - shell: ./release.sh\n    needs: {{approval: {{by: [user, lead], timeout: 1h, then: ops, replies: true}}}}\n  \
+         - shell: ./tag.sh\n    needs: {{approval: {{by: lead}}}}\n"
+    ));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let gate = |i: usize| w.tasks[i].needs.as_ref().unwrap().value.clone();
+    assert_eq!(gate(0), Gate::default());
+    assert_eq!(gate(0).by, ["user"]);
+    let g = gate(1);
+    assert_eq!(g.by, ["user", "lead"]);
+    assert_eq!(g.timeout, Some(std::time::Duration::from_secs(3600)));
+    assert_eq!(g.then, Then::Escalate("ops".into()));
+    assert!(g.replies);
+    assert_eq!(gate(2).by, ["lead"]);
+
+    let tasks = |t: &str| problem(&format!("{AGENT}tasks:\n{t}"));
+    assert_eq!(
+        tasks("  - shell: x\n    needs: approvals\n"),
+        "w.yaml:5:12: tasks[0].needs: expected 'approval' or {approval: {by, timeout, then}}, \
+         found 'approvals'"
+    );
+    assert_eq!(
+        tasks("  - shell: x\n    needs: {approval: {then: skip}}\n"),
+        "w.yaml:5:30: tasks[0].needs.approval.then: needs a timeout: it says what happens when \
+         it runs out"
+    );
+    assert_eq!(
+        tasks("  - shell: x\n    needs: {approval: {by: [9x]}}\n"),
+        "w.yaml:5:29: tasks[0].needs.approval.by: invalid agent name '9x': expected \
+         [A-Za-z][A-Za-z0-9_-]*, at most 64 characters"
+    );
+    assert_eq!(
+        tasks("  - shell: x\n    needs: {approval: {who: me}}\n"),
+        "w.yaml:5:24: tasks[0].needs.approval: unknown key 'who'"
+    );
+    assert_eq!(
+        tasks("  - parallel:\n      - shell: x\n    needs: approval\n"),
+        "w.yaml:6:5: tasks[0].needs: not on a parallel group: put it on its tasks"
+    );
+}

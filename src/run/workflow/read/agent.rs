@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 22] = [
+const AGENT_KEYS: [&str; 23] = [
     "backend",
     "model",
     "system_prompt",
@@ -40,6 +40,7 @@ const AGENT_KEYS: [&str; 22] = [
     "max_workers",
     "spawn_depth",
     "board",
+    "needs",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
@@ -150,6 +151,9 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         collab: None,
         delegate: false,
         board_next: false,
+        needs: f
+            .get("needs")
+            .and_then(|n| super::tasks::read_needs(r, n, &p("needs"))),
     };
     if let Some(n) = f.get("board") {
         agent.board_next = read_board_next(r, n, &p("board"));

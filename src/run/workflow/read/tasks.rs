@@ -7,12 +7,17 @@ use crate::run::expr::Expr;
 use crate::run::interpolate::{Template, check_var_name};
 use crate::run::reader::Reference;
 use crate::run::reader::{Reader, Use, join};
-use crate::run::workflow::{SetupTask, Task, TaskKind};
+use crate::run::workflow::{Gate, SetupTask, Task, TaskKind};
 use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 
-const SETUP_KEYS: [&str; 2] = ["shell", "as"];
-const TASK_KEYS: [&str; 7] = ["shell", "send", "parallel", "to", "as", "timeout", "if"];
+const SETUP_KEYS: [&str; 3] = ["shell", "as", "needs"];
+const TASK_KEYS: [&str; 8] = [
+    "shell", "send", "parallel", "to", "as", "timeout", "if", "needs",
+];
+
+/// The keys of `needs: {approval: {...}}`.
+const GATE_KEYS: [&str; 4] = ["by", "timeout", "then", "replies"];
 
 pub(super) fn read_setup(r: &mut Reader, node: &Node) -> Vec<SetupTask> {
     let Some(items) = node.seq().map_err(|m| r.error(node.pos, "setup", &m)).ok() else {
@@ -32,6 +37,7 @@ fn read_task(r: &mut Reader, i: usize, item: &Node) -> SetupTask {
     let mut task = SetupTask {
         shell: Spanned::new(Template::default(), item.pos),
         output: None,
+        needs: None,
     };
     if item.str().is_ok() {
         r.error(
@@ -59,6 +65,9 @@ fn read_task(r: &mut Reader, i: usize, item: &Node) -> SetupTask {
     task.output = f
         .get("as")
         .and_then(|n| read_output(r, n, &join(&path, "as")));
+    task.needs = f
+        .get("needs")
+        .and_then(|n| read_needs(r, n, &join(&path, "needs")));
     task
 }
 
@@ -133,6 +142,7 @@ fn read_one_task(
     if kind == "parallel" {
         refuse(r, "if", "not on a parallel group: put it on its tasks");
         refuse(r, "as", "not on a parallel group: put it on its tasks");
+        refuse(r, "needs", "not on a parallel group: put it on its tasks");
     }
     let how = Use {
         before_task: Some(step),
@@ -172,12 +182,107 @@ fn read_one_task(
     };
     let when = f.get("if").and_then(|n| read_if(r, n, &p("if"), step));
     let output = f.get("as").and_then(|n| read_output(r, n, &p("as")));
+    let needs = match f.get("needs") {
+        Some(n) => Some(read_needs(r, n, &p("needs"))?),
+        None => None,
+    };
     Some(Task {
         pos: item.pos,
         kind,
         when,
         output,
+        needs,
     })
+}
+
+/// `needs: approval`, or `needs: {approval: {by: [NAME...], timeout: DURATION, then:
+/// fail|skip|NAME}}` (each key optional).
+pub(super) fn read_needs(r: &mut Reader, node: &Node, path: &str) -> Option<Spanned<Gate>> {
+    const EXPECTED: &str = "expected 'approval' or {approval: {by, timeout, then}}";
+    if let Ok(word) = node.str() {
+        if word == "approval" {
+            return Some(Spanned::new(Gate::default(), node.pos));
+        }
+        r.error(
+            node.pos,
+            path,
+            &format!("{EXPECTED}, found '{}'", sanitize(word)),
+        );
+        return None;
+    }
+    let f = r.fields(node, path, &["approval"])?;
+    let Some(inner) = f.get("approval") else {
+        r.error(node.pos, path, EXPECTED);
+        return None;
+    };
+    let path = join(path, "approval");
+    let mut gate = Gate::default();
+    if inner.is_null() {
+        return Some(Spanned::new(gate, node.pos));
+    }
+    let g = r.fields(inner, &path, &GATE_KEYS)?;
+    let mut ok = true;
+    if let Some(n) = g.get("by") {
+        let by_path = join(&path, "by");
+        let names = match n.str() {
+            Ok(_) => r.name(n, &by_path).map(|s| vec![s]),
+            Err(_) => r.strings(n, &by_path),
+        };
+        match names {
+            Some(names) if !names.is_empty() => {
+                gate.by.clear();
+                for name in names {
+                    match crate::names::check_agent(&name) {
+                        Ok(()) => gate.by.push(name.value),
+                        Err(e) => {
+                            r.error(name.pos, &by_path, &e.to_string());
+                            ok = false;
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                r.error(n.pos, &by_path, "name at least one approver");
+                ok = false;
+            }
+            None => ok = false,
+        }
+    }
+    if let Some(n) = g.get("replies") {
+        match r.boolean(n, &join(&path, "replies")) {
+            Some(b) => gate.replies = b,
+            None => ok = false,
+        }
+    }
+    if let Some(n) = g.get("timeout") {
+        match r.duration(n, &join(&path, "timeout")) {
+            Some(d) => gate.timeout = Some(d.value),
+            None => ok = false,
+        }
+    }
+    if let Some(n) = g.get("then") {
+        let then_path = join(&path, "then");
+        match r
+            .name(n, &then_path)
+            .map(|t| crate::approval::Then::parse(&t))
+        {
+            Some(Ok(t)) => gate.then = t,
+            Some(Err(e)) => {
+                r.error(n.pos, &then_path, &e.to_string());
+                ok = false;
+            }
+            None => ok = false,
+        }
+        if gate.timeout.is_none() && ok {
+            r.error(
+                n.pos,
+                &then_path,
+                "needs a timeout: it says what happens when it runs out",
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| Spanned::new(gate, node.pos))
 }
 
 /// The sub-tasks of a parallel group; two of them setting one variable is an error.
