@@ -135,13 +135,13 @@ _aw_ctl() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --generate) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --branch | --into | --how | --verify | --generate) ((i++)) ;;
         -?*) ;;
         *) pos+=("$w") ;;
         esac
     done
     case $prev in
-    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note) return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --branch | --into | --verify) return ;;
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
@@ -151,6 +151,7 @@ _aw_ctl() {
     --tie-breaker) _aw_reply < <(printf '%s\n' first random creator-decides); return ;;
     --for) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
     --mine) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
+    --how) _aw_reply < <(printf '%s\n' rebase merge); return ;;
     --generate) _aw_reply < <(printf '%s\n' complete-bash complete-zsh complete-fish); return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -172,6 +173,10 @@ _aw_ctl() {
         board/drop) opts+=' --as --note' ;;
         board/show) opts+=' --json' ;;
         board/ls) opts+=' --ready --mine --json' ;;
+        merge/request) opts+=' --as --branch --into --how --verify --no-wait' ;;
+        merge/ls) opts+=' --json' ;;
+        merge/show) opts+=' --json' ;;
+        merge/cancel) opts+=' --as' ;;
         new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
@@ -190,10 +195,11 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board merge) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;
+    1/merge/) _aw_reply < <(printf '%s\n' request ls show cancel serve) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;
@@ -206,6 +212,7 @@ _aw_ctl() {
     1/mcp-config/) _aw_reply < <(_aw_agents "$root" "$inst" | sed "s/\$/@$inst/") ;;
     1/stop/) _aw_reply < <(_aw_targets "$root" "$inst") ;;
     1/runs/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
+    2/merge/request) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     esac
 }
 complete -F _aw_ctl aw-ctl

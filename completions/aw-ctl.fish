@@ -117,7 +117,7 @@ function __aw_ctl_words
             continue
         end
         switch $t
-            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as --option --rule --quorum --tie-breaker --timeout --description --id --reason --body --after --for --label --title --ttl --note --mine --generate
+            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as --option --rule --quorum --tie-breaker --timeout --description --id --reason --body --after --for --label --title --ttl --note --mine --branch --into --how --verify --generate
                 set skip 1
             case '-?*'
             case '*'
@@ -168,6 +168,7 @@ complete -c aw-ctl -n '__aw_ctl_at 0' -a stop -d 'Ask the aw-run serving them, o
 complete -c aw-ctl -n '__aw_ctl_at 0' -a runs -d 'The transcripts of the agents\' runs'
 complete -c aw-ctl -n '__aw_ctl_at 0' -a budget -d 'What the instance spent across runs of aw-run, and its budget'
 complete -c aw-ctl -n '__aw_ctl_at 0' -a board -d 'Board add, edit, claim, renew, release, done, drop, show, ls'
+complete -c aw-ctl -n '__aw_ctl_at 0' -a merge -d 'Merge request, ls, show, cancel, serve'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a read -d 'Print a document'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a write -d 'Replace a document with stdin'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a append -d 'Append stdin to a document'
@@ -185,6 +186,11 @@ complete -c aw-ctl -n '__aw_ctl_at 1 board' -a done -d 'Finish a card, with a cl
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a drop -d 'Drop a card: it will not be done'
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a show -d 'A card, its body and its history'
 complete -c aw-ctl -n '__aw_ctl_at 1 board' -a ls -d 'The cards'
+complete -c aw-ctl -n '__aw_ctl_at 1 merge' -a request -d 'Ask to merge AGENT\'s branch'
+complete -c aw-ctl -n '__aw_ctl_at 1 merge' -a ls -d 'The merge requests: id, agent, branch, into, state, asked, result'
+complete -c aw-ctl -n '__aw_ctl_at 1 merge' -a show -d 'A merge request and the output of its last attempt'
+complete -c aw-ctl -n '__aw_ctl_at 1 merge' -a cancel -d 'Cancel a merge request still queued'
+complete -c aw-ctl -n '__aw_ctl_at 1 merge' -a serve -d 'Serve the merge queue until it is empty'
 complete -c aw-ctl -n '__aw_ctl_at 1 rm' -a '(__aw_agents)'
 complete -c aw-ctl -n '__aw_ctl_at 1 ack' -a '(__aw_agents)'
 complete -c aw-ctl -n '__aw_ctl_at 2 doc read' -a '(__aw_documents)'
@@ -197,13 +203,14 @@ complete -c aw-ctl -n '__aw_ctl_at 1 propose' -a 'election decision approval ass
 complete -c aw-ctl -n '__aw_ctl_at 1 mcp-config' -a '(for a in (__aw_agents); echo $a@(__aw_instance); end)'
 complete -c aw-ctl -n '__aw_ctl_at 1 stop' -a '(__aw_targets)'
 complete -c aw-ctl -n '__aw_ctl_at 1 runs' -a '(__aw_agents)'
+complete -c aw-ctl -n '__aw_ctl_at 2 merge request' -a '(__aw_agents)'
 complete -c aw-ctl -n '__aw_ctl_in new' -s m -l model -x -d 'The model of the agent'
 complete -c aw-ctl -n '__aw_ctl_in new' -l backend -x -a 'claude codex anthropic openai exec mock external' -d 'How the agent is run'
 complete -c aw-ctl -n '__aw_ctl_in new' -l prompt -x -d 'The agent\'s system prompt'
 complete -c aw-ctl -n '__aw_ctl_in new' -l prompt-file -r -F -d 'Read the system prompt from a file'
 complete -c aw-ctl -n '__aw_ctl_in new' -l replace -d 'Replace an agent that is already registered'
 complete -c aw-ctl -n '__aw_ctl_in ack' -l until -x -d 'Acknowledge up to entry ID'
-complete -c aw-ctl -n '__aw_ctl_in doc write; or __aw_ctl_in doc append; or __aw_ctl_in doc create; or __aw_ctl_in doc rm; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in board add; or __aw_ctl_in board edit; or __aw_ctl_in board claim; or __aw_ctl_in board done; or __aw_ctl_in board drop; or __aw_ctl_in board release; or __aw_ctl_in board renew' -l as -x -a '(__aw_agents; echo user)' -d 'Act as AGENT'
+complete -c aw-ctl -n '__aw_ctl_in doc write; or __aw_ctl_in doc append; or __aw_ctl_in doc create; or __aw_ctl_in doc rm; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in board add; or __aw_ctl_in board edit; or __aw_ctl_in board claim; or __aw_ctl_in board done; or __aw_ctl_in board drop; or __aw_ctl_in board release; or __aw_ctl_in board renew; or __aw_ctl_in merge request; or __aw_ctl_in merge cancel' -l as -x -a '(__aw_agents; echo user)' -d 'Act as AGENT'
 complete -c aw-ctl -n '__aw_ctl_in doc owner' -l clear -d 'Remove the document owner'
 complete -c aw-ctl -n '__aw_ctl_in proposals; or __aw_ctl_in stop' -l all -d 'Every proposal, or every served agent of the root'
 complete -c aw-ctl -n '__aw_ctl_in ps; or __aw_ctl_in stop' -l all-roots -d 'The served agents of every root'
@@ -233,4 +240,9 @@ complete -c aw-ctl -n '__aw_ctl_in board claim' -l ttl -x -d 'How long the claim
 complete -c aw-ctl -n '__aw_ctl_in board done; or __aw_ctl_in board drop' -l note -x -d 'The closing note'
 complete -c aw-ctl -n '__aw_ctl_in board ls' -l ready -d 'Only the cards one can claim'
 complete -c aw-ctl -n '__aw_ctl_in board ls' -l mine -x -a '(__aw_agents)' -d 'The cards AGENT holds or that are for it'
-complete -c aw-ctl -n '__aw_ctl_in ls; or __aw_ctl_in doc list; or __aw_ctl_in status; or __aw_ctl_in proposals; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in ps; or __aw_ctl_in runs; or __aw_ctl_in budget; or __aw_ctl_in budget reset; or __aw_ctl_in board show; or __aw_ctl_in board ls' -l json -d 'JSON Lines output'
+complete -c aw-ctl -n '__aw_ctl_in merge request' -l branch -x -d 'The branch to merge'
+complete -c aw-ctl -n '__aw_ctl_in merge request' -l into -x -d 'The target branch'
+complete -c aw-ctl -n '__aw_ctl_in merge request' -l how -x -a 'rebase merge' -d 'Rebase or merge'
+complete -c aw-ctl -n '__aw_ctl_in merge request' -l verify -x -d 'The command that must pass before the target moves'
+complete -c aw-ctl -n '__aw_ctl_in merge request' -l no-wait -d 'Only queue the request'
+complete -c aw-ctl -n '__aw_ctl_in ls; or __aw_ctl_in doc list; or __aw_ctl_in status; or __aw_ctl_in proposals; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in ps; or __aw_ctl_in runs; or __aw_ctl_in budget; or __aw_ctl_in budget reset; or __aw_ctl_in board show; or __aw_ctl_in board ls; or __aw_ctl_in merge ls; or __aw_ctl_in merge show' -l json -d 'JSON Lines output'

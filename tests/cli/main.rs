@@ -15,6 +15,7 @@ mod ctl_run;
 mod first_hour;
 mod follow;
 mod front_door;
+mod merge;
 mod roundtrip;
 mod send_lines;
 mod send_wait;

@@ -17,6 +17,8 @@ const JSON: &[&str] = &[
     "budget reset",
     "board show",
     "board ls",
+    "merge ls",
+    "merge show",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -35,6 +37,8 @@ const AS: &[&str] = &[
     "board drop",
     "board release",
     "board renew",
+    "merge request",
+    "merge cancel",
 ];
 
 /// The options of aw-ctl, in the order of `--help`.
@@ -99,7 +103,7 @@ pub const FLAGS: &[Flag] = &[
     Flag {
         long: "as",
         value: Some("AGENT"),
-        doc: "(doc, propose, vote, cancel, board) act as AGENT",
+        doc: "(doc, propose, vote, cancel, board, merge) act as AGENT",
         complete: Complete::AgentOrUser,
         cmds: AS,
         ..BASE
@@ -329,6 +333,49 @@ pub const FLAGS: &[Flag] = &[
         brief: "the cards AGENT holds or that are for it",
         complete: Complete::Agent,
         cmds: &["board ls"],
+        ..BASE
+    },
+    Flag {
+        long: "branch",
+        value: Some("B"),
+        doc: "(merge request) the branch to merge (default: the agent's,\n\
+              aw/INSTANCE/AGENT)",
+        brief: "the branch to merge",
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "into",
+        value: Some("T"),
+        doc: "(merge request) the target branch (default: _state/merge.json's,\n\
+              else main)",
+        brief: "the target branch",
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "how",
+        value: Some("HOW"),
+        doc: "(merge request) rebase (the default) or merge (a merge commit)",
+        brief: "rebase or merge",
+        complete: Complete::Choices(&["rebase", "merge"]),
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "verify",
+        value: Some("CMD"),
+        doc: "(merge request) the shell command that must pass on the result\n\
+              before the target moves (default: _state/merge.json's)",
+        brief: "the command that must pass before the target moves",
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "no-wait",
+        doc: "(merge request) only queue the request: print its id and exit",
+        brief: "only queue the request",
+        cmds: &["merge request"],
         ..BASE
     },
     Flag {

@@ -7,6 +7,7 @@ mod board;
 mod budget;
 mod docs;
 mod mcp_config;
+mod merge;
 mod runs;
 mod top;
 mod votes;
@@ -30,17 +31,20 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote, cancel and board take --as AGENT: who acts, default $AW_AGENT or 'user')
+(doc, propose, vote, cancel, board and merge take --as AGENT: who acts, default $AW_AGENT
+or 'user')
 ";
 
 /// What `--help` says after the options.
 const EXIT: &str = "\
-Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop) or no card
-ready (board claim), 64 usage, 65 bad name or data, 66 no such instance, agent,
-document, run or card, 73 cannot create (exists), 74 I/O error, 75 lock timeout, still
-served after the wait (stop) or card held by another (board), 77 not the document
-owner, a root found above that is not trusted, a server record of another user (stop)
-or permission denied, 130 interrupted.
+Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
+ready (board claim), a merge request that conflicts or fails (merge request) or is no
+longer queued (merge cancel), 64 usage, 65 bad name or data, 66 no such instance,
+agent, document, run, card, merge request or branch, 69 git not runnable (merge), 73
+cannot create (exists), 74 I/O error, 75 lock timeout, still served after the wait
+(stop) or card held by another (board), 77 not the document owner, a root found above
+that is not trusted, a server record of another user (stop) or permission denied, 130
+interrupted.
 ";
 
 /// What runs a command: with the command line, and the command's arguments (as many as its
@@ -394,6 +398,55 @@ const COMMANDS: &[Cmd<Run>] = &[
              holds or that are for AGENT)",
         )],
         run: board::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "merge request",
+        args: &[opt("AGENT", Complete::Agent)],
+        help: &[(
+            "merge request [AGENT] [--branch B] [--into T] [--how rebase|merge]\n        \
+             [--verify CMD] [--no-wait]",
+            "ask to merge AGENT's branch (aw/INSTANCE/AGENT, or B) into T;\n\
+             prints its id and serves the queue until it is served (exit 1:\n\
+             conflict or failed)",
+        )],
+        run: merge::request,
+        ..NONE
+    },
+    Cmd {
+        name: "merge ls",
+        help: &[(
+            "merge ls [--json]",
+            "the merge requests: id, agent, branch, into, state, asked, result",
+        )],
+        run: merge::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "merge show",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "merge show ID [--json]",
+            "a merge request and the output of its last attempt",
+        )],
+        run: merge::show,
+        ..NONE
+    },
+    Cmd {
+        name: "merge cancel",
+        args: &[arg("ID", Complete::Text)],
+        help: &[("merge cancel ID", "cancel a merge request still queued")],
+        run: merge::cancel,
+        ..NONE
+    },
+    Cmd {
+        name: "merge serve",
+        help: &[(
+            "merge serve",
+            "serve the merge queue until it is empty (unless another\n\
+             process serves it)",
+        )],
+        run: merge::serve,
         ..NONE
     },
 ];
