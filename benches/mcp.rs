@@ -137,7 +137,7 @@ fn startup(opts: &Opts) {
             let list = s.handshake();
             let d = t.elapsed();
             let tools = list["result"]["tools"].as_array().map_or(0, Vec::len);
-            assert_eq!(tools, 18, "tools/list should list 18 tools");
+            assert_eq!(tools, 19, "tools/list should list 19 tools");
             (d, s.close())
         };
         if i % 2 == 0 {

@@ -51,11 +51,12 @@ crate::keyword_enum! {
         SendInput = "send_input",
         Wait = "wait",
         CloseAgent = "close_agent",
+        MergeRequest = "merge_request",
     }
 }
 
 /// How many tools every agent gets: all but the collab tools.
-pub const DEFAULT_TOOLS: usize = 18;
+pub const DEFAULT_TOOLS: usize = 19;
 
 impl Tool {
     /// One of the collab tools (`aw-mcp --collab`).
@@ -166,6 +167,7 @@ fn input_schema(t: Tool) -> Value {
         Tool::SendInput => schema::<params::SendInput>(),
         Tool::Wait => schema::<params::Wait>(),
         Tool::CloseAgent => schema::<params::CloseAgent>(),
+        Tool::MergeRequest => schema::<params::MergeRequest>(),
     }
 }
 
@@ -227,6 +229,9 @@ fn description(t: Tool) -> &'static str {
         }
         Tool::CloseAgent => {
             "Close a worker you spawned: it is no longer run (a run in progress is stopped); its messages and history stay."
+        }
+        Tool::MergeRequest => {
+            "Ask to merge your branch (default aw/<instance>/<you>, the branch of your worktree) into the team's target branch. Requests are served one at a time: your branch is rebased (or merged) onto the target in a scratch work tree, the team's verify command runs there, and only if it passes does the target move. Returns the request id and, unless wait is false, the outcome: merged, a conflict with the paths, or a failed verify with its last lines (also posted in the channel, mentioning you). Commit your work first."
         }
     }
 }
@@ -314,7 +319,7 @@ mod tests {
             "{msg}"
         );
         assert!(
-            msg.ends_with(", resource_read, spawn_agent, send_input, wait, close_agent)"),
+            msg.ends_with(", spawn_agent, send_input, wait, close_agent, merge_request)"),
             "{msg}"
         );
     }

@@ -8,7 +8,8 @@
 //! - [`args`]: reading a call's arguments into the tool's argument struct (`params`, which
 //!   the input schemas are made from too);
 //! - the handlers, by area: `messages` (channel and inbox), `team` (status, members),
-//!   `documents` (documents and resources), `proposals`, `workers` (the collab tools);
+//!   `documents` (documents and resources), `proposals`, `workers` (the collab tools),
+//!   `merges` (the merge queue);
 //! - [`files`]: the built-in file tools of API agents, confined to one folder;
 //! - [`client_config`]: how a client (Claude Code, Codex) starts `aw-mcp` for one agent.
 //!
@@ -21,6 +22,7 @@ pub mod catalogue;
 pub mod client_config;
 mod documents;
 pub mod files;
+mod merges;
 mod messages;
 mod params;
 mod proposals;
@@ -93,5 +95,6 @@ fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
         Tool::SendInput => workers::send_input(s, parse(n, a)?),
         Tool::Wait => workers::wait(s, parse(n, a)?),
         Tool::CloseAgent => workers::close_agent(s, parse(n, a)?),
+        Tool::MergeRequest => merges::merge_request(s, parse(n, a)?),
     }
 }

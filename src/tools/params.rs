@@ -379,3 +379,13 @@ pub fn small(n: Option<Uint>, what: &str) -> crate::error::Result<Option<u32>> {
     })
     .transpose()
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeRequest {
+    /// The branch to merge (default: yours, aw/<instance>/<you>)
+    pub branch: Option<String>,
+    /// Wait until the request is served and return the outcome (default true); false only
+    /// queues it
+    pub wait: Option<Flag>,
+}

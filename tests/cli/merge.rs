@@ -8,28 +8,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{Root, assert_error, json_lines};
-
-/// Run `git` in `dir`, which must succeed; its stdout, trimmed.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_EDITOR", "true")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git must be installed to run these tests");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
+use common::{Root, assert_error, git, json_lines};
 
 /// A repository at `t/repo` on `main` (checked out) with `f.txt` of five lines, and the
 /// committer named in its configuration.
@@ -479,4 +458,31 @@ fn a_target_checked_out_with_changes_is_left_alone_and_bad_requests_store_nothin
     );
     assert!(e.contains("not in a git repository"), "{e}");
     assert_eq!(requests(&root, &r).len(), 2, "nothing more stored");
+}
+
+#[test]
+fn a_target_moved_during_the_verify_is_never_overwritten_the_request_is_tried_again_on_it() {
+    let t = tempfile::tempdir().unwrap();
+    let root = Root::new();
+    let r = repo(t.path());
+    branch(&r, "aw/default/a", "a.txt", "a\n");
+    git(&r, &["checkout", "-q", "--detach", "main"]);
+    // The first verify moves main, as another merge (or a push) would meanwhile.
+    let mark = t.path().join("moved");
+    let verify = format!(
+        "test -e '{0}' || {{ touch '{0}'; c=$(git commit-tree 'main^{{tree}}' -p main -m moved) \
+         && git update-ref refs/heads/main $c; }}",
+        mark.display()
+    );
+    ok(&root, &r, &["request", "a", "--verify", &verify]);
+    assert_eq!(
+        git(&r, &["log", "--format=%s", "main"]),
+        "aw/default/a: a.txt\nmoved\nfive lines"
+    );
+    let q = &requests(&root, &r)[0];
+    assert_eq!(q["state"], "merged");
+    assert_eq!(q["attempts"], 1);
+    let log = std::fs::read_to_string(root.inst_dir("default").join("merges/1.1.log")).unwrap();
+    assert_eq!(log.matches("$ git worktree add").count(), 2, "{log}");
+    assert_eq!(log.matches("$ git update-ref").count(), 2, "{log}");
 }

@@ -14,7 +14,7 @@ use mcp_common::{Agent, Team, exists, json_lines};
 use serde_json::{Value, json};
 
 /// The tool names of the reference, in its order.
-const TOOLS: [&str; 18] = [
+const TOOLS: [&str; 19] = [
     "channel_send",
     "channel_read",
     "my_inbox",
@@ -33,6 +33,7 @@ const TOOLS: [&str; 18] = [
     "team_proposal_cancel",
     "resource_create",
     "resource_read",
+    "merge_request",
 ];
 
 fn ids(entries: &[Value]) -> Vec<u64> {
@@ -55,13 +56,13 @@ async fn sleep_ms(ms: u64) {
 // The tool list
 
 #[tokio::test]
-async fn tools_list_has_the_18_tools_in_one_page() {
+async fn tools_list_has_the_19_tools_in_one_page() {
     let team = Team::new();
     let alice = team.join("alice").await;
     let page = alice.client.list_tools(None).await.expect("tools/list");
     assert!(page.next_cursor.is_none(), "one page, no cursor");
     let names: Vec<&str> = page.tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names.len(), 18, "{names:?}");
+    assert_eq!(names.len(), 19, "{names:?}");
     let got: BTreeSet<&str> = names.iter().copied().collect();
     let want: BTreeSet<&str> = TOOLS.iter().copied().collect();
     assert_eq!(got, want);
@@ -105,7 +106,7 @@ async fn tools_list_has_the_18_tools_in_one_page() {
     assert!(required("my_inbox").is_empty());
 
     let all = alice.client.list_all_tools().await.expect("list_all_tools");
-    assert_eq!(all.len(), 18);
+    assert_eq!(all.len(), 19);
     alice.quit().await;
 }
 
@@ -2424,7 +2425,7 @@ async fn mcp_config_for_claude_code_and_codex() {
         .unwrap();
     use rmcp::ServiceExt;
     let client = ().serve(transport).await.expect("initialise");
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 18);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 19);
     client.cancel().await.unwrap();
     assert!(exists(
         &team.root.join("review").join("_state").join("agents.json")
@@ -2575,7 +2576,7 @@ fn stdout_carries_only_json_rpc_and_end_of_input_exits_0() {
 
     raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let list = raw.response(2);
-    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 18);
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 19);
     assert!(list["result"].get("nextCursor").is_none_or(Value::is_null));
 
     raw.send(call_msg(

@@ -110,7 +110,7 @@ fn anthropic_runs_the_tool_loop_through_the_aw_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 19);
     assert!(tools.contains(&"channel_send") && tools.contains(&"team_doc_write"));
     let prompt = r0.body["messages"][0]["content"].as_str().unwrap();
     assert!(prompt.contains("@alice look at the diff"), "{prompt}");
@@ -483,7 +483,7 @@ fn openai_runs_the_tool_loop_with_function_calls() {
     assert_eq!(b["model"], "local-model");
     assert_eq!(b["max_tokens"], 64);
     assert_eq!(b["messages"][0]["role"], "system");
-    assert_eq!(b["tools"].as_array().unwrap().len(), 18);
+    assert_eq!(b["tools"].as_array().unwrap().len(), 19);
     assert_eq!(b["tools"][0]["type"], "function");
     let msgs = reqs[1].body["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 4);
@@ -559,8 +559,8 @@ fn file_tools_are_given_by_name_and_confined_to_the_cwd() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 20);
-    assert_eq!(&names[18..], ["read_file", "write_file"]);
+    assert_eq!(names.len(), 21);
+    assert_eq!(&names[19..], ["read_file", "write_file"]);
     let results = reqs[1].body["messages"][2]["content"].as_array().unwrap();
     let result = |i: usize| {
         (
@@ -711,9 +711,9 @@ fn an_api_agent_with_collab_spawns_waits_for_and_closes_a_worker_in_process() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools.len(), 22);
+    assert_eq!(tools.len(), 23);
     assert_eq!(
-        &tools[18..],
+        &tools[18..22],
         ["spawn_agent", "send_input", "wait", "close_agent"]
     );
     // What each tool gave back reached the model.
