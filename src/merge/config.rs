@@ -74,3 +74,31 @@ impl Config {
         crate::state::store(&inst.state_file(CONFIG), self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_that_says_little_takes_the_defaults_and_a_typo_is_refused() {
+        crate::keyword::assert_round_trips(How::ALL, |h| h.name(), How::from_name);
+        let dir = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(dir.path())
+            .instance("t")
+            .unwrap();
+        assert_eq!(Config::load(&inst).unwrap(), Config::default());
+        std::fs::create_dir_all(inst.state_dir()).unwrap();
+        let file = inst.state_file(CONFIG);
+        std::fs::write(&file, r#"{"verify": "make test", "how": "merge"}"#).unwrap();
+        let c = Config::load(&inst).unwrap();
+        assert_eq!(
+            (c.into.as_str(), c.how, c.verify.as_deref(), c.timeout),
+            ("main", How::Merge, Some("make test"), DEFAULT_TIMEOUT)
+        );
+        std::fs::write(&file, r#"{"verfy": "make test"}"#).unwrap();
+        assert_eq!(Config::load(&inst).unwrap_err().exit_code(), 65);
+        let e = "squash".parse::<How>().unwrap_err();
+        assert_eq!(e.exit_code(), 65);
+        assert!(e.to_string().contains("expected rebase or merge"), "{e}");
+    }
+}

@@ -344,3 +344,58 @@ pub fn cancel(inst: &Instance, id: u64, by: &str) -> AwResult<Request> {
 pub(super) fn is_scratch(inst: &Instance, p: &Path) -> bool {
     p.starts_with(dir(inst).join("work"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_read_as_numbers_and_states_as_their_names() {
+        crate::keyword::assert_round_trips(State::ALL, |s| s.name(), State::from_name);
+        assert_eq!(parse_id("#7").unwrap(), 7);
+        for bad in ["0", "x", "-1", "7a", ""] {
+            assert_eq!(parse_id(bad).unwrap_err().exit_code(), 65, "{bad}");
+        }
+        let finals: Vec<&str> = State::ALL
+            .iter()
+            .filter(|s| s.is_final())
+            .map(|s| s.name())
+            .collect();
+        assert_eq!(finals, ["merged", "conflict", "failed", "cancelled"]);
+    }
+
+    #[test]
+    fn a_request_is_shown_in_one_line_with_its_result() {
+        let mut r = Request {
+            id: 3,
+            agent: "coder".into(),
+            branch: "aw/t/coder".into(),
+            into: "main".into(),
+            how: How::Rebase,
+            verify: None,
+            timeout: 60,
+            repo: "/r/.git".into(),
+            state: State::Conflict,
+            asked_by: "user".into(),
+            asked: "2026-01-01T00:00:00.000Z".into(),
+            started: None,
+            finished: None,
+            attempts: 1,
+            holder: None,
+            scratch: None,
+            result: Result {
+                conflicts: vec!["a.rs".into(), "b.rs".into()],
+                ..Result::default()
+            },
+        };
+        assert_eq!(
+            r.summary(),
+            "3\tcoder\taw/t/coder\tmain\tconflict\t2026-01-01T00:00:00.000Z\ta.rs b.rs"
+        );
+        r.state = State::Merged;
+        r.result.commit = Some("0123456789abcdef0123".into());
+        assert_eq!(r.outcome(), "0123456789ab");
+        let back: Request = serde_json::from_value(r.to_json()).unwrap();
+        assert_eq!(back, r);
+    }
+}
