@@ -1,6 +1,6 @@
 //! One attempt at a request: a scratch work tree at the target's tip, the branch brought
 //! onto it, the verify command run there, and the target moved by compare-and-swap. Every
-//! git command goes through [`crate::git::command`].
+//! git command goes through [`crate::git`]'s safe commands.
 
 use std::fs::File;
 use std::io::Write;
@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use super::config::How;
-use super::repo::{no_git, remove_scratch, rev};
+use super::repo::{checked_out, no_git, plain, remove_scratch, tips};
 use super::request::{Request, short};
 use super::verify;
 use crate::error::{Error, Result};
@@ -51,34 +51,14 @@ pub(super) struct Attempt<'a> {
     pub log: File,
     /// Set the committer in the environment (the repository names none).
     pub ident: bool,
-}
-
-/// The work tree where `branch` is checked out, if one is (other than `but`).
-fn checked_out(repo: &Path, branch: &str, but: &Path) -> Result<Option<PathBuf>> {
-    let out = crate::git::command(repo)
-        .args(["worktree", "list", "--porcelain", "-z"])
-        .output()
-        .map_err(no_git)?;
-    let want = format!("branch refs/heads/{branch}");
-    let mut here: Option<PathBuf> = None;
-    for field in out.stdout.split(|&b| b == 0) {
-        let f = String::from_utf8_lossy(field);
-        if let Some(p) = f.strip_prefix("worktree ") {
-            here = Some(PathBuf::from(p));
-        } else if f == want
-            && let Some(p) = here.take()
-            && p != but
-        {
-            return Ok(Some(p));
-        }
-    }
-    Ok(None)
+    /// The repository's filter drivers, asked once (see [`crate::git::with_drivers`]).
+    pub drivers: Vec<Vec<u8>>,
 }
 
 impl Attempt<'_> {
     /// git with `args` in `dir`, its output in the attempt's log.
     fn git(&mut self, dir: &Path, args: &[&str]) -> Result<Output> {
-        let mut c = crate::git::command(dir);
+        let mut c = crate::git::with_drivers(dir, &self.drivers);
         c.args(args);
         if self.ident {
             for (k, v) in [
@@ -116,7 +96,8 @@ impl Attempt<'_> {
     /// target's new tip when it moved under the attempt. The scratch work tree is removed.
     pub(super) fn run(&mut self) -> Result<Outcome> {
         let repo = self.r.repo.clone();
-        self.ident = !crate::git::command(&repo)
+        self.drivers = crate::git::filter_drivers(&repo);
+        self.ident = !plain(&repo)
             .args(["var", "GIT_COMMITTER_IDENT"])
             .output()
             .map_err(no_git)?
@@ -142,10 +123,8 @@ impl Attempt<'_> {
     /// One try; `None` when the target moved under it.
     fn once(&mut self, repo: &Path) -> Result<Option<Outcome>> {
         let r = self.r;
-        let (Some(old), Some(tip)) = (
-            rev(repo, &format!("refs/heads/{}", r.into))?,
-            rev(repo, &format!("refs/heads/{}", r.branch))?,
-        ) else {
+        let mut both = tips(repo, &[&r.into, &r.branch])?.into_iter();
+        let (Some(Some(old)), Some(Some(tip))) = (both.next(), both.next()) else {
             return Ok(Some(Outcome::Failed {
                 old: None,
                 note: format!("{} or {} is no longer a branch", r.branch, r.into),
@@ -159,7 +138,10 @@ impl Attempt<'_> {
         };
         self.git_ok(
             repo,
-            &["worktree", "add", "--detach", "--quiet", &scratch, start],
+            // --force: a scratch work tree removed by hand may still be registered.
+            &[
+                "worktree", "add", "--force", "--detach", "--quiet", &scratch, start,
+            ],
         )?;
         let dir = self.scratch.clone();
         let brought = match r.how {
@@ -212,6 +194,12 @@ impl Attempt<'_> {
         self.advance(repo, old, new)
     }
 
+    /// Is the target no longer at `old`?
+    fn moved(&self, repo: &Path, old: &str) -> Result<bool> {
+        let now = tips(repo, &[&self.r.into])?.pop().flatten();
+        Ok(now.is_some_and(|now| now != old))
+    }
+
     /// Move the target from `old` to `new`; `None` when it is no longer at `old`.
     fn advance(&mut self, repo: &Path, old: String, new: String) -> Result<Option<Outcome>> {
         let r = self.r;
@@ -233,7 +221,7 @@ impl Attempt<'_> {
             if moved.status.success() {
                 return Ok(Some(Outcome::Merged { old, new, note }));
             }
-            return match rev(repo, &target)?.is_some_and(|now| now != old) {
+            return match self.moved(repo, &old)? {
                 true => Ok(None),
                 false => Err(Error::Unavailable(format!(
                     "git update-ref {target}: {}",
@@ -262,7 +250,7 @@ impl Attempt<'_> {
         if ff.status.success() {
             return Ok(Some(Outcome::Merged { old, new, note }));
         }
-        match rev(repo, &target)?.is_some_and(|now| now != old) {
+        match self.moved(repo, &old)? {
             true => Ok(None),
             false => Ok(Some(Outcome::Failed {
                 old: Some(old),

@@ -286,9 +286,7 @@ pub fn request(inst: &Instance, new: NewRequest) -> AwResult<Request> {
         return Err(Error::invalid("verify timeout: expected at least 1 second"));
     }
     let repo = super::repo::common_dir(&new.repo)?;
-    for (what, b) in [("branch", &branch), ("target branch", &c.into)] {
-        super::repo::check_branch(&repo, what, b)?;
-    }
+    super::repo::check_branches(&repo, &[("branch", &branch), ("target branch", &c.into)])?;
     if branch == c.into {
         return Err(Error::invalid(format!(
             "branch {branch}: it is the target branch itself"

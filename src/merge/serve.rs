@@ -108,6 +108,7 @@ fn serve_one(inst: &Instance, id: u64) -> Result<()> {
                 scratch,
                 log,
                 ident: false,
+                drivers: Vec::new(),
             };
             if let Some((h, _)) = &left {
                 let _ = std::io::Write::write_all(&mut a.log, resumed(h.as_ref()).as_bytes());

@@ -380,6 +380,13 @@ fn no_hook_of_the_repository_runs_whether_rebased_or_merged() {
             std::fs::set_permissions(&p, perm).unwrap();
         }
     }
+    // And a filter driver, which checking out the scratch work tree would run.
+    std::fs::create_dir_all(r.join(".git/info")).unwrap();
+    std::fs::write(r.join(".git/info/attributes"), "*.txt filter=mark\n").unwrap();
+    for key in ["clean", "smudge"] {
+        let cmd = format!("touch '{}'; cat", marks.join(key).display());
+        git(&r, &["config", &format!("filter.mark.{key}"), &cmd]);
+    }
     ok(&root, &r, &["request", "a"]);
     git(
         &r,
@@ -401,9 +408,11 @@ fn no_hook_of_the_repository_runs_whether_rebased_or_merged() {
         "Merge branch 'aw/default/b' into main"
     );
     assert_eq!(git(&r, &["show", "main:a.txt"]), "a");
-    // The hooks are there, and run for git itself.
+    // The hooks and the filter are there, and run for git itself.
     git(&r, &["commit", "-q", "--allow-empty", "-m", "by hand"]);
     assert!(marks.join("post-commit").exists());
+    git(&r, &["cat-file", "--filters", "main:a.txt"]);
+    assert!(marks.join("smudge").exists());
 }
 
 #[test]
