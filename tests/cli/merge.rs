@@ -293,11 +293,15 @@ fn a_server_killed_during_verify_leaves_the_target_whole_and_the_next_one_resume
     let log = std::fs::read_to_string(root.inst_dir("default").join("merges/1.2.log")).unwrap();
     assert!(log.starts_with("# served again"), "{log}");
     // What the killed verify left running was killed with it.
-    let left = Command::new("pgrep")
-        .args(["-f", &format!("test -e '{}'", go.display())])
-        .output()
-        .unwrap();
-    assert!(left.stdout.is_empty(), "{left:?}");
+    let needle = format!("test -e '{}'", go.display());
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&needle))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
