@@ -34,5 +34,5 @@ pub use request::{
     DIR, NewRequest, Request, Result as Outcome, State, branch_of, cancel, list, parse_id, request,
     show,
 };
-pub use serve::{Served, serve, wait};
+pub use serve::{Served, serve, serving, wait};
 pub use verify::TAIL_LINES;

@@ -38,6 +38,14 @@ pub fn serve(inst: &Instance) -> Result<Served> {
     }
 }
 
+/// Does a process serve the queue of `inst` now (hold its lock)? A request `running` while
+/// none does was left by a server that is gone: the next to serve the queue serves it again.
+pub fn serving(inst: &Instance) -> Result<bool> {
+    let path = queue_lock(inst);
+    let network = crate::fs::netfs::is_network_fs(&dir(inst));
+    Ok(crate::fs::lock::held(&path, network)?.unwrap_or(false))
+}
+
 /// Wait until the request `id` is served, serving the queue whenever its lock is free; the
 /// request then.
 pub fn wait(inst: &Instance, id: u64) -> Result<Request> {

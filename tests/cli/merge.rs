@@ -267,6 +267,11 @@ fn a_server_killed_during_verify_leaves_the_target_whole_and_the_next_one_resume
     assert_eq!(ls[0]["state"], "running");
     assert_eq!(ls[0]["holder"]["pid"], server.id());
     let scratch = ls[0]["scratch"].as_str().unwrap().to_string();
+    let show = ok(&root, &r, &["show", "1"]);
+    assert!(
+        show.contains(&format!("served by: pid {} on ", server.id())) && show.contains("(gone: "),
+        "{show}"
+    );
     assert!(Path::new(&scratch).is_dir());
 
     // The next request serves the first again, from scratch, then itself.

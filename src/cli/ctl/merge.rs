@@ -92,8 +92,12 @@ pub(super) fn show(out: &mut Out, a: &Call, args: &[&str]) -> Result<u8> {
         out.line(&format!("verify: {v} (at most {} s)", r.timeout))?;
     }
     if let Some(h) = &r.holder {
+        let gone = match r.state == State::Running && !merge::serving(&inst)? {
+            true => " (gone: whoever serves the queue next serves it again)",
+            false => "",
+        };
         out.line(&format!(
-            "served by: pid {} on {} since {}",
+            "served by: pid {} on {} since {}{gone}",
             h.pid, h.host, h.since
         ))?;
     }
