@@ -88,12 +88,17 @@ pub(super) fn run(cmd: &str, dir: &Path, r: &Request, log: &mut File) -> Result<
     Ok(Verified { failed, tail })
 }
 
-/// The last [`TAIL_LINES`] lines of `log` after `start`.
+/// How much of the end of the output is read for its last lines.
+const TAIL_BYTES: u64 = 64 * 1024;
+
+/// The last [`TAIL_LINES`] lines of `log` after `start` (of its last [`TAIL_BYTES`]).
 fn tail(log: &mut File, start: u64) -> String {
     use std::io::Read;
+    let end = log.seek(SeekFrom::End(0)).unwrap_or(start);
+    let from = start.max(end.saturating_sub(TAIL_BYTES));
     let mut buf = Vec::new();
-    if log.seek(SeekFrom::Start(start)).is_ok() {
-        let _ = log.read_to_end(&mut buf);
+    if log.seek(SeekFrom::Start(from)).is_ok() {
+        let _ = Read::by_ref(log).take(end - from).read_to_end(&mut buf);
     }
     let text = String::from_utf8_lossy(&buf);
     let lines: Vec<&str> = text.lines().collect();
