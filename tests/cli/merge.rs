@@ -298,14 +298,7 @@ fn a_server_killed_during_verify_leaves_the_target_whole_and_the_next_one_resume
     let log = std::fs::read_to_string(root.inst_dir("default").join("merges/1.2.log")).unwrap();
     assert!(log.starts_with("# served again"), "{log}");
     // What the killed verify left running was killed with it.
-    let needle = format!("test -e '{}'", go.display());
-    let left: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(&needle))
-        .collect();
+    let left = running(&format!("test -e '{}'", go.display()));
     assert!(left.is_empty(), "{left:?}");
 }
 
@@ -503,4 +496,45 @@ fn a_target_moved_during_the_verify_is_never_overwritten_the_request_is_tried_ag
     let log = std::fs::read_to_string(root.inst_dir("default").join("merges/1.1.log")).unwrap();
     assert_eq!(log.matches("$ git worktree add").count(), 2, "{log}");
     assert_eq!(log.matches("$ git update-ref").count(), 2, "{log}");
+}
+
+/// The live processes whose command line holds `needle`.
+fn running(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[test]
+fn a_verify_past_its_time_is_killed_with_what_it_started_and_fails() {
+    let t = tempfile::tempdir().unwrap();
+    let root = Root::new();
+    let r = repo(t.path());
+    branch(&r, "aw/default/a", "a.txt", "a\n");
+    let before = git(&r, &["rev-parse", "main"]);
+    let state = root.inst_dir("default").join("_state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(
+        state.join("merge.json"),
+        r#"{"timeout": 1, "verify": "echo begun; sleep 417 & sleep 418"}"#,
+    )
+    .unwrap();
+    let out = run(&root, &r, &["request", "a"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("verify failed: ran past its 1 s and was killed"),
+        "{err}"
+    );
+    assert_eq!(git(&r, &["rev-parse", "main"]), before);
+    let q = &requests(&root, &r)[0];
+    assert_eq!(q["timeout"], 1);
+    assert_eq!(q["result"]["output"], "begun");
+    for s in ["sleep 417", "sleep 418"] {
+        assert_eq!(running(s), Vec::<String>::new(), "{s}");
+    }
 }
