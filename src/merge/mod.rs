@@ -18,6 +18,9 @@
 //! command goes through [`crate::git::command`]: none runs a hook, filter or signing program
 //! of the repository.
 //!
+//! A process serves only its own user's requests (those whose files it owns): a verify
+//! command never runs as another user than the one who asked.
+//!
 //! A server killed -9 leaves its request `running` with a holder; the next process that
 //! takes the queue's lock knows its holder is gone (it could not hold the lock otherwise),
 //! removes the scratch work tree left behind and serves the request again from scratch.

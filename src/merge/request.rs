@@ -196,6 +196,14 @@ pub(super) fn read(inst: &Instance, id: u64) -> AwResult<Option<Request>> {
     }
 }
 
+/// The user id that owns the file of request `id`, if it is there.
+pub(super) fn owner(inst: &Instance, id: u64) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path(inst, id))
+        .ok()
+        .map(|m| m.uid())
+}
+
 /// Write a request (the caller holds the lock of [`lock`]).
 pub(super) fn store(inst: &Instance, r: &Request) -> AwResult<()> {
     let mut bytes = serde_json::to_vec_pretty(r).expect("a request serializes");

@@ -55,6 +55,11 @@ pub fn wait(inst: &Instance, id: u64) -> Result<Request> {
             return Ok(r);
         }
         // Held by another server for as long as it serves: wait for it, however long.
+        if !mine(inst, &r, &mut vec![r.id]) {
+            return Err(crate::error::Error::denied(format!(
+                "merge #{id}: asked by another user; only that user's processes serve it"
+            )));
+        }
         let _held = Lock::exclusive_timeout(&queue_lock(inst), Duration::from_secs(1 << 40))?;
         serve_locked(inst)?;
     }
@@ -63,14 +68,35 @@ pub fn wait(inst: &Instance, id: u64) -> Result<Request> {
 /// Serve every request waiting, the caller holding the queue's lock.
 fn serve_locked(inst: &Instance) -> Result<Served> {
     let mut served = Served::default();
+    let mut told = Vec::new();
     while let Some(r) = request::list(inst)?
         .into_iter()
-        .find(|r| !r.state.is_final())
+        .find(|r| !r.state.is_final() && mine(inst, r, &mut told))
     {
         served.ids.push(r.id);
         serve_one(inst, r.id)?;
     }
     Ok(served)
+}
+
+/// Is `r` asked by this process's user (its file is this user's)? A request of another user
+/// is never served here: its verify command would run as this user. Said once on stderr.
+fn mine(inst: &Instance, r: &Request, told: &mut Vec<u64>) -> bool {
+    let me = nix::unistd::geteuid().as_raw();
+    let Some(uid) = request::owner(inst, r.id) else {
+        return false;
+    };
+    if uid != me && !told.contains(&r.id) {
+        told.push(r.id);
+        crate::warn::warn(
+            "aw",
+            format!(
+                "merge #{}: asked by another user (uid {uid}); only that user's processes serve it",
+                r.id
+            ),
+        );
+    }
+    uid == me
 }
 
 /// Serve the request `id`: mark it running (this process its holder), attempt it, record
