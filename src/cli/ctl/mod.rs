@@ -31,8 +31,8 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote, cancel, board and merge take --as AGENT: who acts, default $AW_AGENT
-or 'user')
+(doc, propose, vote, cancel, board and merge take --as AGENT: who acts, default
+  $AW_AGENT or 'user')
 ";
 
 /// What `--help` says after the options.
