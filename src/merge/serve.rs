@@ -222,14 +222,19 @@ fn record(r: &mut Request, o: Outcome) {
     r.scratch = None;
 }
 
-/// Post what came of `r` in the channel as `system`, mentioning its agent so that it wakes;
-/// a failure to post is a warning (the request is recorded).
+/// Post what came of `r` in the channel as `system`: a conflict or a failure mentioning its
+/// agent, so that it wakes to fix it; a merge naming it without a mention (nothing is left
+/// for it to do). A failure to post is a warning (the request is recorded).
 fn announce(inst: &Instance, r: &Request) {
     let head = format!("@{} merge #{}: {} into {}", r.agent, r.id, r.branch, r.into);
     let res = &r.result;
     let text = match r.state {
         State::Merged => format!(
-            "{head}: merged ({}).",
+            "merge #{} of {}: {} into {}: merged ({}).",
+            r.id,
+            r.agent,
+            r.branch,
+            r.into,
             res.note.as_deref().unwrap_or_default()
         ),
         State::Conflict => format!(

@@ -127,12 +127,19 @@ fn the_second_of_two_branches_on_one_file_conflicts_is_told_and_merges_once_reba
         ["2", "b", "aw/default/b", "main", "conflict", "f.txt"]
     );
 
-    // Told in the channel, the agent mentioned (so it wakes), with the path.
+    // Told in the channel: a merge without waking the agent, a conflict mentioning it (so
+    // that it wakes), with the path.
     let entries = root.entries("default");
     let told: Vec<_> = entries.iter().filter(|e| e.from == "system").collect();
     assert_eq!(told.len(), 2, "{entries:?}");
-    assert_eq!(told[0].mentions, ["a"]);
-    assert!(told[0].message.contains("merged"), "{}", told[0].message);
+    assert!(told[0].mentions.is_empty(), "{:?}", told[0]);
+    assert!(
+        told[0]
+            .message
+            .starts_with("merge #1 of a: aw/default/a into main: merged"),
+        "{}",
+        told[0].message
+    );
     assert_eq!(told[1].mentions, ["b"]);
     assert!(
         told[1].message.contains("conflict in f.txt"),
