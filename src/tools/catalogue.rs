@@ -231,7 +231,7 @@ fn description(t: Tool) -> &'static str {
             "Close a worker you spawned: it is no longer run (a run in progress is stopped); its messages and history stay."
         }
         Tool::MergeRequest => {
-            "Ask to merge your branch (default aw/<instance>/<you>, the branch of your worktree) into the team's target branch. Requests are served one at a time: your branch is rebased (or merged) onto the target in a scratch work tree, the team's verify command runs there, and only if it passes does the target move. Returns the request id and, unless wait is false, the outcome: merged, a conflict with the paths, or a failed verify with its last lines (a conflict or a failure is also posted in the channel, mentioning you, when you do not wait). Commit your work first."
+            "Ask to merge your branch (default aw/<instance>/<you>, the branch of your worktree) into the team's target branch. Requests are served one at a time: your branch is rebased (or merged) onto the target in a scratch work tree, the team's verify command runs there, and only if it passes does the target move. Returns the request id and, unless wait is false, the outcome: merged, a conflict with the paths, or a failed verify with its last lines (a conflict or a failure is also posted in the channel, mentioning you). Commit your work first."
         }
     }
 }
