@@ -54,12 +54,12 @@ pub fn wait(inst: &Instance, id: u64) -> Result<Request> {
         if r.state.is_final() {
             return Ok(r);
         }
-        // Held by another server for as long as it serves: wait for it, however long.
         if !mine(inst, &r, &mut vec![r.id]) {
             return Err(crate::error::Error::denied(format!(
                 "merge #{id}: asked by another user; only that user's processes serve it"
             )));
         }
+        // Held by another server for as long as it serves: wait for it, however long.
         let _held = Lock::exclusive_timeout(&queue_lock(inst), Duration::from_secs(1 << 40))?;
         serve_locked(inst)?;
     }
