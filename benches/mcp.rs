@@ -137,7 +137,7 @@ fn startup(opts: &Opts) {
             let list = s.handshake();
             let d = t.elapsed();
             let tools = list["result"]["tools"].as_array().map_or(0, Vec::len);
-            assert_eq!(tools, 27, "tools/list should list 27 tools");
+            assert_eq!(tools, 28, "tools/list should list 28 tools");
             (d, s.close())
         };
         if i % 2 == 0 {

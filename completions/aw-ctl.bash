@@ -135,14 +135,14 @@ _aw_ctl() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --card | --by | --kind | --details | --then | --key | --generate) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --card | --by | --kind | --details | --then | --key | --branch | --into | --how | --verify | --generate) ((i++)) ;;
         --wait) [[ ${words[i + 1]} != -* ]] && ((i + 1 < cword)) && ((i++)) ;;
         -?*) ;;
         *) pos+=("$w") ;;
         esac
     done
     case $prev in
-    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --card | --details | --then | --key) return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --card | --details | --then | --key | --branch | --into | --verify) return ;;
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
@@ -154,6 +154,7 @@ _aw_ctl() {
     --mine) _aw_reply < <(_aw_agents "$root" "$inst"); return ;;
     --by) _aw_reply < <(_aw_agents "$root" "$inst"; echo user); return ;;
     --kind) _aw_reply < <(printf '%s\n' task run merge tool); return ;;
+    --how) _aw_reply < <(printf '%s\n' rebase merge); return ;;
     --generate) _aw_reply < <(printf '%s\n' complete-bash complete-zsh complete-fish); return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -184,6 +185,10 @@ _aw_ctl() {
         approvals/show) opts+=' --json' ;;
         approvals/ask) opts+=' --as --timeout --by --kind --details --then --key --replies --wait --json' ;;
         approvals/wait) opts+=' --timeout --json' ;;
+        merge/request) opts+=' --as --branch --into --how --verify --no-wait' ;;
+        merge/ls) opts+=' --json' ;;
+        merge/show) opts+=' --json' ;;
+        merge/cancel) opts+=' --as' ;;
         new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
@@ -205,13 +210,14 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject merge) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;
     1/lease/) _aw_reply < <(printf '%s\n' take release renew ls check) ;;
     1/hooks/) _aw_reply < <(printf '%s\n' install uninstall) ;;
     1/approvals/) _aw_reply < <(printf '%s\n' show ask wait) ;;
+    1/merge/) _aw_reply < <(printf '%s\n' request ls show cancel serve) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;
@@ -227,6 +233,7 @@ _aw_ctl() {
     */lease/take) _aw_paths -f ;;
     */lease/release) _aw_paths -f ;;
     */lease/check) _aw_paths -f ;;
+    2/merge/request) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     esac
 }
 complete -F _aw_ctl aw-ctl

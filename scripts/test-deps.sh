@@ -3,7 +3,8 @@
 #
 #   sh scripts/test-deps.sh
 #
-# The suite needs: mandoc (man page lint), tmux (the live view is driven in a terminal),
+# The suite needs: mandoc (man page lint), git (the merge queue and the file tools work on
+# real repositories), tmux (the live view is driven in a terminal),
 # script (what reaches a terminal is read from one), zsh and fish (the completions are
 # read, and run, by the shells they are for),
 # GlusterFS with FUSE (the several-hosts tests mount a real volume twice), strace (the
@@ -20,6 +21,7 @@ need() { # need PROGRAM PACKAGE
 	command -v "$1" >/dev/null 2>&1 || missing="$missing $2"
 }
 need mandoc mandoc
+need git git
 need tmux tmux
 need glusterd glusterfs-server
 need gluster glusterfs-server

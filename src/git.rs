@@ -29,13 +29,19 @@ const SAFE: [&str; 7] = [
 /// command, not required). They are given in the environment (`GIT_CONFIG_KEY_n`), where a
 /// driver's name may hold any byte, `=` too, and added to those already there.
 pub fn command(dir: &Path) -> Command {
+    with_drivers(dir, &filter_drivers(dir))
+}
+
+/// [`command`], the filter drivers of the repository given (as [`filter_drivers`] found
+/// them): for a caller that runs several commands in one repository and asks once.
+pub fn with_drivers(dir: &Path, drivers: &[Vec<u8>]) -> Command {
     let mut c = bare(dir);
     let mut set: Vec<(OsString, OsString)> = SAFE
         .iter()
         .filter_map(|s| s.split_once('='))
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
-    for name in filter_drivers(dir) {
+    for name in drivers {
         for (key, value) in [
             ("clean", ""),
             ("smudge", ""),
@@ -43,7 +49,7 @@ pub fn command(dir: &Path) -> Command {
             ("required", "false"),
         ] {
             let mut k = b"filter.".to_vec();
-            k.extend_from_slice(&name);
+            k.extend_from_slice(name);
             k.push(b'.');
             k.extend_from_slice(key.as_bytes());
             set.push((OsStr::from_bytes(&k).into(), value.into()));
@@ -77,7 +83,7 @@ fn bare(dir: &Path) -> Command {
 
 /// The names of the filter drivers the configuration of the repository in `dir` defines
 /// (`filter.NAME.KEY`); none outside a repository or when git cannot be run.
-fn filter_drivers(dir: &Path) -> Vec<Vec<u8>> {
+pub fn filter_drivers(dir: &Path) -> Vec<Vec<u8>> {
     let mut c = bare(dir);
     c.args(["config", "-z", "--name-only", "--get-regexp", r"^filter\."])
         .stderr(Stdio::null());

@@ -64,11 +64,12 @@ crate::keyword_enum! {
         CloseAgent = "close_agent",
         Approve = "approve",
         Reject = "reject",
+        MergeRequest = "merge_request",
     }
 }
 
 /// How many tools every agent gets: all but the collab tools.
-pub const DEFAULT_TOOLS: usize = 27;
+pub const DEFAULT_TOOLS: usize = 28;
 
 impl Tool {
     /// One of the collab tools (`aw-mcp --collab`).
@@ -187,6 +188,7 @@ fn input_schema(t: Tool) -> Value {
         Tool::Wait => schema::<params::Wait>(),
         Tool::CloseAgent => schema::<params::CloseAgent>(),
         Tool::Approve | Tool::Reject => schema::<params::Decide>(),
+        Tool::MergeRequest => schema::<params::MergeRequest>(),
     }
 }
 
@@ -275,6 +277,9 @@ fn description(t: Tool) -> &'static str {
         }
         Tool::Reject => {
             "Reject an approval request that names you as an approver, with a reason (at most 1000 bytes): what it holds does not go ahead. Refused when you are not one of its approvers, or when it is decided already."
+        }
+        Tool::MergeRequest => {
+            "Ask to merge your branch (default aw/<instance>/<you>, the branch of your worktree) into the team's target branch. Requests are served one at a time: your branch is rebased (or merged) onto the target in a scratch work tree, the team's verify command runs there, and only if it passes does the target move. Returns the request id and, unless wait is false, the outcome: merged, a conflict with the paths, or a failed verify with its last lines (a conflict or a failure is also posted in the channel, mentioning you). Commit your work first."
         }
     }
 }
@@ -371,7 +376,8 @@ mod tests {
         );
         assert!(
             msg.ends_with(
-                ", lease_list, spawn_agent, send_input, wait, close_agent, approve, reject)"
+                ", lease_list, spawn_agent, send_input, wait, close_agent, approve, reject, \
+                 merge_request)"
             ),
             "{msg}"
         );

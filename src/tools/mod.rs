@@ -10,7 +10,7 @@
 //! - the handlers, by area: `messages` (channel and inbox), `team` (status, members),
 //!   `documents` (documents and resources), `proposals`, `board` (the cards of work),
 //!   `leases` (leases on files), `workers` (the collab tools), `approvals` (deciding
-//!   approval requests);
+//!   approval requests), `merges` (the merge queue);
 //! - [`files`]: the built-in file tools of API agents, confined to one folder;
 //! - [`client_config`]: how a client (Claude Code, Codex) starts `aw-mcp` for one agent.
 //!
@@ -26,6 +26,7 @@ pub mod client_config;
 mod documents;
 pub mod files;
 mod leases;
+mod merges;
 mod messages;
 mod params;
 mod proposals;
@@ -108,5 +109,6 @@ fn run(s: &Caller, name: &str, a: &Args) -> Result<Reply> {
         Tool::CloseAgent => workers::close_agent(s, parse(n, a)?),
         Tool::Approve => approvals::decide(s, parse(n, a)?, Verdict::Approve),
         Tool::Reject => approvals::decide(s, parse(n, a)?, Verdict::Reject),
+        Tool::MergeRequest => merges::merge_request(s, parse(n, a)?),
     }
 }

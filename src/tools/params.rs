@@ -474,3 +474,13 @@ pub struct Decide {
     #[schemars(length(max = crate::approval::MAX_REASON))]
     pub reason: Option<String>,
 }
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeRequest {
+    /// The branch to merge (default: yours, aw/<instance>/<you>)
+    pub branch: Option<String>,
+    /// Wait until the request is served and return the outcome (default true); false only
+    /// queues it
+    pub wait: Option<Flag>,
+}

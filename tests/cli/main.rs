@@ -17,6 +17,7 @@ mod first_hour;
 mod follow;
 mod front_door;
 mod lease;
+mod merge;
 mod roundtrip;
 mod send_lines;
 mod send_wait;

@@ -336,6 +336,28 @@ pub fn assert_error(out: &Output, tool: &str, code: i32, what: &str) -> String {
     lines[0].to_string()
 }
 
+/// Run `git` in `dir` as a committer named `t`, without the system's configuration; it
+/// must succeed. Its stdout, trimmed.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .env("GIT_EDITOR", "true")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .expect("git must be installed to run these tests");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 /// A small deterministic PRNG (SplitMix64), so failures can be replayed.
 pub struct Rng(u64);
 

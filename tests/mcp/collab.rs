@@ -387,18 +387,18 @@ async fn delegate_mode_gives_only_the_coordinating_tools() {
     };
     let plain = team.join("plain").await;
     let tools = listed(plain.client.list_all_tools().await.unwrap());
-    assert_eq!(tools.len(), 27);
+    assert_eq!(tools.len(), 28);
     assert!(!tools.iter().any(|t| t == "spawn_agent"));
     let collab = team.join_with("lead", &["--collab"]).await;
     let tools = listed(collab.client.list_all_tools().await.unwrap());
-    assert_eq!(tools.len(), 31);
+    assert_eq!(tools.len(), 32);
     assert_eq!(
         &tools[25..29],
         ["spawn_agent", "send_input", "wait", "close_agent"]
     );
     let delegate = team.join_with("boss", &["--delegate"]).await;
     let tools = listed(delegate.client.list_all_tools().await.unwrap());
-    assert_eq!(tools.len(), 28, "{tools:?}");
+    assert_eq!(tools.len(), 29, "{tools:?}");
     for t in ["team_doc_write", "team_doc_append", "team_doc_create"] {
         assert!(!tools.iter().any(|x| x == t), "{t} in {tools:?}");
         delegate

@@ -16,4 +16,5 @@ mod collab_names;
 mod doc_safety;
 mod mcp;
 mod mcp_framing;
+mod merge;
 mod proposal_rules;

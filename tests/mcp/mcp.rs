@@ -14,7 +14,7 @@ use mcp_common::{Agent, Team, exists, json_lines};
 use serde_json::{Value, json};
 
 /// The tool names of the reference, in its order.
-const TOOLS: [&str; 27] = [
+const TOOLS: [&str; 28] = [
     "channel_send",
     "channel_read",
     "my_inbox",
@@ -42,6 +42,7 @@ const TOOLS: [&str; 27] = [
     "lease_list",
     "approve",
     "reject",
+    "merge_request",
 ];
 
 fn ids(entries: &[Value]) -> Vec<u64> {
@@ -64,13 +65,13 @@ async fn sleep_ms(ms: u64) {
 // The tool list
 
 #[tokio::test]
-async fn tools_list_has_the_27_tools_in_one_page() {
+async fn tools_list_has_the_28_tools_in_one_page() {
     let team = Team::new();
     let alice = team.join("alice").await;
     let page = alice.client.list_tools(None).await.expect("tools/list");
     assert!(page.next_cursor.is_none(), "one page, no cursor");
     let names: Vec<&str> = page.tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names.len(), 27, "{names:?}");
+    assert_eq!(names.len(), 28, "{names:?}");
     let got: BTreeSet<&str> = names.iter().copied().collect();
     let want: BTreeSet<&str> = TOOLS.iter().copied().collect();
     assert_eq!(got, want);
@@ -119,7 +120,7 @@ async fn tools_list_has_the_27_tools_in_one_page() {
     assert!(required("my_inbox").is_empty());
 
     let all = alice.client.list_all_tools().await.expect("list_all_tools");
-    assert_eq!(all.len(), 27);
+    assert_eq!(all.len(), 28);
     alice.quit().await;
 }
 
@@ -2438,7 +2439,7 @@ async fn mcp_config_for_claude_code_and_codex() {
         .unwrap();
     use rmcp::ServiceExt;
     let client = ().serve(transport).await.expect("initialise");
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 27);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 28);
     client.cancel().await.unwrap();
     assert!(exists(
         &team.root.join("review").join("_state").join("agents.json")
@@ -2589,7 +2590,7 @@ fn stdout_carries_only_json_rpc_and_end_of_input_exits_0() {
 
     raw.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let list = raw.response(2);
-    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 27);
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 28);
     assert!(list["result"].get("nextCursor").is_none_or(Value::is_null));
 
     raw.send(call_msg(

@@ -48,7 +48,7 @@ fn still_serving(raw: &mut Raw, id: u64) {
     assert_eq!(r["id"], id, "{r}");
     assert_eq!(
         r["result"]["tools"].as_array().map(Vec::len),
-        Some(27),
+        Some(28),
         "{r}"
     );
 }
@@ -319,7 +319,7 @@ fn a_line_over_the_limit_gets_an_error_and_the_server_goes_on() {
     send_line(&mut raw, &padded_tools_list(2, MAX_REQUEST_LINE));
     let r = raw.next(BIG_GUARD);
     assert_eq!(r["id"], 2, "{}", r["error"]);
-    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(27));
+    assert_eq!(r["result"]["tools"].as_array().map(Vec::len), Some(28));
     // One byte over: refused with the id read from the start of the line.
     send_line(&mut raw, &padded_tools_list(3, MAX_REQUEST_LINE + 1));
     let r = raw.next(BIG_GUARD);

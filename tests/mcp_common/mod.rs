@@ -93,7 +93,19 @@ impl Team {
 
     /// [`Team::join`] with more `aw-mcp` options (`--collab`, ...).
     pub async fn join_with(&self, name: &str, options: &[&str]) -> Agent {
+        self.start(name, options, None).await
+    }
+
+    /// [`Team::join`] with the server in the folder `cwd` (a repository, say).
+    pub async fn join_in(&self, name: &str, cwd: &Path) -> Agent {
+        self.start(name, &[], Some(cwd)).await
+    }
+
+    async fn start(&self, name: &str, options: &[&str], cwd: Option<&Path>) -> Agent {
         let mut cmd = tokio::process::Command::new(bin("aw-mcp"));
+        if let Some(d) = cwd {
+            cmd.current_dir(d);
+        }
         cmd.arg("--agent")
             .arg(format!("{name}@{INSTANCE}"))
             .arg("--root")

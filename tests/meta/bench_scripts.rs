@@ -251,3 +251,44 @@ fn board_sh_measures_each_operation_on_each_size_and_refuses_bad_arguments() {
     }
     assert_eq!(scratch_dirs(tmp.path()), Vec::<String>::new());
 }
+
+/// bench/merge.sh merges as many branches as it says, through aw and through git alone,
+/// prints both figures and their difference, and leaves no scratch directory; it refuses
+/// bad arguments with 64 and a missing build with 66.
+#[test]
+fn merge_sh_merges_each_branch_once_each_way_and_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bins = bin_dir();
+    let out = script(
+        "merge.sh",
+        &["--reps", "2", "--bin", bins.to_str().unwrap()],
+        tmp.path(),
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    for label in [
+        "| aw-ctl --version |",
+        "| the same git commands from a shell script |",
+        "| aw-ctl merge request --verify true |",
+    ] {
+        let line = text.lines().find(|l| l.starts_with(label));
+        let cell = line.unwrap_or_else(|| panic!("no {label} in:\n{text}"));
+        number(cell.trim_end_matches('|').rsplit('|').next().unwrap());
+    }
+    assert!(text.contains("| overhead of aw | "), "{text}");
+    assert_eq!(scratch_dirs(tmp.path()), Vec::<String>::new());
+
+    for (args, code, said) in [
+        (&["--reps", "0"][..], 64, "is not a positive whole number"),
+        (&["--bogus"], 64, "unknown argument '--bogus'"),
+        (
+            &["--bin", "/nonexistent/aw-bins"],
+            66,
+            "/nonexistent/aw-bins",
+        ),
+    ] {
+        let out = script("merge.sh", args, tmp.path());
+        assert_code(&out, code);
+        assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
+    }
+}

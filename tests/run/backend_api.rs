@@ -110,7 +110,7 @@ fn anthropic_runs_the_tool_loop_through_the_aw_tools() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools.len(), 27);
+    assert_eq!(tools.len(), 28);
     assert!(tools.contains(&"channel_send") && tools.contains(&"team_doc_write"));
     let prompt = r0.body["messages"][0]["content"].as_str().unwrap();
     assert!(prompt.contains("@alice look at the diff"), "{prompt}");
@@ -483,7 +483,7 @@ fn openai_runs_the_tool_loop_with_function_calls() {
     assert_eq!(b["model"], "local-model");
     assert_eq!(b["max_tokens"], 64);
     assert_eq!(b["messages"][0]["role"], "system");
-    assert_eq!(b["tools"].as_array().unwrap().len(), 27);
+    assert_eq!(b["tools"].as_array().unwrap().len(), 28);
     assert_eq!(b["tools"][0]["type"], "function");
     let msgs = reqs[1].body["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 4);
@@ -559,8 +559,8 @@ fn file_tools_are_given_by_name_and_confined_to_the_cwd() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 29);
-    assert_eq!(&names[27..], ["read_file", "write_file"]);
+    assert_eq!(names.len(), 30);
+    assert_eq!(&names[28..], ["read_file", "write_file"]);
     let results = reqs[1].body["messages"][2]["content"].as_array().unwrap();
     let result = |i: usize| {
         (
@@ -711,7 +711,7 @@ fn an_api_agent_with_collab_spawns_waits_for_and_closes_a_worker_in_process() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools.len(), 31);
+    assert_eq!(tools.len(), 32);
     assert_eq!(
         &tools[25..29],
         ["spawn_agent", "send_input", "wait", "close_agent"]

@@ -375,3 +375,64 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
     }
     assert!(alive(&mut procs.0[2]), "root's process was signalled");
 }
+
+/// A merge request is served only by its own user's processes: another user who serves the
+/// queue (with write access to the instance) never runs its verify command, and says so.
+#[test]
+fn a_merge_request_is_never_served_by_another_user() {
+    let base = base();
+    let other = User::new(base.path());
+    let (root, repo, mark) = (
+        base.path().join("root"),
+        base.path().join("repo"),
+        base.path().join("verified"),
+    );
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    common::git(&repo, &["commit", "-q", "--allow-empty", "-m", "start"]);
+    common::git(&repo, &["checkout", "-q", "-b", "feature"]);
+    common::git(&repo, &["commit", "-q", "--allow-empty", "-m", "feature"]);
+    common::git(&repo, &["checkout", "-q", "--detach", "main"]);
+    let verify = format!("touch '{}'", mark.display());
+    let mut c = tool("aw-ctl");
+    c.current_dir(&repo).arg("--root").arg(&root).args([
+        "merge",
+        "request",
+        "--branch",
+        "feature",
+        "--verify",
+        &verify,
+        "--no-wait",
+    ]);
+    let out = run_with(c, None);
+    assert_code(&out, 0);
+    // The other user may write everywhere in the instance.
+    let st = Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(&root)
+        .status();
+    assert!(st.unwrap().success());
+    sticky(&base.path().join("tmp"));
+
+    let root_arg = root.to_str().unwrap();
+    let out = other.run(&repo, "aw-ctl", &["--root", root_arg, "merge", "serve"]);
+    assert_code(&out, 0);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        stderr(&out).contains("merge #1: asked by another user"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!mark.exists(), "the verify command ran as the other user");
+    let state = std::fs::read_to_string(root.join("default/merges/1.json")).unwrap();
+    assert!(state.contains("\"state\": \"queued\""), "{state}");
+
+    let mut c = tool("aw-ctl");
+    c.current_dir(&repo)
+        .args(["--root", root_arg, "merge", "serve"]);
+    let out = run_with(c, None);
+    assert_code(&out, 0);
+    let state = std::fs::read_to_string(root.join("default/merges/1.json")).unwrap();
+    assert!(state.contains("\"state\": \"merged\""), "{state} {out:?}");
+    assert!(mark.exists());
+}

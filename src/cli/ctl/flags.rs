@@ -22,6 +22,8 @@ const JSON: &[&str] = &[
     "approvals show",
     "approvals ask",
     "approvals wait",
+    "merge ls",
+    "merge show",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -47,6 +49,8 @@ const AS: &[&str] = &[
     "approvals ask",
     "approve",
     "reject",
+    "merge request",
+    "merge cancel",
 ];
 
 /// The options of aw-ctl, in the order of `--help`.
@@ -112,7 +116,7 @@ pub const FLAGS: &[Flag] = &[
         long: "as",
         value: Some("AGENT"),
         doc: "(doc, propose, vote, cancel, board, lease, approvals ask,\n\
-              approve, reject) act as AGENT",
+              approve, reject, merge) act as AGENT",
         brief: "act as AGENT",
         complete: Complete::AgentOrUser,
         cmds: AS,
@@ -438,6 +442,49 @@ pub const FLAGS: &[Flag] = &[
         doc: "(approvals ask) wait for the decision: exit 0 approved, 1 not",
         brief: "wait for the decision",
         cmds: &["approvals ask"],
+        ..BASE
+    },
+    Flag {
+        long: "branch",
+        value: Some("B"),
+        doc: "(merge request) the branch to merge (default: the agent's,\n\
+              aw/INSTANCE/AGENT)",
+        brief: "the branch to merge",
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "into",
+        value: Some("T"),
+        doc: "(merge request) the target branch (default: _state/merge.json's,\n\
+              else main)",
+        brief: "the target branch",
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "how",
+        value: Some("HOW"),
+        doc: "(merge request) rebase (the default) or merge (a merge commit)",
+        brief: "rebase or merge",
+        complete: Complete::Choices(&["rebase", "merge"]),
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "verify",
+        value: Some("CMD"),
+        doc: "(merge request) the shell command that must pass on the result\n\
+              before the target moves (default: _state/merge.json's)",
+        brief: "the command that must pass before the target moves",
+        cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "no-wait",
+        doc: "(merge request) only queue the request: print its id and exit",
+        brief: "only queue the request",
+        cmds: &["merge request"],
         ..BASE
     },
     Flag {

@@ -10,6 +10,7 @@ mod docs;
 mod hooks;
 mod lease;
 mod mcp_config;
+mod merge;
 mod runs;
 mod top;
 mod votes;
@@ -33,23 +34,25 @@ Usage: aw-ctl [--root DIR] [-i NAME] <COMMAND> [ARGS]
 
 /// What `--help` says after the commands.
 const AFTER_COMMANDS: &str = "  \
-(doc, propose, vote, cancel, board, lease, approvals ask, approve and reject take
-  --as AGENT: who acts, default $AW_AGENT or 'user'; lease paths are relative to the
-  work tree: the git top level, else the directory that holds .workflow/)
+(doc, propose, vote, cancel, board, lease, approvals ask, approve, reject and merge
+  take --as AGENT: who acts, default $AW_AGENT or 'user'; lease paths are relative to
+  the work tree: the git top level, else the directory that holds .workflow/)
 ";
 
 /// What `--help` says after the options.
 const EXIT: &str = "\
 Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
 ready (board claim), no lease released (lease release), a path leased by another
-(lease check) or not approved (approvals ask --wait, approvals wait), 64 usage, 65 bad
-name or data (or a path out of the work tree), or an approval decided already, 66 no
-such instance, agent, document, run, card, lease or approval (or no git work tree:
-hooks), 73 cannot create (exists, or a hook in the way: hooks install), 74 I/O error,
-75 lock timeout, still served after the wait (stop), card held by another (board) or
-path leased by another (lease take), 77 not the document owner, not an approver of the
-request (approve, reject), a root found above that is not trusted, a server record of
-another user (stop), a lease of another or permission denied, 130 interrupted.
+(lease check), not approved (approvals ask --wait, approvals wait), a merge request
+that conflicts or fails (merge request) or is no longer queued (merge cancel), 64
+usage, 65 bad name or data (or a path out of the work tree), or an approval decided
+already, 66 no such instance, agent, document, run, card, lease, approval, merge
+request or branch (or no git work tree: hooks), 69 git not runnable (merge), 73 cannot
+create (exists, or a hook in the way: hooks install), 74 I/O error, 75 lock timeout,
+still served after the wait (stop), card held by another (board) or path leased by
+another (lease take), 77 not the document owner, not an approver of the request
+(approve, reject), a root found above that is not trusted, a server record of another
+user (stop), a lease of another or permission denied, 130 interrupted.
 ";
 
 /// What runs a command: with the command line, and the command's arguments (as many as its
@@ -555,6 +558,55 @@ const COMMANDS: &[Cmd<Run>] = &[
             "reject a request, with a reason",
         )],
         run: approvals::reject,
+        ..NONE
+    },
+    Cmd {
+        name: "merge request",
+        args: &[opt("AGENT", Complete::Agent)],
+        help: &[(
+            "merge request [AGENT] [--branch B] [--into T] [--how rebase|merge]\n        \
+             [--verify CMD] [--no-wait]",
+            "ask to merge AGENT's branch (aw/INSTANCE/AGENT, or B) into T;\n\
+             prints its id and serves the queue until it is served (exit 1:\n\
+             conflict or failed)",
+        )],
+        run: merge::request,
+        ..NONE
+    },
+    Cmd {
+        name: "merge ls",
+        help: &[(
+            "merge ls [--json]",
+            "the merge requests: id, agent, branch, into, state, asked, result",
+        )],
+        run: merge::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "merge show",
+        args: &[arg("ID", Complete::Text)],
+        help: &[(
+            "merge show ID [--json]",
+            "a merge request and the output of its last attempt",
+        )],
+        run: merge::show,
+        ..NONE
+    },
+    Cmd {
+        name: "merge cancel",
+        args: &[arg("ID", Complete::Text)],
+        help: &[("merge cancel ID", "cancel a merge request still queued")],
+        run: merge::cancel,
+        ..NONE
+    },
+    Cmd {
+        name: "merge serve",
+        help: &[(
+            "merge serve",
+            "serve the merge queue until it is empty (unless another\n\
+             process serves it)",
+        )],
+        run: merge::serve,
         ..NONE
     },
 ];
