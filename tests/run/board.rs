@@ -299,3 +299,40 @@ fn a_card_claimed_for_a_run_is_held_by_the_server_and_lapses_when_it_is_killed()
     assert_eq!(c.state, State::Open, "{c:?}");
     assert!(c.holder.is_none());
 }
+
+/// An agent that works the board and needs an approval asks for each run before it
+/// starts, naming the card the run is on; each card's run asks once, and the run ends
+/// once every card is done.
+#[test]
+fn an_agent_that_works_the_board_and_needs_approval_asks_for_each_card() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    let wf = format!(
+        "agents:\n{}    needs: {{approval: {{by: lead}}}}\nboard:\n  - A\n  - B\n",
+        worker("w1")
+    );
+    s.write("wf.yaml", &wf);
+    let request = |id: u64| -> serde_json::Value {
+        let path = s.root.inst_dir(INST).join(format!("approvals/{id}.json"));
+        wait_for("the approval request", || path.exists());
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let run = spawn(s.cmd(&["-q"]));
+    for id in [1, 2] {
+        let r = request(id);
+        let what = format!("a run of w1 on card {id}");
+        assert_eq!(r["what"].as_str(), Some(what.as_str()), "{r}");
+        assert_eq!(r["kind"].as_str(), Some("run"), "{r}");
+        // Not run before it is approved.
+        assert_eq!(cards(&s)[&id].state, State::Claimed);
+        let id = id.to_string();
+        let args = ["-i", INST, "approve", id.as_str(), "--as", "lead"];
+        s.root.ok("aw-ctl", &args, None);
+    }
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    let c = cards(&s);
+    assert!(c.values().all(|c| c.state == State::Done), "{c:?}");
+    let third = s.root.inst_dir(INST).join("approvals/3.json");
+    assert!(!third.exists(), "asked again: {}", stderr(&out));
+}
