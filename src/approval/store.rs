@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::request::{Decision, Kind, Request, State, Then};
 use crate::error::{Error, Result};
+use crate::fs::records::{self, Record};
 use crate::fs::{Lock, atomic_write};
 use crate::instance::Instance;
 
@@ -81,7 +82,7 @@ pub fn dir(inst: &Instance) -> PathBuf {
 
 /// The file of request `id` of `inst`.
 pub fn path(inst: &Instance, id: u64) -> PathBuf {
-    dir(inst).join(format!("{id}.json"))
+    records::path(&dir(inst), id)
 }
 
 /// Take the approvals lock of `inst` (creating the instance and its folder if needed).
@@ -92,37 +93,24 @@ fn lock(inst: &Instance) -> Result<Lock> {
     Lock::exclusive(&inst.state_file("approvals.lock"))
 }
 
+impl Record for Request {
+    const NOUN: &'static str = "approval";
+    const VALID: &'static str = "approval request";
+    const EXAMPLE: u64 = 3;
+
+    fn id(&self) -> u64 {
+        self.id
+    }
+}
+
 /// Read an id as a user gives it (`3`, or `#3`).
 pub fn parse_id(text: &str) -> Result<u64> {
-    let t = text.trim().trim_start_matches('#');
-    match t.parse::<u64>() {
-        Ok(n) if n > 0 && t.chars().all(|c| c.is_ascii_digit()) => Ok(n),
-        _ => Err(Error::invalid(format!(
-            "approval id '{}': expected a number such as 3",
-            crate::names::sanitize(text)
-        ))),
-    }
+    records::parse_id::<Request>(text)
 }
 
 /// Request `id` of `inst`, as stored.
 fn read(inst: &Instance, id: u64) -> Result<Option<Request>> {
-    let p = path(inst, id);
-    match crate::fs::owned::read_fresh(&p) {
-        Ok(bytes) => serde_json::from_slice::<Request>(&bytes)
-            .map_err(|e| Error::Corrupt {
-                path: p.clone(),
-                why: format!("not a valid approval request: {e}"),
-            })
-            .and_then(|r| match r.id == id {
-                true => Ok(Some(r)),
-                false => Err(Error::Corrupt {
-                    path: p,
-                    why: format!("holds approval {}", r.id),
-                }),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&p, e)),
-    }
+    records::read(&dir(inst), id)
 }
 
 fn not_found(inst: &Instance, id: u64) -> Error {
@@ -138,26 +126,7 @@ fn store(inst: &Instance, r: &Request) -> Result<()> {
 
 /// Every request of `inst` as stored, by id.
 fn read_all(inst: &Instance) -> Result<BTreeMap<u64, Request>> {
-    let d = dir(inst);
-    let names = match crate::fs::owned::files(&d) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(Error::io(&d, e)),
-    };
-    let mut all = BTreeMap::new();
-    for n in names {
-        let Some(id) = n
-            .to_str()
-            .and_then(|n| n.strip_suffix(".json"))
-            .and_then(|n| parse_id(n).ok())
-        else {
-            continue;
-        };
-        if let Some(r) = read(inst, id)? {
-            all.insert(id, r);
-        }
-    }
-    Ok(all)
+    records::read_all(&dir(inst))
 }
 
 /// Request `id` of `inst`, expired first when its time ran out.

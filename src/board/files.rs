@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::card::Card;
 use crate::error::{Error, Result};
+use crate::fs::records::{self, Record};
 use crate::fs::{Lock, atomic_write_unswept};
 use crate::instance::Instance;
 
@@ -17,7 +18,7 @@ pub fn dir(inst: &Instance) -> PathBuf {
 }
 
 fn path(inst: &Instance, id: u64) -> PathBuf {
-    dir(inst).join(format!("{id}.json"))
+    records::path(&dir(inst), id)
 }
 
 /// Take the board lock of `inst` (creating the instance and its board folder if needed).
@@ -28,37 +29,24 @@ pub(super) fn lock(inst: &Instance) -> Result<Lock> {
     Lock::exclusive(&inst.state_file("board.lock"))
 }
 
+impl Record for Card {
+    const NOUN: &'static str = "card";
+    const VALID: &'static str = "card";
+    const EXAMPLE: u64 = 7;
+
+    fn id(&self) -> u64 {
+        self.id
+    }
+}
+
 /// Read an id as a user gives it (`7`, or `#7`).
 pub fn parse_id(text: &str) -> Result<u64> {
-    let t = text.trim().trim_start_matches('#');
-    match t.parse::<u64>() {
-        Ok(n) if n > 0 && t.chars().all(|c| c.is_ascii_digit()) => Ok(n),
-        _ => Err(Error::invalid(format!(
-            "card id '{}': expected a number such as 7",
-            crate::names::sanitize(text)
-        ))),
-    }
+    records::parse_id::<Card>(text)
 }
 
 /// The card `id` of `inst`, as stored.
 pub(super) fn read(inst: &Instance, id: u64) -> Result<Option<Card>> {
-    let p = path(inst, id);
-    match crate::fs::owned::read_fresh(&p) {
-        Ok(bytes) => serde_json::from_slice::<Card>(&bytes)
-            .map_err(|e| Error::Corrupt {
-                path: p.clone(),
-                why: format!("not a valid card: {e}"),
-            })
-            .and_then(|c| match c.id == id {
-                true => Ok(Some(c)),
-                false => Err(Error::Corrupt {
-                    path: p,
-                    why: format!("holds card {}", c.id),
-                }),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&p, e)),
-    }
+    records::read(&dir(inst), id)
 }
 
 pub(super) fn not_found(inst: &Instance, id: u64) -> Error {
@@ -67,26 +55,7 @@ pub(super) fn not_found(inst: &Instance, id: u64) -> Error {
 
 /// Every card file of `inst`, by id, as stored.
 pub(super) fn read_all(inst: &Instance) -> Result<BTreeMap<u64, Card>> {
-    let d = dir(inst);
-    let names = match crate::fs::owned::files(&d) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => return Err(Error::io(&d, e)),
-    };
-    let mut cards = BTreeMap::new();
-    for n in names {
-        let Some(id) = n
-            .to_str()
-            .and_then(|n| n.strip_suffix(".json"))
-            .and_then(|n| parse_id(n).ok())
-        else {
-            continue;
-        };
-        if let Some(c) = read(inst, id)? {
-            cards.insert(id, c);
-        }
-    }
-    Ok(cards)
+    records::read_all(&dir(inst))
 }
 
 /// Write a card (the caller holds the board lock).

@@ -5,6 +5,7 @@ pub mod beneath;
 pub mod lock;
 pub mod netfs;
 pub mod owned;
+pub mod records;
 pub mod watch;
 
 pub use atomic::{

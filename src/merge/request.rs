@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::config::{Config, How};
 use crate::error::{Error, Result as AwResult};
+use crate::fs::records::{self, Record};
 use crate::fs::{Lock, atomic_write};
 use crate::holder::Holder;
 use crate::instance::Instance;
@@ -152,19 +153,22 @@ pub fn dir(inst: &Instance) -> PathBuf {
 }
 
 fn path(inst: &Instance, id: u64) -> PathBuf {
-    dir(inst).join(format!("{id}.json"))
+    records::path(&dir(inst), id)
+}
+
+impl Record for Request {
+    const NOUN: &'static str = "merge request";
+    const VALID: &'static str = "merge request";
+    const EXAMPLE: u64 = 7;
+
+    fn id(&self) -> u64 {
+        self.id
+    }
 }
 
 /// Read an id as a user gives it (`7`, or `#7`).
 pub fn parse_id(text: &str) -> AwResult<u64> {
-    let t = text.trim().trim_start_matches('#');
-    match t.parse::<u64>() {
-        Ok(n) if n > 0 && t.chars().all(|c| c.is_ascii_digit()) => Ok(n),
-        _ => Err(Error::invalid(format!(
-            "merge request id '{}': expected a number such as 7",
-            crate::names::sanitize(text)
-        ))),
-    }
+    records::parse_id::<Request>(text)
 }
 
 /// Take the lock under which requests are written (creating their folder if needed).
@@ -177,23 +181,7 @@ pub(super) fn lock(inst: &Instance) -> AwResult<Lock> {
 
 /// The request `id` of `inst`, as stored.
 pub(super) fn read(inst: &Instance, id: u64) -> AwResult<Option<Request>> {
-    let p = path(inst, id);
-    match crate::fs::owned::read_fresh(&p) {
-        Ok(bytes) => serde_json::from_slice::<Request>(&bytes)
-            .map_err(|e| Error::Corrupt {
-                path: p.clone(),
-                why: format!("not a valid merge request: {e}"),
-            })
-            .and_then(|r| match r.id == id {
-                true => Ok(Some(r)),
-                false => Err(Error::Corrupt {
-                    path: p,
-                    why: format!("holds merge request {}", r.id),
-                }),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(&p, e)),
-    }
+    records::read(&dir(inst), id)
 }
 
 /// The user id that owns the file of request `id`, if it is there.
@@ -235,24 +223,7 @@ pub fn show(inst: &Instance, id: u64) -> AwResult<Request> {
 
 /// Every request of `inst`, by id.
 pub fn list(inst: &Instance) -> AwResult<Vec<Request>> {
-    let d = dir(inst);
-    let names = match crate::fs::owned::files(&d) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(&d, e)),
-    };
-    let mut ids: Vec<u64> = names
-        .iter()
-        .filter_map(|n| n.to_str()?.strip_suffix(".json")?.parse().ok())
-        .collect();
-    ids.sort_unstable();
-    let mut out = Vec::with_capacity(ids.len());
-    for id in ids {
-        if let Some(r) = read(inst, id)? {
-            out.push(r);
-        }
-    }
-    Ok(out)
+    Ok(records::read_all(&dir(inst))?.into_values().collect())
 }
 
 /// A request to make.
