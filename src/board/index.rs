@@ -376,6 +376,15 @@ impl<'a> Txn<'a> {
     }
 }
 
+/// Is `e` news of the board: a card that became ready again or whose claim lapsed, posted
+/// by `system`? An agent that works the board takes such a card itself; the news alone
+/// gives its run nothing to do.
+pub fn is_news(e: &crate::channel::Entry) -> bool {
+    e.from == "system"
+        && e.message.starts_with("card ")
+        && (e.message.contains("\" is ready") || e.message.contains("\" lapsed: "))
+}
+
 /// Post `news` in the channel of `inst` as `system`, with one append; a failure is a
 /// warning (the change of the board is made).
 fn announce(inst: &Instance, news: Vec<String>) {

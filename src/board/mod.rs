@@ -25,5 +25,5 @@ pub use card::{Card, Event, State};
 pub use claim::{claim, claim_next, done, drop_card, release, renew};
 pub use edit::{Edit, edit};
 pub use files::{DIR, dir, parse_id};
-pub use index::{Counts, counts, held_by, ready_for, sweep};
+pub use index::{Counts, counts, held_by, is_news, ready_for, sweep};
 pub use store::{MAX_BODY, MAX_TITLE, NewCard, add, list, show};

@@ -17,16 +17,8 @@ pub const CARD_TTL: Duration = crate::tools::board::DEFAULT_CLAIM_TTL;
 /// The card `agent`'s next run starts from: one it holds (renewed), else the next ready
 /// card claimed for it. `None` when none is ready (or the board cannot be read: said).
 pub(super) fn take(inst: &Instance, agent: &str) -> Option<Card> {
-    let held = |cards: &BTreeMap<u64, Card>| {
-        cards
-            .values()
-            .find(|c| {
-                c.state == CardState::Claimed && c.holder.as_ref().is_some_and(|h| h.agent == agent)
-            })
-            .map(|c| c.id)
-    };
-    let r = board::list(inst).and_then(|cards| match held(&cards) {
-        Some(id) => board::renew(inst, id, agent).map(Some),
+    let r = board::held_by(inst, agent).and_then(|held| match held.first() {
+        Some(id) => board::renew(inst, *id, agent).map(Some),
         None => board::claim_next(inst, agent, CARD_TTL),
     });
     r.unwrap_or_else(|e| {

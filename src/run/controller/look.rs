@@ -141,7 +141,16 @@ impl Waiting {
             }
             false => None,
         };
-        if msgs.is_empty() && card.is_none() {
+        if card.is_none() && older.is_none() && msgs.iter().all(|m| crate::board::is_news(&m.entry))
+        {
+            // Nothing to do: no card for it, and the board's news alone (a card it already
+            // took, say) is read and not run on.
+            if let Some(m) = msgs.last()
+                && let Err(e) = crate::inbox::ack(&ctl.inst, &ctl.agent, Some(m.entry.id))
+            {
+                crate::warn::warn("aw-run", format!("{}: {e}", ctl.agent));
+            }
+            st.unread.remove(&ctl.agent);
             return Look::Wait;
         }
         let a = st.agents.entry(ctl.agent.clone()).or_default();
