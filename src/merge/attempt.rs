@@ -7,11 +7,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use super::approve::{self, Verdict};
 use super::config::How;
 use super::repo::{checked_out, no_git, plain, remove_scratch, tips};
 use super::request::{Request, short};
 use super::verify;
 use crate::error::{Error, Result};
+use crate::instance::Instance;
+use crate::process::Stop;
 
 /// How many times an attempt starts again when the target moved under it.
 const TRIES: usize = 5;
@@ -35,6 +38,16 @@ pub(super) enum Outcome {
         tail: String,
         why: String,
     },
+    /// Verified, and rejected by an approver: why, in a sentence.
+    Rejected {
+        old: String,
+        note: String,
+    },
+    /// Verified, and its approval ran out with `then: skip`: not merged.
+    Skipped {
+        old: String,
+        note: String,
+    },
     /// Something else kept the target where it was.
     Failed {
         old: Option<String>,
@@ -44,7 +57,10 @@ pub(super) enum Outcome {
 
 /// Where one request's attempts run.
 pub(super) struct Attempt<'a> {
+    pub inst: &'a Instance,
     pub r: &'a Request,
+    /// Ends a verify command or a wait for an approval (the request is served again later).
+    pub stop: Option<&'a Stop>,
     /// The scratch work tree.
     pub scratch: PathBuf,
     /// The attempt's output.
@@ -182,13 +198,32 @@ impl Attempt<'_> {
             }));
         }
         if let Some(cmd) = r.verify.clone() {
-            let v = verify::run(&cmd, &dir, r, &mut self.log)?;
+            let v = verify::run(&cmd, &dir, r, &mut self.log, self.stop)?;
             if let Some(why) = v.failed {
                 return Ok(Some(Outcome::Verify {
                     old,
                     tail: v.tail,
                     why,
                 }));
+            }
+        }
+        if let Some(needs) = &r.needs {
+            let _ = writeln!(self.log, "# waiting for an approval");
+            match approve::approve(self.inst, r, needs, (&old, &new), self.stop)? {
+                Verdict::Approved => {
+                    let _ = writeln!(self.log, "# approved");
+                }
+                Verdict::Refused {
+                    rejected: true,
+                    note,
+                } => return Ok(Some(Outcome::Rejected { old, note })),
+                Verdict::Refused { note, .. } => {
+                    return Ok(Some(Outcome::Failed {
+                        old: Some(old),
+                        note,
+                    }));
+                }
+                Verdict::Skipped(note) => return Ok(Some(Outcome::Skipped { old, note })),
             }
         }
         self.advance(repo, old, new)

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::Then;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
 
@@ -32,7 +33,30 @@ impl std::str::FromStr for How {
     }
 }
 
-/// The merge settings: the target branch, how, the verify command and its time limit.
+/// The approval a request waits for once its result is verified, before the target moves
+/// (`needs:` of the workflow's `merge:`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Needs {
+    /// Who may approve.
+    pub by: Vec<String>,
+    /// How long they have, in seconds; none: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u64>,
+    /// What then: the request fails, is not merged (`skip`), or is asked of someone else.
+    #[serde(default = "fail")]
+    pub then: Then,
+    /// An approver may also answer by a reply in the channel.
+    #[serde(default)]
+    pub replies: bool,
+}
+
+fn fail() -> Then {
+    Then::Fail
+}
+
+/// The merge settings: the target branch, how, the verify command and its time limit, the
+/// approval a result waits for, and whether the `merge_request` tool waits for the result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -45,6 +69,12 @@ pub struct Config {
     pub verify: Option<String>,
     /// How long the verify command may run, in seconds, before it is killed (and fails).
     pub timeout: u64,
+    /// The approval each request waits for before the target moves; none: no approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<Needs>,
+    /// Whether the `merge_request` tool waits for the result unless told: false when an
+    /// aw-run serves the queue (the workflow's `merge:`), which posts the result.
+    pub wait: bool,
 }
 
 /// How long a verify command may run unless told: 30 minutes.
@@ -57,6 +87,8 @@ impl Default for Config {
             how: How::Rebase,
             verify: None,
             timeout: DEFAULT_TIMEOUT,
+            needs: None,
+            wait: true,
         }
     }
 }

@@ -25,17 +25,19 @@
 //! takes the queue's lock knows its holder is gone (it could not hold the lock otherwise),
 //! removes the scratch work tree left behind and serves the request again from scratch.
 
+mod approve;
 mod attempt;
 mod config;
 mod repo;
+pub use repo::check_name as check_branch_name;
 mod request;
 mod serve;
 mod verify;
 
-pub use config::{CONFIG, Config, How};
+pub use config::{CONFIG, Config, DEFAULT_TIMEOUT, How, Needs};
 pub use request::{
     DIR, NewRequest, Request, Result as Outcome, State, branch_of, cancel, list, parse_id, request,
     show,
 };
-pub use serve::{Served, serve, serving, wait};
+pub use serve::{Served, pending, serve, serve_until, serving, wait};
 pub use verify::TAIL_LINES;

@@ -34,7 +34,7 @@ pub(super) fn no_git(e: std::io::Error) -> Error {
 
 /// Refuse (65) a name git would not take for a branch (the rules of
 /// git-check-ref-format(1)).
-fn check_name(what: &str, b: &str) -> Result<()> {
+pub fn check_name(what: &str, b: &str) -> Result<()> {
     let bad_char = |c: char| c.is_control() || " ~^:?*[\\".contains(c);
     let bad = b.is_empty()
         || b.starts_with(['-', '/', '.'])

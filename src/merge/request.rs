@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::config::{Config, How};
+use super::config::{Config, How, Needs};
 use crate::error::{Error, Result as AwResult};
 use crate::fs::records::{self, Record};
 use crate::fs::{Lock, atomic_write};
@@ -30,13 +30,16 @@ crate::keyword_enum! {
         Conflict = "conflict",
         /// The verify command failed, or the target could not be moved.
         Failed = "failed",
-        /// Cancelled before it was served.
+        /// Cancelled before it was served, or not merged because its approval ran out
+        /// with `then: skip`.
         Cancelled = "cancelled",
+        /// Verified, and rejected by an approver: the target is unchanged.
+        Rejected = "rejected",
     }
 }
 
 impl State {
-    /// Merged, conflict, failed or cancelled: nothing more happens to the request.
+    /// Merged, conflict, failed, cancelled or rejected: nothing more happens to the request.
     pub fn is_final(self) -> bool {
         !matches!(self, State::Queued | State::Running)
     }
@@ -94,6 +97,12 @@ pub struct Request {
     /// The scratch work tree of the attempt, while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scratch: Option<PathBuf>,
+    /// The approval its verified result waits for before the target moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs: Option<Needs>,
+    /// The approval request asked for it, once asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<u64>,
     #[serde(default)]
     pub result: Result,
 }
@@ -295,6 +304,8 @@ pub fn request(inst: &Instance, new: NewRequest) -> AwResult<Request> {
         attempts: 0,
         holder: None,
         scratch: None,
+        needs: c.needs.clone(),
+        approval: None,
         result: Result::default(),
     };
     store(inst, &r)?;
@@ -338,7 +349,10 @@ mod tests {
             .filter(|s| s.is_final())
             .map(|s| s.name())
             .collect();
-        assert_eq!(finals, ["merged", "conflict", "failed", "cancelled"]);
+        assert_eq!(
+            finals,
+            ["merged", "conflict", "failed", "cancelled", "rejected"]
+        );
     }
 
     #[test]
@@ -360,6 +374,8 @@ mod tests {
             attempts: 1,
             holder: None,
             scratch: None,
+            needs: None,
+            approval: None,
             result: Result {
                 conflicts: vec!["a.rs".into(), "b.rs".into()],
                 ..Result::default()

@@ -9,10 +9,11 @@ use nix::fcntl::OFlag;
 use super::attempt::{Attempt, Outcome};
 use super::repo::{kill_left, remove_scratch};
 use super::request::{self, Request, State, dir, update};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fs::Lock;
 use crate::holder::Holder;
 use crate::instance::Instance;
+use crate::process::Stop;
 
 /// The requests one call of [`serve`] served, by id.
 #[derive(Debug, Default)]
@@ -29,13 +30,34 @@ fn queue_lock(inst: &Instance) -> PathBuf {
 /// nothing is done here: that one serves them). Requests left `running` by a server that is
 /// gone are served again from scratch.
 pub fn serve(inst: &Instance) -> Result<Served> {
+    serve_with(inst, None)
+}
+
+/// [`serve`] until `stop` is set: a verify command under way is then killed, and a wait
+/// for an approval ends; the request is left to be served again (from scratch, by the next
+/// process that serves the queue), and the call ends interrupted.
+pub fn serve_until(inst: &Instance, stop: &Stop) -> Result<Served> {
+    serve_with(inst, Some(stop))
+}
+
+fn serve_with(inst: &Instance, stop: Option<&Stop>) -> Result<Served> {
     if !dir(inst).is_dir() {
         return Ok(Served::default());
     }
     match Lock::try_exclusive(&queue_lock(inst))? {
-        Some(_held) => serve_locked(inst),
+        Some(_held) => serve_locked(inst, stop),
         None => Ok(Served::default()),
     }
+}
+
+/// The requests of `inst` still to be served (queued, or running) that this process's user
+/// asked: those a server of this user serves.
+pub fn pending(inst: &Instance) -> Result<Vec<Request>> {
+    let me = nix::unistd::geteuid().as_raw();
+    Ok(request::list(inst)?
+        .into_iter()
+        .filter(|r| !r.state.is_final() && request::owner(inst, r.id) == Some(me))
+        .collect())
 }
 
 /// Does a process serve the queue of `inst` now (hold its lock)? A request `running` while
@@ -55,18 +77,18 @@ pub fn wait(inst: &Instance, id: u64) -> Result<Request> {
             return Ok(r);
         }
         if !mine(inst, &r, &mut vec![r.id]) {
-            return Err(crate::error::Error::denied(format!(
+            return Err(Error::denied(format!(
                 "merge #{id}: asked by another user; only that user's processes serve it"
             )));
         }
         // Held by another server for as long as it serves: wait for it, however long.
         let _held = Lock::exclusive_timeout(&queue_lock(inst), Duration::from_secs(1 << 40))?;
-        serve_locked(inst)?;
+        serve_locked(inst, None)?;
     }
 }
 
 /// Serve every request waiting, the caller holding the queue's lock.
-fn serve_locked(inst: &Instance) -> Result<Served> {
+fn serve_locked(inst: &Instance, stop: Option<&Stop>) -> Result<Served> {
     let mut served = Served::default();
     let mut told = Vec::new();
     while let Some(r) = request::list(inst)?
@@ -74,7 +96,7 @@ fn serve_locked(inst: &Instance) -> Result<Served> {
         .find(|r| !r.state.is_final() && mine(inst, r, &mut told))
     {
         served.ids.push(r.id);
-        serve_one(inst, r.id)?;
+        serve_one(inst, r.id, stop)?;
     }
     Ok(served)
 }
@@ -100,8 +122,8 @@ fn mine(inst: &Instance, r: &Request, told: &mut Vec<u64>) -> bool {
 }
 
 /// Serve the request `id`: mark it running (this process its holder), attempt it, record
-/// and announce what came of it.
-fn serve_one(inst: &Instance, id: u64) -> Result<()> {
+/// and announce what came of it. Stopped, it is left running, to be served again.
+fn serve_one(inst: &Instance, id: u64, stop: Option<&Stop>) -> Result<()> {
     let scratch = dir(inst).join("work").join(id.to_string());
     let mut left: Option<(Option<Holder>, Option<PathBuf>)> = None;
     let r = update(inst, id, |r| {
@@ -135,9 +157,11 @@ fn serve_one(inst: &Instance, id: u64) -> Result<()> {
     let log_path = r.log(inst, r.attempts);
     let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_APPEND;
     let outcome = crate::fs::owned::open(&log_path, flags, crate::fs::owned::CREATE)
-        .map_err(|e| crate::error::Error::create(&log_path, e))
+        .map_err(|e| Error::create(&log_path, e))
         .and_then(|log| {
             let mut a = Attempt {
+                inst,
+                stop,
                 r: &r,
                 scratch,
                 log,
@@ -148,15 +172,20 @@ fn serve_one(inst: &Instance, id: u64) -> Result<()> {
                 let _ = std::io::Write::write_all(&mut a.log, resumed(h.as_ref()).as_bytes());
             }
             a.run()
-        })
-        .unwrap_or_else(|e| Outcome::Failed {
+        });
+    let outcome = match outcome {
+        Err(Error::Interrupted) => return Err(Error::Interrupted),
+        Err(e) => Outcome::Failed {
             old: None,
             note: e.to_string(),
-        });
+        },
+        Ok(o) => o,
+    };
     let done = update(inst, id, |r| {
         record(r, outcome);
         Ok(())
     })?;
+    super::approve::settle(inst, &done);
     announce(inst, &done);
     Ok(())
 }
@@ -211,6 +240,16 @@ fn record(r: &mut Request, o: Outcome) {
             res.output = Some(tail);
             State::Failed
         }
+        Outcome::Rejected { old, note } => {
+            res.old = Some(old);
+            res.note = Some(note);
+            State::Rejected
+        }
+        Outcome::Skipped { old, note } => {
+            res.old = Some(old);
+            res.note = Some(format!("{note}: not merged"));
+            State::Cancelled
+        }
         Outcome::Failed { old, note } => {
             res.old = old;
             res.note = Some(note);
@@ -244,6 +283,12 @@ fn announce(inst: &Instance, r: &Request) {
             r.into,
             r.into,
             r.into
+        ),
+        State::Rejected | State::Cancelled => format!(
+            "{head}: {}, {} is unchanged: {}.",
+            r.state,
+            r.into,
+            res.note.as_deref().unwrap_or_default()
         ),
         _ => {
             let mut t = format!(

@@ -1,5 +1,5 @@
 //! The verify command of a request: `sh -c` in the scratch work tree, its output in the
-//! attempt's log, its process group killed when it runs past its time.
+//! attempt's log, its process group killed when it runs past its time or its server stops.
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
@@ -13,6 +13,7 @@ use nix::unistd::Pid;
 
 use super::request::Request;
 use crate::error::{Error, Result};
+use crate::process::Stop;
 
 /// How many lines of the output a failure quotes.
 pub const TAIL_LINES: usize = 20;
@@ -25,8 +26,15 @@ pub(super) struct Verified {
     pub tail: String,
 }
 
-/// Run `cmd` in `dir` for request `r`, its output appended to `log`.
-pub(super) fn run(cmd: &str, dir: &Path, r: &Request, log: &mut File) -> Result<Verified> {
+/// Run `cmd` in `dir` for request `r`, its output appended to `log`. When `stop` is set it
+/// is killed, with its process group, and the run ends interrupted.
+pub(super) fn run(
+    cmd: &str,
+    dir: &Path,
+    r: &Request,
+    log: &mut File,
+    stop: Option<&Stop>,
+) -> Result<Verified> {
     let _ = writeln!(log, "$ {cmd}");
     let _ = log.flush();
     let start = log
@@ -59,16 +67,30 @@ pub(super) fn run(cmd: &str, dir: &Path, r: &Request, log: &mut File) -> Result<
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
     });
-    let limit = Duration::from_secs(r.timeout);
-    let (status, timed_out) = match rx.recv_timeout(limit) {
-        Ok(s) => (s, false),
-        Err(_) => {
-            let _ = killpg(pgid, Signal::SIGKILL);
-            (
-                rx.recv()
-                    .unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into())),
-                true,
-            )
+    let end = crate::time::deadline(Duration::from_secs(r.timeout));
+    let (status, timed_out) = loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        let nap = match stop {
+            Some(_) => left.min(crate::approval::STOP_CHECK),
+            None => left,
+        };
+        match rx.recv_timeout(nap) {
+            Ok(s) => break (s, false),
+            Err(_) if stop.is_some_and(Stop::is_set) => {
+                let _ = killpg(pgid, Signal::SIGKILL);
+                let _ = rx.recv();
+                let _ = writeln!(log, "# stopped: killed, to be served again");
+                return Err(Error::Interrupted);
+            }
+            Err(_) if left > nap => continue,
+            Err(_) => {
+                let _ = killpg(pgid, Signal::SIGKILL);
+                break (
+                    rx.recv()
+                        .unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into())),
+                    true,
+                );
+            }
         }
     };
     // What it left running in its group goes with it.

@@ -80,6 +80,13 @@
 //! for, each by its position in the list (from 0) or by its `name`; an unknown reference or a
 //! cycle is an error; `for` that is not an agent of the workflow gets a warning.
 //!
+//! `merge`: `{into: BRANCH, how: rebase|merge, verify: COMMAND, timeout: DURATION, needs:
+//! approval, wait: BOOL}` (each optional; `timeout` needs `verify`; `needs` as a task's),
+//! the instance's merge queue: aw-run writes it to `_state/merge.json` as it starts and
+//! serves the queue while it runs (see [`crate::merge`]); a verified result that `needs` an
+//! approval waits for it before the target moves; `wait` (default false) is whether the
+//! `merge_request` tool waits for the result unless told.
+//!
 //! `setup`: a list of `{shell: COMMAND, as: NAME}`, run in order before the kickoff; `as`
 //! stores the command's output in a variable (see [`super::interpolate`]), defined for the
 //! tasks after it, the kickoff and the system prompts. `kickoff`: the first message.
@@ -141,6 +148,8 @@ pub struct Workflow {
     pub budget: Budget,
     /// `board:`: the cards that seed the board of an instance whose board holds none.
     pub board: Vec<CardDef>,
+    /// `merge:`: the settings of the instance's merge queue, which aw-run then serves.
+    pub merge: Option<Spanned<crate::merge::Config>>,
 }
 
 impl Workflow {

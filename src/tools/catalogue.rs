@@ -279,7 +279,7 @@ fn description(t: Tool) -> &'static str {
             "Reject an approval request that names you as an approver, with a reason (at most 1000 bytes): what it holds does not go ahead. Refused when you are not one of its approvers, or when it is decided already."
         }
         Tool::MergeRequest => {
-            "Ask to merge your branch (default aw/<instance>/<you>, the branch of your worktree) into the team's target branch. Requests are served one at a time: your branch is rebased (or merged) onto the target in a scratch work tree, the team's verify command runs there, and only if it passes does the target move. Returns the request id and, unless wait is false, the outcome: merged, a conflict with the paths, or a failed verify with its last lines (a conflict or a failure is also posted in the channel, mentioning you). Commit your work first."
+            "Ask to merge your branch (default aw/<instance>/<you>, the branch of your worktree) into the team's target branch. Requests are served one at a time: your branch is rebased (or merged) onto the target in a scratch work tree, the team's verify command runs there, and only if it passes does the target move. When the team needs an approval for merges, a verified result waits for it before the target moves. Returns the request id and, when you wait, the outcome: merged, a conflict with the paths, a failed verify with its last lines, or a rejection (a conflict, a failure or a rejection is also posted in the channel, mentioning you). It waits by default, unless the team's aw-run serves the queue: it then returns at once and the outcome comes in the channel; wait chooses. Commit your work first."
         }
     }
 }

@@ -6,10 +6,13 @@ use crate::error::{Error, Result};
 use crate::merge::{self, Config, NewRequest, State};
 
 /// Queue a request to merge the caller's branch (or `branch`) into the instance's target,
-/// with the instance's method and verify command; unless `wait` is false, serve the queue
-/// until it is served, and say what came of it.
+/// with the instance's method and verify command; when it waits (`wait`, by default the
+/// instance's settings: not when an aw-run serves the queue), serve the queue until it is
+/// served, and say what came of it.
 pub(super) fn merge_request(s: &Caller, a: params::MergeRequest) -> Result<Reply> {
     let repo = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let config = Config::load(&s.inst)?;
+    let wait = a.wait.map_or(config.wait, |w| w.0);
     let r = merge::request(
         &s.inst,
         NewRequest {
@@ -17,11 +20,11 @@ pub(super) fn merge_request(s: &Caller, a: params::MergeRequest) -> Result<Reply
             branch: a.branch,
             by: s.agent.clone(),
             repo,
-            config: Config::load(&s.inst)?,
+            config,
         },
     )?;
     let head = format!("Merge request #{}: {} into {}", r.id, r.branch, r.into);
-    if a.wait.is_some_and(|w| !w.0) {
+    if !wait {
         return Ok(Reply::with(
             format!("{head}: queued. You will be told in the channel when it is served."),
             r.to_json(),

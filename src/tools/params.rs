@@ -480,7 +480,7 @@ pub struct Decide {
 pub struct MergeRequest {
     /// The branch to merge (default: yours, aw/<instance>/<you>)
     pub branch: Option<String>,
-    /// Wait until the request is served and return the outcome (default true); false only
-    /// queues it
+    /// Wait until the request is served and return the outcome (default true, false when
+    /// the team's aw-run serves the queue); false only queues it
     pub wait: Option<Flag>,
 }

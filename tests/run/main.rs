@@ -18,6 +18,7 @@ mod inotify_limit;
 mod interpolation;
 mod iter;
 mod live;
+mod merge_serve;
 mod quiescence;
 mod run;
 mod run_limits;

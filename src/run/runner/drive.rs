@@ -100,6 +100,10 @@ pub(super) fn drive(
         true => Some(watch_board(inst, opts, &shared)?),
         false => None,
     };
+    let merging = match serving.merges {
+        true => Some(super::merges::serve_merges(inst, opts, &shared)?),
+        false => None,
+    };
     for c in &controllers {
         // A worker served from the start is closed like one taken later.
         adopter
@@ -121,6 +125,7 @@ pub(super) fn drive(
         dispatching,
         watching,
         boarding,
+        merging,
         asking: (asking.0, asking.1),
         tethered,
         ticking,
@@ -150,6 +155,8 @@ struct Threads {
     watching: JoinHandle<()>,
     /// The board watch and its waker, when an agent works the board.
     boarding: Option<(Waker, JoinHandle<()>)>,
+    /// The merge queue's server and its waker, when the workflow has a `merge:` key.
+    merging: Option<(Waker, JoinHandle<()>)>,
     /// The stop-request watch and its waker.
     asking: (Waker, JoinHandle<()>),
     tethered: Option<JoinHandle<()>>,
@@ -169,7 +176,7 @@ impl Threads {
         self.waker.wake();
         let _ = self.dispatching.join();
         let _ = self.watching.join();
-        if let Some((waker, thread)) = self.boarding {
+        for (waker, thread) in [self.boarding, self.merging].into_iter().flatten() {
             waker.wake();
             let _ = thread.join();
         }
@@ -358,7 +365,7 @@ fn work(
         (None, None) => Ok(()),
     };
     let (code, reason) = match done {
-        Ok(()) => wait_done(inst, shared, opts, adopter),
+        Ok(()) => wait_done(inst, shared, opts, adopter, serving.merges),
         Err(Error::Interrupted) => (exit::INTERRUPTED, None),
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };

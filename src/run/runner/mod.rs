@@ -10,6 +10,7 @@
 //! | `several`    | one process serving agents of several instances: a serving loop each |
 //! | `drive`      | the run loop: threads for signals, stop requests, the channel watcher and the controllers; the kickoff, tasks or iterations; how the run ended |
 //! | `quiescence` | the decision that the work is done (or, in keep mode, quiet) |
+//! | `merges`     | serving the merge queue (a workflow's `merge:`) on a thread of its own |
 //! | `workers`    | serving `spawn_agent` workers: adoption as they are registered, tethers to a spawner served elsewhere |
 //! | `serving`    | what a server's controllers share, and building one controller |
 //! | `signals`    | the stop signals and stop requests, which stop every serving loop of the process |
@@ -24,6 +25,7 @@
 
 mod backends;
 mod drive;
+mod merges;
 mod options;
 mod output;
 mod preflight;
@@ -171,6 +173,10 @@ pub fn run(
     let names: Vec<&str> = wf.agent_names().collect();
     let mut locks = serve::take(inst, &names)?.into_iter();
     serve::forget_stop(inst);
+    // The workflow's merge settings are the instance's, for every way of asking.
+    if let Some(m) = &wf.merge {
+        m.value.store(inst)?;
+    }
     let document = match &wf.context {
         Context::File { config, .. } => config.document.as_ref().map(|d| d.value.clone()),
         _ => None,
@@ -207,6 +213,7 @@ pub fn run(
         tethers: Vec::new(),
         caps: caps(opts),
         mcp: Default::default(),
+        merges: wf.merge.is_some(),
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -494,6 +501,7 @@ fn prepare_serve(
         tethers,
         caps: caps(opts),
         mcp: Default::default(),
+        merges: false,
     };
     let controllers = chosen
         .into_iter()

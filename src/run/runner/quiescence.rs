@@ -3,7 +3,8 @@
 //! left and no active proposal; in keep mode, the quiet moment that starts the loop guard's
 //! counts afresh. A workflow is not done while a worker of its agents that another server
 //! serves is at work: what that worker spends counts against the workflow's budget, however
-//! the servers are woken.
+//! the servers are woken; nor, when it serves the merge queue, while a request of the
+//! instance is queued or running (it may yet fail, and wake its agent).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -30,6 +31,7 @@ pub(super) fn wait_done(
     shared: &Shared,
     opts: &Options,
     adopter: &Mutex<Adopter>,
+    merges: bool,
 ) -> (u8, Option<String>) {
     let deadline = opts.timeout.map(crate::time::deadline);
     let mut st = shared.lock();
@@ -57,7 +59,7 @@ pub(super) fn wait_done(
             st = wait(shared, st, left);
             continue;
         }
-        match verdict(inst, &mut st, opts.keep) {
+        match verdict(inst, &mut st, opts.keep, merges) {
             Verdict::Done if opts.keep => {
                 // Quiet: the loop guard counts afresh, and nothing happens until the next
                 // change.
@@ -122,7 +124,8 @@ pub(super) fn wait_done(
                 shared.cv.notify_all();
             }
             Verdict::Wait => {
-                // An active proposal: wait for votes (or its expiry).
+                // An active proposal (wait for votes, or its expiry), a card held elsewhere
+                // or a merge request being served.
                 let t = left.map_or(Duration::from_secs(1), |l| l.min(Duration::from_secs(1)));
                 let (s, _) = shared
                     .cv
@@ -203,7 +206,12 @@ enum Verdict {
 /// Only the agents whose last look left messages unread are read from disk: every other
 /// agent was looked at after the last entry that mentions it, and its run (if any) acked
 /// what it was shown.
-fn verdict(inst: &Instance, st: &mut crate::run::controller::State, keep: bool) -> Verdict {
+fn verdict(
+    inst: &Instance,
+    st: &mut crate::run::controller::State,
+    keep: bool,
+    merges: bool,
+) -> Verdict {
     if st.note_new_entries(inst) || st.all_pending {
         // Entries that no wake-up told of yet: their agents are looked at first.
         return Verdict::Missed;
@@ -252,6 +260,10 @@ fn verdict(inst: &Instance, st: &mut crate::run::controller::State, keep: bool) 
     }
     if let Some(v) = board_verdict(inst, st) {
         return v;
+    }
+    if merges && super::merges::merging(inst) {
+        // Its server says what came of it (and wakes it) when it is served.
+        return Verdict::Wait;
     }
     match crate::proposal::list(inst, true) {
         Ok(p) if !p.is_empty() => Verdict::Wait,

@@ -40,6 +40,8 @@ pub(super) struct Serving {
     /// The folder of the agents' MCP configurations, made, and the `aw-mcp` they run: the
     /// same for every agent, found once.
     pub(super) mcp: std::sync::OnceLock<(PathBuf, PathBuf)>,
+    /// It serves the merge queue of the instance (the workflow has a `merge:` key).
+    pub(super) merges: bool,
 }
 
 impl Serving {

@@ -1330,3 +1330,86 @@ fn needs_approval_is_read_with_its_approvers_time_and_then() {
         "w.yaml:6:5: tasks[0].needs: not on a parallel group: put it on its tasks"
     );
 }
+
+#[test]
+fn merge_is_read_with_its_target_method_verify_and_approval() {
+    use crate::approval::Then;
+    use crate::merge::{Config, How, Needs};
+    let (w, warnings) = loads(&format!(
+        "{AGENT}merge: {{into: trunk, how: merge, verify: make test, timeout: 10m, \
+         needs: {{approval: {{by: [lead], timeout: 1h, then: skip}}}}}}\n"
+    ));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(
+        w.merge.unwrap().value,
+        Config {
+            into: "trunk".into(),
+            how: How::Merge,
+            verify: Some("make test".into()),
+            timeout: 600,
+            needs: Some(Needs {
+                by: vec!["lead".into()],
+                timeout: Some(3600),
+                then: Then::Skip,
+                replies: false,
+            }),
+            wait: false,
+        }
+    );
+    // Every key optional: the defaults, and aw-run posting the result (the tool then does
+    // not wait unless told).
+    let (w, _) = loads(&format!("{AGENT}merge: {{needs: approval, wait: true}}\n"));
+    let c = w.merge.unwrap().value;
+    assert_eq!(
+        (c.into.as_str(), c.how, c.verify, c.wait),
+        ("main", How::Rebase, None, true)
+    );
+    assert_eq!(c.needs.unwrap().by, ["user"]);
+    assert!(loads(AGENT).0.merge.is_none());
+
+    let merge = |m: &str| problem(&format!("{AGENT}merge: {m}\n"));
+    assert_eq!(
+        merge("{how: squash}"),
+        "w.yaml:3:14: merge.how: expected rebase or merge, found 'squash'"
+    );
+    assert_eq!(
+        merge("{into: 'a b'}"),
+        "w.yaml:3:15: merge.into: target branch 'a b': not a branch name"
+    );
+    assert_eq!(
+        merge("{verify: ''}"),
+        "w.yaml:3:17: merge.verify: must not be empty"
+    );
+    assert_eq!(
+        merge("{timeout: 5m}"),
+        "w.yaml:3:9: merge.timeout: the time of the verify command: name it (verify: COMMAND)"
+    );
+    assert_eq!(
+        merge("{verify: x, timeout: soon}"),
+        "w.yaml:3:29: merge.timeout: invalid duration 'soon': expected seconds, or a number \
+         with s, m or h (90s, 5m, 1h)"
+    );
+    assert_eq!(
+        merge("{needs: approvals}"),
+        "w.yaml:3:16: merge.needs: expected 'approval' or {approval: {by, timeout, then}}, \
+         found 'approvals'"
+    );
+    assert_eq!(
+        merge("{needs: {approval: {then: fail}}}"),
+        "w.yaml:3:34: merge.needs.approval.then: needs a timeout: it says what happens when \
+         it runs out"
+    );
+    assert_eq!(
+        merge("{wait: maybe}"),
+        "w.yaml:3:15: merge.wait: expected true or false, found a string"
+    );
+    assert_eq!(
+        merge("{verfy: make}"),
+        "w.yaml:3:9: merge: unknown key 'verfy' (did you mean 'verify'?)"
+    );
+    assert!(
+        merge("make test").starts_with("w.yaml:3:8: merge: "),
+        "{}",
+        merge("make test")
+    );
+}

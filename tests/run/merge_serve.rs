@@ -1,0 +1,199 @@
+//! aw-run serving the merge queue of a workflow with a `merge:` key, on real git
+//! repositories: a request queued while it runs (by `aw-ctl merge request --no-wait`, from
+//! an exec agent) is verified and merged, the run waiting for it before it ends; a merge
+//! that needs an approval moves the target only once approved, and a rejected one is
+//! `rejected` with the target unchanged, its agent told.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use common::git;
+use common::runner::{INST, Setup, assert_code, spawn, stderr, wait_for, wait_hang_guarded};
+
+/// A repository at `repo` in the working directory, on `main` (checked out), and the branch
+/// of agent `coder` (`aw/w/coder`) with one commit that adds `c.txt`; the work tree of that
+/// branch.
+fn repo(s: &Setup) -> (PathBuf, PathBuf) {
+    let r = s.dir().join("repo");
+    std::fs::create_dir(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    std::fs::write(r.join("f.txt"), "one\n").unwrap();
+    git(&r, &["add", "f.txt"]);
+    git(&r, &["commit", "-q", "-m", "one"]);
+    let wt = s.dir().join("wt-coder");
+    let branch = format!("aw/{INST}/coder");
+    git(
+        &r,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &branch,
+            wt.to_str().unwrap(),
+            "main",
+        ],
+    );
+    commit(&wt, "c.txt", "coded\n");
+    (r, wt)
+}
+
+/// Commit `text` as `file` in the work tree `wt`.
+fn commit(wt: &Path, file: &str, text: &str) {
+    std::fs::write(wt.join(file), text).unwrap();
+    git(wt, &["add", file]);
+    git(wt, &["commit", "-q", "-m", file]);
+}
+
+/// A workflow whose agent `coder` (in the repository) queues a merge of its branch,
+/// without waiting, each time a file `ask` is beside the repository, with `merge`.
+fn workflow(merge: &str) -> String {
+    let script = "cat >/dev/null; if [ -f ../ask ]; then rm ../ask; \
+                  aw-ctl merge request --no-wait >/dev/null; fi; echo done";
+    format!(
+        "agents:\n  coder:\n    command: [sh, -c, {script:?}]\n    cwd: repo\n\
+         merge: {merge}\nkickoff: '@coder merge your work'\n"
+    )
+}
+
+/// The merge requests of the instance, as `aw-ctl merge ls --json` gives them.
+fn requests(s: &Setup) -> Vec<serde_json::Value> {
+    let out = s
+        .root
+        .ok("aw-ctl", &["-i", INST, "merge", "ls", "--json"], None);
+    common::json_lines(out.as_bytes())
+}
+
+/// The channel's entries as one text.
+fn channel(s: &Setup) -> String {
+    s.entries()
+        .iter()
+        .map(|(from, text)| format!("{from}: {text}\n"))
+        .collect()
+}
+
+#[test]
+fn aw_run_serves_a_request_queued_while_it_runs_and_ends_once_it_is_merged() {
+    let s = Setup::new();
+    let (r, _wt) = repo(&s);
+    let before = git(&r, &["rev-parse", "main"]);
+    s.write("ask", "");
+    s.write(
+        "wf.yaml",
+        &workflow("{into: main, how: rebase, verify: 'test -f c.txt && echo verified'}"),
+    );
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    // The settings are the instance's.
+    let settings: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(s.root.inst_dir(INST).join("_state/merge.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(settings["wait"], false, "{settings}");
+    assert_eq!(settings["verify"], "test -f c.txt && echo verified");
+    let ls = requests(&s);
+    assert_eq!(ls.len(), 1, "{ls:?}\n{}", stderr(&out));
+    assert_eq!(ls[0]["state"], "merged", "{ls:?}");
+    assert_eq!(ls[0]["asked_by"], "coder");
+    let now = git(&r, &["rev-parse", "main"]);
+    assert_ne!(now, before, "main moved");
+    assert_eq!(ls[0]["result"]["commit"], now.as_str());
+    assert_eq!(std::fs::read_to_string(r.join("c.txt")).unwrap(), "coded\n");
+    let log = std::fs::read_to_string(s.root.inst_dir(INST).join("merges/1.1.log")).unwrap();
+    assert!(log.contains("verified"), "{log}");
+    let ch = channel(&s);
+    assert!(
+        ch.contains(&format!(
+            "system: merge #1 of coder: aw/{INST}/coder into main: merged"
+        )),
+        "{ch}"
+    );
+}
+
+#[test]
+fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejected_one_never() {
+    let s = Setup::new();
+    let (r, wt) = repo(&s);
+    let before = git(&r, &["rev-parse", "main"]);
+    s.write(
+        "wf.yaml",
+        &workflow("{verify: 'true', needs: {approval: {by: lead}}}"),
+    );
+    let approval = |id: u64| s.root.inst_dir(INST).join(format!("approvals/{id}.json"));
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["-i", INST];
+        all.extend_from_slice(args);
+        s.root.ok("aw-ctl", &all, None)
+    };
+
+    // Approved: merged.
+    s.write("ask", "");
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the approval of the merge", || approval(1).exists());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "aw-run ended before the approval"
+    );
+    let a: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(approval(1)).unwrap()).unwrap();
+    assert_eq!(
+        (a["kind"].as_str(), a["state"].as_str()),
+        (Some("merge"), Some("pending"))
+    );
+    assert_eq!(a["what"], format!("merge #1: aw/{INST}/coder into main"));
+    let ls = requests(&s);
+    assert_eq!(
+        (ls[0]["state"].as_str(), ls[0]["approval"].as_u64()),
+        (Some("running"), Some(1))
+    );
+    assert_eq!(
+        git(&r, &["rev-parse", "main"]),
+        before,
+        "main moved before the approval"
+    );
+    ctl(&["approve", "1", "--as", "lead"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(requests(&s)[0]["state"], "merged", "{}", stderr(&out));
+    let merged = git(&r, &["rev-parse", "main"]);
+    assert_ne!(merged, before);
+
+    // Rejected: the target stays, the request is rejected, its agent told why.
+    git(&wt, &["rebase", "-q", "main"]);
+    commit(&wt, "d.txt", "more\n");
+    s.write("ask", "");
+    let run = spawn(s.cmd(&[]));
+    wait_for("the approval of the second merge", || approval(2).exists());
+    ctl(&[
+        "reject",
+        "2",
+        "--as",
+        "lead",
+        "--reason",
+        "not before the release",
+    ]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    let ls = requests(&s);
+    assert_eq!(ls[1]["state"], "rejected", "{ls:?}\n{}", stderr(&out));
+    assert_eq!(
+        ls[1]["result"]["note"],
+        "approval #2 rejected by lead: not before the release"
+    );
+    assert_eq!(
+        git(&r, &["rev-parse", "main"]),
+        merged,
+        "main moved though rejected"
+    );
+    assert!(!r.join("d.txt").exists());
+    let ch = channel(&s);
+    assert!(
+        ch.contains(&format!(
+            "system: @coder merge #2: aw/{INST}/coder into main: rejected, main is unchanged: \
+             approval #2 rejected by lead: not before the release."
+        )),
+        "{ch}"
+    );
+}
