@@ -187,6 +187,7 @@ fn settings(env: &[(String, String)]) -> Settings<'_> {
         aw_root: ".workflow".into(),
         instance_dir: ".workflow/bench".into(),
         toolset: Default::default(),
+        approve: None,
     }
 }
 

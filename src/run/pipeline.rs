@@ -228,6 +228,19 @@ pub(crate) fn ask_and_wait(
     gate: &Gate,
     stop: &Stop,
 ) -> Result<(approval::Request, Verdict)> {
+    ask_and_wait_with(inst, kind, key, name, String::new(), gate, stop)
+}
+
+/// [`ask_and_wait`], the request showing `details` below what is asked.
+pub(crate) fn ask_and_wait_with(
+    inst: &Instance,
+    kind: approval::Kind,
+    key: String,
+    name: &str,
+    details: String,
+    gate: &Gate,
+    stop: &Stop,
+) -> Result<(approval::Request, Verdict)> {
     let mut key = key;
     if key.len() > approval::MAX_KEY {
         // A task's first line may be long: its start, and a checksum of the whole.
@@ -237,7 +250,7 @@ pub(crate) fn ask_and_wait(
     let new = NewRequest {
         kind,
         what: cut(name, approval::MAX_WHAT),
-        details: String::new(),
+        details: cut(&details, approval::MAX_DETAILS),
         by: gate.by.clone(),
         timeout: gate.timeout,
         then: gate.then.clone(),

@@ -56,6 +56,10 @@
 //!   the agent's model prices it).
 //! - `budget`: `{usd: X, tokens: N}`, what this agent's own runs may spend (USD more than 0;
 //!   input plus output tokens, at least 1). Past it, every agent stops.
+//! - `approve_tools` (`anthropic`, `openai`): `{write_file: true | write_outside: GLOBS, by,
+//!   timeout, then, replies}`, the `write_file` calls (all, or those to a path outside the
+//!   globs) that wait for an approval before they run (see `run::backend::approve_tools`);
+//!   it needs the `write_file` tool.
 //! - `board: next`: each run starts from the next ready card of the board, claimed for the
 //!   agent (see [`crate::run::controller`]); the agent is woken when a card becomes ready.
 //!
@@ -222,6 +226,8 @@ pub struct AgentDef {
     pub board_next: bool,
     /// `needs: approval`: each run of the agent waits for an approval.
     pub needs: Option<Spanned<Gate>>,
+    /// `approve_tools:` (`anthropic`, `openai`): the tool calls that wait for an approval.
+    pub approve_tools: Option<Spanned<ToolGate>>,
 }
 
 impl AgentDef {
@@ -344,6 +350,24 @@ pub struct Task {
     pub output: Option<Spanned<String>>,
     /// `needs: approval`: the task waits for an approval before it runs.
     pub needs: Option<Spanned<Gate>>,
+}
+
+/// `approve_tools:` of an API agent: the tool calls that wait for an approval, and who
+/// approves.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolGate {
+    pub writes: Writes,
+    pub gate: Gate,
+}
+
+/// Which `write_file` calls wait.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Writes {
+    /// Every one (`write_file: true`).
+    All,
+    /// Those to a path (relative to the work tree, as leases name them) that none of these
+    /// globs matches (`write_outside:`).
+    Outside(Vec<String>),
 }
 
 /// `needs: approval` (or `needs: {approval: {by, timeout, then}}`): who may approve, how

@@ -22,6 +22,11 @@ kickoff: '@alice look at the diff'
 
 /// aw-run -q --retries 1 on `wf`, with the fake's URL and a key in the environment.
 fn run_api(s: &Setup, wf: &str, api: &FakeApi, args: &[&str]) -> std::process::Output {
+    run_hang_guarded(api_cmd(s, wf, api, args))
+}
+
+/// The command of [`run_api`], not started.
+fn api_cmd(s: &Setup, wf: &str, api: &FakeApi, args: &[&str]) -> std::process::Command {
     s.write("wf.yaml", wf);
     let mut all = vec!["-q", "--retries", "1"];
     all.extend_from_slice(args);
@@ -30,7 +35,7 @@ fn run_api(s: &Setup, wf: &str, api: &FakeApi, args: &[&str]) -> std::process::O
         .env("ANTHROPIC_API_KEY", KEY)
         .env("OPENAI_BASE_URL", format!("{}/v1", api.url))
         .env("OPENAI_API_KEY", KEY);
-    run_hang_guarded(c)
+    c
 }
 
 /// An Anthropic answer.
@@ -1001,5 +1006,81 @@ fn an_api_agent_adds_claims_leases_and_finishes_cards_through_the_aw_tools() {
             .lines()
             .count(),
         0
+    );
+}
+
+/// With `approve_tools: {write_outside: ...}`, a write inside the globs runs at once; one
+/// outside waits for an approval (the file unwritten meanwhile) and runs once approved; a
+/// rejected one is not written and the model is told who rejected it and why.
+#[test]
+fn writes_outside_the_approved_paths_wait_for_an_approval_and_a_rejection_tells_the_model() {
+    use common::runner::{spawn, wait_for, wait_hang_guarded};
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("work/src")).unwrap();
+    // Paths are named relative to the work tree, as leases name them.
+    common::git(&s.dir().join("work"), &["init", "-q"]);
+    let write = |id: &str, path: &str, text: &str| {
+        answer(
+            json!([tool_use(
+                id,
+                "write_file",
+                json!({"path": path, "content": text})
+            )]),
+            "tool_use",
+            1,
+            1,
+        )
+    };
+    let api = FakeApi::start(vec![
+        write("w1", "src/a.rs", "fn a() {}\n"),
+        write("w2", "README.md", "# Read me\n"),
+        write("w3", "notes.txt", "my notes\n"),
+        end("@user done"),
+    ]);
+    let wf = ANTHROPIC_WF.replace(
+        "    max_steps: 4\n",
+        "    max_steps: 4\n    cwd: work\n    tools: [write_file]\n    \
+         approve_tools: {write_outside: 'src/**', by: lead}\n",
+    );
+    let approval = |id: u64| s.root.inst_dir(INST).join(format!("approvals/{id}.json"));
+    let run = spawn(api_cmd(&s, &wf, &api, &[]));
+    wait_for("the approval of the write", || approval(1).exists());
+    let work = s.dir().join("work");
+    assert_eq!(
+        std::fs::read_to_string(work.join("src/a.rs")).unwrap(),
+        "fn a() {}\n"
+    );
+    assert!(
+        !work.join("README.md").exists(),
+        "written before the approval"
+    );
+    let a: Value = serde_json::from_slice(&std::fs::read(approval(1)).unwrap()).unwrap();
+    assert_eq!(a["kind"], "tool");
+    assert_eq!(a["what"], "alice: write_file README.md (10 bytes)");
+    assert_eq!(a["by"], json!(["lead"]));
+    assert!(a["details"].as_str().unwrap().contains("# Read me"), "{a}");
+    ctl_out(&s, &["approve", "1", "--as", "lead"]);
+    wait_for("the approval of the second write", || approval(2).exists());
+    let why = "no notes in the tree";
+    ctl_out(&s, &["reject", "2", "--as", "lead", "--reason", why]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    assert_eq!(
+        std::fs::read_to_string(work.join("README.md")).unwrap(),
+        "# Read me\n"
+    );
+    assert!(!work.join("notes.txt").exists(), "written though rejected");
+    let reqs = api.requests();
+    assert_eq!(reqs.len(), 4);
+    let result = |i: usize| {
+        reqs[i].body["messages"].as_array().unwrap().last().unwrap()["content"][0].clone()
+    };
+    assert_eq!(result(1)["is_error"], false, "{}", result(1));
+    assert_eq!(result(2)["is_error"], false, "{}", result(2));
+    assert_eq!(result(3)["is_error"], true);
+    assert_eq!(
+        result(3)["content"],
+        "Error: write_file notes.txt: not written: approval #2 rejected by lead: no notes in \
+         the tree. Do not write it again as it is; change what you do, or ask in the channel."
     );
 }

@@ -65,6 +65,13 @@ fn requests(s: &Setup) -> Vec<serde_json::Value> {
     common::json_lines(out.as_bytes())
 }
 
+/// `aw-ctl -i INST ARGS`, which must succeed; its stdout.
+fn ctl(s: &Setup, args: &[&str]) -> String {
+    let mut all = vec!["-i", INST];
+    all.extend_from_slice(args);
+    s.root.ok("aw-ctl", &all, None)
+}
+
 /// The channel's entries as one text.
 fn channel(s: &Setup) -> String {
     s.entries()
@@ -121,11 +128,6 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
         &workflow("{verify: 'true', needs: {approval: {by: lead}}}"),
     );
     let approval = |id: u64| s.root.inst_dir(INST).join(format!("approvals/{id}.json"));
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["-i", INST];
-        all.extend_from_slice(args);
-        s.root.ok("aw-ctl", &all, None)
-    };
 
     // Approved: merged.
     s.write("ask", "");
@@ -153,7 +155,7 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
         before,
         "main moved before the approval"
     );
-    ctl(&["approve", "1", "--as", "lead"]);
+    ctl(&s, &["approve", "1", "--as", "lead"]);
     let out = wait_hang_guarded(run);
     assert_code(&out, 0);
     assert_eq!(requests(&s)[0]["state"], "merged", "{}", stderr(&out));
@@ -166,14 +168,8 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
     s.write("ask", "");
     let run = spawn(s.cmd(&[]));
     wait_for("the approval of the second merge", || approval(2).exists());
-    ctl(&[
-        "reject",
-        "2",
-        "--as",
-        "lead",
-        "--reason",
-        "not before the release",
-    ]);
+    let why = "not before the release";
+    ctl(&s, &["reject", "2", "--as", "lead", "--reason", why]);
     let out = wait_hang_guarded(run);
     assert_code(&out, 0);
     let ls = requests(&s);

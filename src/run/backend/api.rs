@@ -10,6 +10,8 @@
 //! - after every call the usage is added up and the budgets asked: over one, the run stops
 //!   there (status `killed`, no tool of that answer runs);
 //! - the stop flag and the run's timeout are seen between steps and while a call waits;
+//! - a tool call of a class that needs an approval (`approve_tools:`, see
+//!   [`super::approve_tools`]) waits for it before it runs;
 //! - the answer's end: `end_turn` ends the run (its text is the final reply); `tool_use`
 //!   runs the tools; `pause_turn` sends the conversation again; `max_tokens` ends the run
 //!   with the text so far, or fails it when there is none; a refusal fails it.
@@ -62,6 +64,8 @@ pub struct Settings<'a> {
     pub instance_dir: PathBuf,
     /// The aw tools the agent gets.
     pub toolset: Toolset,
+    /// The tool calls that wait for an approval (`approve_tools:`).
+    pub approve: Option<crate::run::workflow::ToolGate>,
 }
 
 impl Settings<'_> {
@@ -165,6 +169,8 @@ pub struct Api<D: Dialect> {
     pub files: Option<(Sandbox, Vec<FileTool>)>,
     /// The aw tools given.
     pub toolset: Toolset,
+    /// The tool calls that wait for an approval.
+    pub approve: Option<crate::run::workflow::ToolGate>,
 }
 
 /// The aw tools of `toolset`, for the model.
@@ -208,7 +214,11 @@ impl<D: Dialect> Api<D> {
         let outcome = match &input {
             Err(why) => Err(why.clone()),
             Ok(args) => match self.file_tool(&call.name) {
-                Some((sandbox, t)) => t.call_as(sandbox, caller, args).map_err(|e| e.to_string()),
+                Some((sandbox, t)) => match &self.approve {
+                    Some(gate) => super::approve_tools::allow(gate, t, sandbox, caller, args),
+                    None => Ok(()),
+                }
+                .and_then(|()| t.call_as(sandbox, caller, args).map_err(|e| e.to_string())),
                 None => crate::tools::call(caller, &call.name, args)
                     .map(|r| r.text)
                     .map_err(|e| e.to_string()),

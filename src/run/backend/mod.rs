@@ -9,6 +9,8 @@
 //! | `mock` | in-process scripted replies, for tests and dry runs |
 //! | `anthropic` | the Messages API, the tool loop in process (`api`, `http`) |
 //! | `openai` | any OpenAI-compatible Chat Completions endpoint, the same loop |
+//!
+//! `approve_tools` holds the approval that a class of an API agent's tool calls waits for.
 
 use std::time::Duration;
 
@@ -19,6 +21,7 @@ use crate::usage::Usage;
 
 pub mod anthropic;
 pub mod api;
+pub mod approve_tools;
 pub mod claude;
 pub mod codex;
 pub mod exec;

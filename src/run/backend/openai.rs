@@ -54,6 +54,7 @@ pub fn backend(s: Settings) -> Result<Api<OpenAi>, String> {
         max_steps: s.max_steps.unwrap_or(DEFAULT_MAX_STEPS),
         files,
         toolset: s.toolset,
+        approve: s.approve,
     })
 }
 

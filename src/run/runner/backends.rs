@@ -96,6 +96,7 @@ pub(super) fn backend(
                     collab: def.collab,
                     delegate: def.delegate,
                 },
+                approve: def.approve_tools.as_ref().map(|g| g.value.clone()),
             };
             let built: std::result::Result<Box<dyn Backend>, String> =
                 if def.backend.value == BackendKind::Anthropic {
@@ -206,6 +207,7 @@ pub(super) fn registered_backend(
                 aw_root: root.to_path_buf(),
                 instance_dir: root.join(instance),
                 toolset,
+                approve: None,
             };
             let built: std::result::Result<Box<dyn Backend>, String> = if kind == "anthropic" {
                 anthropic::backend(settings).map(|b| Box::new(b) as Box<dyn Backend>)

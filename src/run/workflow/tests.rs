@@ -1413,3 +1413,66 @@ fn merge_is_read_with_its_target_method_verify_and_approval() {
         merge("make test")
     );
 }
+
+#[test]
+fn approve_tools_names_the_writes_that_wait_and_who_approves() {
+    use crate::approval::Then;
+    const API: &str = "agents:\n  a:\n    model: anthropic/x\n    tools: [write_file]\n";
+    let (w, warnings) = loads(&format!(
+        "{API}    approve_tools: {{write_outside: ['src/**', docs/], by: [lead], timeout: 1h, \
+         then: skip}}\n"
+    ));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let g = w.agents[0].approve_tools.clone().unwrap().value;
+    assert_eq!(
+        g.writes,
+        Writes::Outside(vec!["src/**".into(), "docs/".into()])
+    );
+    assert_eq!(g.gate.by, ["lead"]);
+    assert_eq!(g.gate.timeout, Some(std::time::Duration::from_secs(3600)));
+    assert_eq!(g.gate.then, Then::Skip);
+    let (w, _) = loads(&format!("{API}    approve_tools: {{write_file: true}}\n"));
+    let g = w.agents[0].approve_tools.clone().unwrap().value;
+    assert_eq!((g.writes, g.gate), (Writes::All, Gate::default()));
+
+    let gate = |t: &str| problem(&format!("{API}    approve_tools: {t}\n"));
+    assert_eq!(
+        gate("{by: lead}"),
+        "w.yaml:5:20: agents.a.approve_tools: name the calls that wait: write_file: true, or \
+         write_outside: GLOBS"
+    );
+    assert_eq!(
+        gate("{write_file: true, write_outside: src/}"),
+        "w.yaml:5:39: agents.a.approve_tools.write_outside: write_file: true asks for every \
+         write already: give one of the two"
+    );
+    assert_eq!(
+        gate("{write_file: false}"),
+        "w.yaml:5:33: agents.a.approve_tools.write_file: expected true (leave the key out for \
+         no approval)"
+    );
+    assert_eq!(
+        gate("{write_outside: '[src'}"),
+        "w.yaml:5:36: agents.a.approve_tools.write_outside: glob \"[src\": has a [ that is never closed"
+    );
+    assert_eq!(
+        gate("{write_file: true, then: fail}"),
+        "w.yaml:5:45: agents.a.approve_tools.then: needs a timeout: it says what happens when \
+         it runs out"
+    );
+    assert_eq!(
+        gate("{write_file: true, shell: true}"),
+        "w.yaml:5:39: agents.a.approve_tools: unknown key 'shell'"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    model: anthropic/x\n    approve_tools: {write_file: true}\n"),
+        "w.yaml:4:20: agents.a.approve_tools: the agent has no write_file tool to approve \
+         (tools: [write_file])"
+    );
+    assert_eq!(
+        problem("agents:\n  a:\n    tools: [Edit]\n    approve_tools: {write_file: true}\n"),
+        "w.yaml:4:20: agents.a.approve_tools: only for backends anthropic and openai, whose \
+         tool calls aw runs (this agent's is claude; Claude Code and Codex have their own \
+         permissions: permission_mode, tools)"
+    );
+}

@@ -102,7 +102,7 @@ impl Sandbox {
     }
 
     /// `given` as a lease names it: relative to the work tree.
-    pub(super) fn tree_path(&self, given: &str) -> Result<String> {
+    pub fn tree_path(&self, given: &str) -> Result<String> {
         Ok(join(&self.in_tree, &parts(given)?.join("/")))
     }
 

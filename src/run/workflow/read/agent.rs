@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 23] = [
+const AGENT_KEYS: [&str; 24] = [
     "backend",
     "model",
     "system_prompt",
@@ -41,6 +41,7 @@ const AGENT_KEYS: [&str; 23] = [
     "spawn_depth",
     "board",
     "needs",
+    "approve_tools",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
@@ -154,6 +155,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         needs: f
             .get("needs")
             .and_then(|n| super::tasks::read_needs(r, n, &p("needs"))),
+        approve_tools: None,
     };
     if let Some(n) = f.get("board") {
         agent.board_next = read_board_next(r, n, &p("board"));
@@ -166,6 +168,10 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         check_backend_keys(r, &agent, &f, &path);
         check_tools(r, &agent, &f, &path);
         check_program_keys(r, &agent, &f, &path);
+        if let Some(n) = f.get("approve_tools") {
+            agent.approve_tools =
+                super::approve_tools::read_approve_tools(r, n, &p("approve_tools"), &agent);
+        }
     }
     Some(agent)
 }

@@ -1,11 +1,12 @@
 //! Reading a workflow from its YAML tree: each part of the file in turn, then the check of
 //! every `${{ name }}` against what will be defined where it is used. This file holds the
 //! top level; the parts are files of their own, each with the keys it takes: `agent`
-//! (`agents:`), `board` (`board:`), `budget` (usage, budgets, `pricing:`), `context`
+//! (`agents:`; `approve_tools` its `approve_tools:`), `board` (`board:`), `budget` (usage, budgets, `pricing:`), `context`
 //! (`context:`), `tasks`
 //! (`setup:`, `tasks:`), `merge` (`merge:`) and `references` (the `${{ name }}` check).
 
 mod agent;
+mod approve_tools;
 mod board;
 mod budget;
 mod context;

@@ -6,7 +6,7 @@ use crate::run::diagnostic::Spanned;
 use crate::run::expr::Expr;
 use crate::run::interpolate::{Template, check_var_name};
 use crate::run::reader::Reference;
-use crate::run::reader::{Reader, Use, join};
+use crate::run::reader::{Fields, Reader, Use, join};
 use crate::run::workflow::{Gate, SetupTask, Task, TaskKind};
 use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
@@ -216,11 +216,18 @@ pub(super) fn read_needs(r: &mut Reader, node: &Node, path: &str) -> Option<Span
         return None;
     };
     let path = join(path, "approval");
-    let mut gate = Gate::default();
     if inner.is_null() {
-        return Some(Spanned::new(gate, node.pos));
+        return Some(Spanned::new(Gate::default(), node.pos));
     }
     let g = r.fields(inner, &path, &GATE_KEYS)?;
+    read_gate_keys(r, &g, &path).map(|gate| Spanned::new(gate, node.pos))
+}
+
+/// The keys of an approval in `g` (at `path`): `by`, `timeout`, `then` and `replies`, each
+/// optional; `None` after an error.
+pub(super) fn read_gate_keys(r: &mut Reader, g: &Fields, path: &str) -> Option<Gate> {
+    let path = path.to_string();
+    let mut gate = Gate::default();
     let mut ok = true;
     if let Some(n) = g.get("by") {
         let by_path = join(&path, "by");
@@ -282,7 +289,7 @@ pub(super) fn read_needs(r: &mut Reader, node: &Node, path: &str) -> Option<Span
             ok = false;
         }
     }
-    ok.then(|| Spanned::new(gate, node.pos))
+    ok.then_some(gate)
 }
 
 /// The sub-tasks of a parallel group; two of them setting one variable is an error.
