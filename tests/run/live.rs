@@ -674,3 +674,119 @@ fn agents_nobody_serves_show_as_unserved_in_status_and_top() {
     let (code, screen) = t.wait_exit();
     assert_eq!(code, 0, "{screen}");
 }
+
+/// `aw-ctl top` has a pane for the merge queue (the counts, the running request and the
+/// approval it waits for, the queued ones, the last results) and one for the pending
+/// approvals (id, kind, what, approvers, expiry), each shown once it has something to show
+/// and drawn again as the queue and the approvals change.
+#[test]
+fn top_shows_the_merge_queue_and_the_pending_approvals_live() {
+    let s = Setup::new();
+    let repo = s.dir().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    common::git(&repo, &["init", "-q", "-b", "main"]);
+    s.write("repo/f.txt", "one\n");
+    common::git(&repo, &["add", "f.txt"]);
+    common::git(&repo, &["commit", "-q", "-m", "one"]);
+    let branch = format!("aw/{INST}/coder");
+    common::git(&repo, &["branch", &branch]);
+    common::git(&repo, &["checkout", "-q", &branch]);
+    s.write("repo/c.txt", "coded\n");
+    common::git(&repo, &["add", "c.txt"]);
+    common::git(&repo, &["commit", "-q", "-m", "c"]);
+    common::git(&repo, &["checkout", "-q", "main"]);
+    // aw-ctl in the repository, which must succeed: its stdout.
+    let ctl = |args: &[&str]| {
+        let out = s
+            .tool_cmd("aw-ctl")
+            .current_dir(&repo)
+            .args(["-i", INST])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_code(&out, 0);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    ctl(&["new", "coder", "--backend", "mock"]);
+    // Merges of this instance need lead's approval once verified.
+    s.write(
+        &format!("{}/_state/merge.json", s.root.inst_dir(INST).display()),
+        r#"{"verify": "true", "needs": {"by": ["lead"]}}"#,
+    );
+    let t = Tmux::start(s.dir(), &sh_tool(&s, "aw-ctl", &["-i", INST, "top"]));
+    let screen = t.wait_for("top", |sc| sc.contains("aw-ctl top: instance w"));
+    assert!(
+        !screen.contains(" merges ") && !screen.contains(" approvals "),
+        "{screen}"
+    );
+
+    ctl(&[
+        "approvals",
+        "ask",
+        "deploy to prod",
+        "--by",
+        "lead",
+        "--timeout",
+        "1h",
+    ]);
+    t.wait_for("the pending approval", |sc| {
+        sc.contains(" approvals ")
+            && sc.contains("1 pending")
+            && sc.contains("#1 task deploy to prod  by lead  expires 20")
+    });
+    ctl(&["merge", "request", "coder", "--no-wait"]);
+    t.wait_for("the queued request", |sc| {
+        sc.contains(" merges ")
+            && sc.contains("1 queued, 0 running, 0 merged")
+            && sc.contains(&format!("#1 coder {branch} -> main  queued by user"))
+    });
+    // Served: verified, it waits for lead, and both panes say so.
+    let server = spawn({
+        let mut c = s.tool_cmd("aw-ctl");
+        c.current_dir(&repo).args(["-i", INST, "merge", "serve"]);
+        c
+    });
+    let waiting = t.wait_for("the request waiting for its approval", |sc| {
+        sc.contains("0 queued, 1 running")
+            && sc.contains(&format!(
+                "#1 coder {branch} -> main  running, waits for approval #2"
+            ))
+            && sc.contains("2 pending")
+            && sc.contains(&format!(
+                "#2 merge merge #1: {branch} into main  by lead  no time limit"
+            ))
+    });
+    assert!(waiting.lines().count() <= 24, "{waiting}");
+    ctl(&["approve", "2", "--as", "lead"]);
+    assert_code(&wait_hang_guarded(server), 0);
+    let commit = common::git(&repo, &["rev-parse", "main"]);
+    t.wait_for("the merged request and one approval left", |sc| {
+        sc.contains("0 queued, 0 running, 1 merged")
+            && sc.contains(&format!(
+                "#1 coder {branch} -> main  merged: {}",
+                &commit[..12]
+            ))
+            && sc.contains("1 pending")
+            && !sc.contains("#2 merge")
+    });
+    ctl(&["reject", "1", "--as", "lead"]);
+    t.wait_for("no approval pending", |sc| !sc.contains(" approvals "));
+    t.keys(&["q"]);
+    let (code, screen) = t.wait_exit();
+    assert_eq!(code, 0, "{screen}");
+
+    // aw-ctl status says the same, in lines and JSON.
+    ctl(&["approvals", "ask", "ship it", "--by", "lead"]);
+    ctl(&["merge", "request", "coder", "--no-wait"]);
+    let text = ctl(&["status"]);
+    assert!(
+        text.contains("  approval #3 pending: ship it (task, by lead)")
+            && text.contains(&format!("  merge #2 queued: coder {branch} into main")),
+        "{text}"
+    );
+    let v: Value = serde_json::from_str(&ctl(&["status", "--json"])).unwrap();
+    assert_eq!(v["merges"][0]["id"], 2, "{v}");
+    assert_eq!(v["merges"][0]["state"], "queued", "{v}");
+    assert_eq!(v["approvals"][0]["id"], 3, "{v}");
+    assert_eq!(v["approvals"][0]["what"], "ship it", "{v}");
+}

@@ -214,7 +214,8 @@ pub(super) fn ack(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     Ok(0)
 }
 
-/// `aw-ctl status [NAME]`: agents' state, task and unread counts, and active proposals.
+/// `aw-ctl status [NAME]`: agents' state, task and unread counts, active proposals, the
+/// merge requests not served yet and the pending approvals.
 pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     let a = Opts::parse(c)?;
     let only = args.first().copied();
@@ -273,11 +274,24 @@ pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
             total.get_or_insert_with(Usage::default).add(&u);
         }
     }
+    // The requests of the merge queue not served yet, and the approvals still pending
+    // (those whose time ran out expired on the way).
+    let merges: Vec<crate::merge::Request> = crate::merge::list(&inst)?
+        .into_iter()
+        .filter(|r| !r.state.is_final())
+        .collect();
+    let approvals: Vec<crate::approval::Request> = crate::approval::list(&inst)?
+        .into_values()
+        .filter(|r| r.state == crate::approval::State::Pending)
+        .collect();
     if a.json {
         let props: Vec<_> = active.iter().map(|p| p.to_json()).collect();
+        let merges: Vec<_> = merges.iter().map(|r| r.to_json()).collect();
+        let approvals: Vec<_> = approvals.iter().map(|r| r.to_json_line()).collect();
         out.line(
             &json!({"instance": inst.name(), "documentOwner": owner, "agents": agents,
-                "proposals": props, "usage": total, "board": board})
+                "proposals": props, "usage": total, "board": board, "merges": merges,
+                "approvals": approvals})
             .to_string(),
         )?;
         return Ok(0);
@@ -325,6 +339,28 @@ pub(super) fn status(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     if only.is_none() {
         for p in &active {
             out.line(&format!("  proposal {}", p.summary()))?;
+        }
+        for r in &merges {
+            let waits = r
+                .approval
+                .map_or(String::new(), |a| format!(" (waiting for approval #{a})"));
+            out.line(&format!(
+                "  merge #{} {}{waits}: {} {} into {}",
+                r.id, r.state, r.agent, r.branch, r.into
+            ))?;
+        }
+        for r in &approvals {
+            let expires = r
+                .expires
+                .as_deref()
+                .map_or(String::new(), |e| format!(", expires {e}"));
+            out.line(&format!(
+                "  approval #{} pending: {} ({}, by {}{expires})",
+                r.id,
+                r.what,
+                r.kind.name(),
+                r.by.join(",")
+            ))?;
         }
     }
     Ok(0)

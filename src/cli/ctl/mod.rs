@@ -210,7 +210,8 @@ const COMMANDS: &[Cmd<Run>] = &[
         args: &[opt("NAME", Complete::Agent)],
         help: &[(
             "status [NAME | PATTERN] [--json]",
-            "agents' state, task and unread counts; active proposals\n\
+            "agents' state, task and unread counts; active proposals,\n\
+             merge requests not served yet, pending approvals\n\
              (PATTERN: agent names with * ? [..], e.g. 'worker-*')",
         )],
         run: agents::status,

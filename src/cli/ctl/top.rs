@@ -1,8 +1,11 @@
 //! `aw-ctl top`: a full-screen live view of one instance: its agents (state, the attempt
 //! under way and its elapsed time, unread messages, tokens and cost), its board (when it
 //! has cards: the counts, the claimed cards with holder and until, the ready ones, the
-//! last done) and the last channel entries. It is drawn again when the channel, the
-//! registry, the spending, the board or a controller's state changes (the file watcher of [`crate::fs::watch`]; the controller
+//! last done), its merge queue (when it has requests: the counts, the running and queued
+//! requests, the last results), the pending approvals (id, kind, what, approvers, expiry)
+//! and the last channel entries. It is drawn again when the channel, the registry, the
+//! spending, the board, the merge queue, the approvals or a controller's state changes (the
+//! file watcher of [`crate::fs::watch`]; the controller
 //! states of agents registered later, workers among them, are watched from when they
 //! appear), and every [`CLOCK`] for the clocks (`AW_TOP_CLOCK` seconds, 0 for none); `q`
 //! (or Esc, or Ctrl-C) quits and gives the terminal back as it was.
@@ -46,6 +49,13 @@ const BOARD_LINES: usize = 8;
 /// How many of the cards done last the board pane shows.
 const RECENTLY_DONE: usize = 3;
 
+/// Most lines of the merge pane, and of the approvals pane, their borders aside.
+const MERGE_LINES: usize = 6;
+const APPROVAL_LINES: usize = 6;
+
+/// How many of the requests served last the merge pane shows.
+const RECENTLY_SERVED: usize = 3;
+
 /// What wakes the view.
 enum Wake {
     Key(Event),
@@ -69,6 +79,10 @@ struct Snapshot {
     agents: Vec<AgentRow>,
     /// The board pane's lines; none when the board has no card.
     board: Vec<String>,
+    /// The merge pane's lines; none when the queue has no request.
+    merges: Vec<String>,
+    /// The approvals pane's lines; none when no approval is pending.
+    approvals: Vec<String>,
     entries: Vec<String>,
 }
 
@@ -177,12 +191,16 @@ fn watch(inst: &Instance, tx: &Sender<Wake>, watched: &mut BTreeSet<PathBuf>) {
             );
         }
     }
-    let board = crate::board::dir(inst);
-    for f in files.into_iter().chain([board.clone()]) {
+    let folders = [
+        crate::board::dir(inst),
+        inst.dir().join(crate::merge::DIR),
+        crate::approval::dir(inst),
+    ];
+    for f in files.into_iter().chain(folders.iter().cloned()) {
         if watched.contains(&f) {
             continue;
         }
-        let w = match f == board {
+        let w = match folders.contains(&f) {
             true => crate::fs::watch::FileWaiter::folder(&f, None),
             false => crate::fs::watch::FileWaiter::new(&f, None),
         };
@@ -265,6 +283,8 @@ fn snapshot(inst: &Instance) -> Snapshot {
     Snapshot {
         agents,
         board: board_lines(inst),
+        merges: merge_lines(inst),
+        approvals: approval_lines(inst),
         entries,
     }
 }
@@ -314,6 +334,77 @@ fn board_lines(inst: &Instance) -> Vec<String> {
     lines
 }
 
+/// The merge pane: the counts by state, then the running request (and the approval it
+/// waits for), the queued ones, and the last served, at most [`MERGE_LINES`] lines; none
+/// without requests.
+fn merge_lines(inst: &Instance) -> Vec<String> {
+    use crate::merge::State;
+    let all = crate::merge::list(inst).unwrap_or_default();
+    if all.is_empty() {
+        return Vec::new();
+    }
+    let count = |s: State| all.iter().filter(|r| r.state == s).count();
+    let mut lines = vec![
+        State::ALL
+            .iter()
+            .map(|&s| format!("{} {}", count(s), s.name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    ];
+    let line = |r: &crate::merge::Request, what: String| {
+        let branch = crate::term::visible(&r.branch);
+        format!("#{} {} {branch} -> {}  {what}", r.id, r.agent, r.into)
+    };
+    for r in all.iter().filter(|r| r.state == State::Running) {
+        let what = match r.approval {
+            Some(a) => format!("running, waits for approval #{a}"),
+            None => "running".to_string(),
+        };
+        lines.push(line(r, what));
+    }
+    for r in all.iter().filter(|r| r.state == State::Queued) {
+        lines.push(line(r, format!("queued by {}", r.asked_by)));
+    }
+    let mut served: Vec<&crate::merge::Request> =
+        all.iter().filter(|r| r.state.is_final()).collect();
+    served.sort_by(|a, b| b.finished.cmp(&a.finished));
+    for r in served.into_iter().take(RECENTLY_SERVED) {
+        let outcome = crate::term::visible(&r.outcome()).replace(['\n', '\t'], " ");
+        lines.push(line(r, format!("{}: {outcome}", r.state)));
+    }
+    lines.truncate(MERGE_LINES);
+    lines
+}
+
+/// The approvals pane: how many are pending, then each (id, kind, what, approvers, expiry),
+/// at most [`APPROVAL_LINES`] lines; none when none is pending.
+fn approval_lines(inst: &Instance) -> Vec<String> {
+    let all = crate::approval::list(inst).unwrap_or_default();
+    let pending: Vec<&crate::approval::Request> = all
+        .values()
+        .filter(|r| r.state == crate::approval::State::Pending)
+        .collect();
+    if pending.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![format!("{} pending", pending.len())];
+    for r in pending {
+        let what = crate::term::visible(&r.what).replace(['\n', '\t'], " ");
+        let expires = match &r.expires {
+            Some(e) => format!("expires {e}, then {}", r.then.as_str()),
+            None => "no time limit".to_string(),
+        };
+        lines.push(format!(
+            "#{} {} {what}  by {}  {expires}",
+            r.id,
+            r.kind.name(),
+            r.by.join(",")
+        ));
+    }
+    lines.truncate(APPROVAL_LINES);
+    lines
+}
+
 /// The attempt of `agent` under way: the newest log without its transcript, with when it
 /// started (its log's birth, else its last change).
 fn current_attempt(inst: &Instance, agent: &str) -> Option<(u64, Option<SystemTime>)> {
@@ -330,14 +421,16 @@ fn current_attempt(inst: &Instance, agent: &str) -> Option<(u64, Option<SystemTi
 fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
     let area = f.area();
     let table_height = (snap.agents.len() as u16 + 3).min(area.height.saturating_sub(4).max(3));
-    let board_height = match snap.board.len() {
+    let height = |lines: &[String]| match lines.len() {
         0 => 0,
         n => n as u16 + 2,
     };
-    let [title, agents, board, entries] = Layout::vertical([
+    let [title, agents, board, merges, approvals, entries] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(table_height),
-        Constraint::Length(board_height),
+        Constraint::Length(height(&snap.board)),
+        Constraint::Length(height(&snap.merges)),
+        Constraint::Length(height(&snap.approvals)),
         Constraint::Min(3),
     ])
     .areas(area);
@@ -392,11 +485,18 @@ fn draw(f: &mut ratatui::Frame, inst: &Instance, snap: &Snapshot) {
             .block(Block::default().borders(Borders::ALL).title(" agents ")),
         agents,
     );
-    if !snap.board.is_empty() {
-        let lines: Vec<Line> = snap.board.iter().map(|l| Line::from(l.clone())).collect();
+    for (lines, at, name) in [
+        (&snap.board, board, " board "),
+        (&snap.merges, merges, " merges "),
+        (&snap.approvals, approvals, " approvals "),
+    ] {
+        if lines.is_empty() {
+            continue;
+        }
+        let lines: Vec<Line> = lines.iter().map(|l| Line::from(l.clone())).collect();
         f.render_widget(
-            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" board ")),
-            board,
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(name)),
+            at,
         );
     }
     // The newest entries that fit, oldest first.
