@@ -193,3 +193,85 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
         "{ch}"
     );
 }
+
+/// aw-run killed -9 while a merge waits for its approval: started again, it serves the
+/// request again (verified again) and waits for the same approval, asking nothing new; an
+/// approval given while no aw-run ran merges it at once.
+#[test]
+fn a_merge_waiting_for_its_approval_survives_kill_9_and_asks_once() {
+    let s = Setup::new();
+    let (r, _wt) = repo(&s);
+    let before = git(&r, &["rev-parse", "main"]);
+    let verified = s.dir().join("verified");
+    s.write(
+        "wf.yaml",
+        &workflow(&format!(
+            "{{verify: 'echo verified >> {}', needs: {{approval: {{by: lead}}}}}}",
+            verified.display()
+        )),
+    );
+    let approval = |id: u64| s.root.inst_dir(INST).join(format!("approvals/{id}.json"));
+    s.write("ask", "");
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the approval of the merge", || approval(1).exists());
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert_eq!(requests(&s)[0]["state"], "running");
+
+    // Started again: the same approval, still pending.
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the request verified again", || {
+        std::fs::read_to_string(&verified).is_ok_and(|v| v.lines().count() == 2)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "aw-run ended while the merge waits"
+    );
+    assert!(!approval(2).exists(), "asked twice");
+    assert_eq!(git(&r, &["rev-parse", "main"]), before);
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    // Approved while no aw-run runs: the next one merges it.
+    ctl(&s, &["approve", "1", "--as", "lead"]);
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    let ls = requests(&s);
+    assert_eq!(
+        (ls.len(), ls[0]["state"].as_str()),
+        (1, Some("merged")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(ls[0]["attempts"], 3);
+    assert!(!approval(2).exists(), "asked twice");
+    assert_ne!(git(&r, &["rev-parse", "main"]), before);
+}
+
+/// aw-run stopped while a verify command runs kills it and ends, leaving the request to be
+/// served again by the next server.
+#[test]
+fn a_stopped_aw_run_kills_the_verify_under_way_and_leaves_the_request_to_serve_again() {
+    let s = Setup::new();
+    let (r, _wt) = repo(&s);
+    let before = git(&r, &["rev-parse", "main"]);
+    s.write("wf.yaml", &workflow("{verify: 'echo started; sleep 600'}"));
+    s.write("ask", "");
+    let run = spawn(s.cmd(&[]));
+    let log = s.root.inst_dir(INST).join("merges/1.1.log");
+    wait_for("the verify command", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("started"))
+    });
+    ctl(&s, &["stop", &format!("@{INST}")]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    let ls = requests(&s);
+    assert_eq!(ls[0]["state"], "running", "{ls:?}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("# stopped: killed, to be served again"),
+        "{text}"
+    );
+    assert_eq!(git(&r, &["rev-parse", "main"]), before);
+}
