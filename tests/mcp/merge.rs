@@ -1,6 +1,7 @@
 //! The `merge_request` tool: an agent asks to merge its own branch (that of its worktree,
 //! `aw/<instance>/<agent>`) with the instance's target and verify command, and gets the
-//! outcome: merged, or a conflict with its paths.
+//! outcome: merged, or a conflict with its paths; with the settings of an aw-run that serves
+//! the queue, it returns at once unless told to wait.
 
 use crate::common::git;
 use crate::mcp_common;
@@ -66,6 +67,16 @@ async fn an_agent_merges_its_own_branch_with_the_instance_settings_and_hears_of_
         r.text
     );
     assert_eq!(r.data["state"], "queued");
+    // With the settings of an aw-run that serves the queue, it returns at once unless told.
+    let settings = r#"{"into": "trunk", "verify": "grep -q coder f.txt", "wait": false}"#;
+    std::fs::write(team.inst().join("_state/merge.json"), settings).unwrap();
+    let r = coder.ok("merge_request", json!({"branch": "other"})).await;
+    assert_eq!(r.data["state"], "queued", "{}", r.text);
+    let r = coder
+        .ok("merge_request", json!({"branch": "other", "wait": true}))
+        .await;
+    assert_eq!(r.data["id"], 5, "{}", r.text);
+    assert_eq!(r.data["state"], "conflict", "{}", r.text);
     coder
         .fail_with(
             "merge_request",
