@@ -275,3 +275,45 @@ fn a_stopped_aw_run_kills_the_verify_under_way_and_leaves_the_request_to_serve_a
     );
     assert_eq!(git(&r, &["rev-parse", "main"]), before);
 }
+
+/// A merge's approval whose time runs out with `then: skip` leaves it unmerged
+/// (`cancelled`); with `then: AGENT` it is asked of that agent, whose approval merges it.
+#[test]
+fn a_merge_whose_approval_runs_out_is_skipped_or_asked_of_someone_else() {
+    let s = Setup::new();
+    let (r, wt) = repo(&s);
+    let before = git(&r, &["rev-parse", "main"]);
+    let approval = |id: u64| s.root.inst_dir(INST).join(format!("approvals/{id}.json"));
+    s.write(
+        "wf.yaml",
+        &workflow("{needs: {approval: {by: lead, timeout: 1s, then: skip}}}"),
+    );
+    s.write("ask", "");
+    let out = wait_hang_guarded(spawn(s.cmd(&[])));
+    assert_code(&out, 0);
+    let ls = requests(&s);
+    assert_eq!(ls[0]["state"], "cancelled", "{ls:?}\n{}", stderr(&out));
+    let note = ls[0]["result"]["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("approval #1 skipped by aw: no answer by ")
+            && note.ends_with(": not merged"),
+        "{note}"
+    );
+    assert_eq!(git(&r, &["rev-parse", "main"]), before);
+
+    commit(&wt, "e.txt", "again\n");
+    s.write(
+        "wf.yaml",
+        &workflow("{needs: {approval: {by: lead, timeout: 1s, then: ops}}}"),
+    );
+    s.write("ask", "");
+    let run = spawn(s.cmd(&[]));
+    wait_for("the escalated approval", || approval(3).exists());
+    ctl(&s, &["approve", "3", "--as", "ops"]);
+    let out = wait_hang_guarded(run);
+    assert_code(&out, 0);
+    let ls = requests(&s);
+    assert_eq!(ls[1]["state"], "merged", "{ls:?}\n{}", stderr(&out));
+    assert_eq!(ls[1]["approval"], 2);
+    assert_ne!(git(&r, &["rev-parse", "main"]), before);
+}
