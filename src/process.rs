@@ -1,6 +1,8 @@
 //! How a process of aw is stopped and finds its fellows: the [`Stop`] token that asks every
 //! running backend, controller and wait of a process to end, and the path of a
-//! [`sibling`] binary (`aw-run`, `aw-send`, `aw-mcp`) installed next to this one.
+//! [`sibling`] binary (`aw-run`, `aw-send`, `aw-mcp`) installed next to this one, and the
+//! wait for a command whose process group is killed past its time
+//! ([`wait_killing_group`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -86,6 +88,34 @@ pub fn sibling(name: &str) -> PathBuf {
         .and_then(|p| p.parent().map(|d| d.join(name)))
         .filter(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Wait for `child`, the leader of a process group of its own, at most `limit`: past it the
+/// whole group is killed. Either way, what it left running in its group is killed once it
+/// has exited. Its exit status, and whether it ran past `limit`.
+pub fn wait_killing_group(
+    mut child: std::process::Child,
+    limit: Duration,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    use nix::sys::signal::{Signal, killpg};
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let (status, timed_out) = match rx.recv_timeout(limit) {
+        Ok(s) => (s, false),
+        Err(_) => {
+            let _ = killpg(group, Signal::SIGKILL);
+            let s = rx.recv();
+            (
+                s.unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into())),
+                true,
+            )
+        }
+    };
+    let _ = killpg(group, Signal::SIGKILL);
+    (status, timed_out)
 }
 
 /// The limit of open files (soft, hard) this process started with, when

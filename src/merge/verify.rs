@@ -8,9 +8,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-
 use super::request::Request;
 use crate::error::{Error, Result};
 
@@ -53,26 +50,10 @@ pub(super) fn run(cmd: &str, dir: &Path, r: &Request, log: &mut File) -> Result<
     ] {
         c.env_remove(v);
     }
-    let mut child = c.spawn().map_err(err)?;
-    let pgid = Pid::from_raw(child.id() as i32);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let limit = Duration::from_secs(r.timeout);
-    let (status, timed_out) = match rx.recv_timeout(limit) {
-        Ok(s) => (s, false),
-        Err(_) => {
-            let _ = killpg(pgid, Signal::SIGKILL);
-            (
-                rx.recv()
-                    .unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into())),
-                true,
-            )
-        }
-    };
+    let child = c.spawn().map_err(err)?;
     // What it left running in its group goes with it.
-    let _ = killpg(pgid, Signal::SIGKILL);
+    let limit = Duration::from_secs(r.timeout);
+    let (status, timed_out) = crate::process::wait_killing_group(child, limit);
     let status = status.map_err(err)?;
     let tail = tail(log, start);
     let failed = if timed_out {
