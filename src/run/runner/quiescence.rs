@@ -3,7 +3,8 @@
 //! left and no active proposal; in keep mode, the quiet moment that starts the loop guard's
 //! counts afresh. A workflow is not done while a worker of its agents that another server
 //! serves is at work: what that worker spends counts against the workflow's budget, however
-//! the servers are woken.
+//! the servers are woken. The workflow's `on_quiet` hook fires at each quiet moment (once
+//! until the next run) before the work is found done.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -12,6 +13,7 @@ use super::options::Options;
 use super::workers::Adopter;
 use crate::error::exit;
 use crate::instance::Instance;
+use crate::lifecycle::{Event, Kind};
 use crate::run::controller::Shared;
 use crate::serve::ControllerState;
 
@@ -58,6 +60,16 @@ pub(super) fn wait_done(
             continue;
         }
         match verdict(inst, &mut st, opts.keep) {
+            Verdict::Done if quiet_hook_due(shared, &st) => {
+                // Once per quiet moment: its "not yet" may wake agents, and the work is
+                // looked at again after it.
+                let runs = st.agents.values().map(|a| a.total).sum::<u64>();
+                st.hooks.quiet_at = Some(runs);
+                drop(st);
+                let ev = Event::new(Kind::Quiet, inst.name()).with("runs", runs);
+                crate::run::controller::hooks::fire(inst, shared, &ev);
+                st = shared.lock();
+            }
             Verdict::Done if opts.keep => {
                 // Quiet: the loop guard counts afresh, and nothing happens until the next
                 // change.
@@ -132,6 +144,13 @@ pub(super) fn wait_done(
             }
         }
     }
+}
+
+/// Whether the workflow's `on_quiet` hook is to fire: it names one, and it did not fire
+/// since the last run.
+fn quiet_hook_due(shared: &Shared, st: &crate::run::controller::State) -> bool {
+    let runs = st.agents.values().map(|a| a.total).sum::<u64>();
+    shared.hooks.get(Kind::Quiet).is_some() && st.hooks.quiet_at != Some(runs)
 }
 
 /// How often a workflow that waits for its workers on other servers looks at them.

@@ -40,6 +40,9 @@ pub(super) struct Serving {
     /// The folder of the agents' MCP configurations, made, and the `aw-mcp` they run: the
     /// same for every agent, found once.
     pub(super) mcp: std::sync::OnceLock<(PathBuf, PathBuf)>,
+    /// The workflow's lifecycle hooks, and the directory they run from.
+    pub(super) hooks: crate::lifecycle::Hooks,
+    pub(super) hooks_dir: PathBuf,
 }
 
 impl Serving {

@@ -2,13 +2,14 @@
 //! every `${{ name }}` against what will be defined where it is used. This file holds the
 //! top level; the parts are files of their own, each with the keys it takes: `agent`
 //! (`agents:`), `board` (`board:`), `budget` (usage, budgets, `pricing:`), `context`
-//! (`context:`), `tasks`
+//! (`context:`), `hooks` (`hooks:`), `tasks`
 //! (`setup:`, `tasks:`) and `references` (the `${{ name }}` check).
 
 mod agent;
 mod board;
 mod budget;
 mod context;
+mod hooks;
 mod references;
 mod tasks;
 
@@ -27,8 +28,8 @@ use budget::{read_budget, read_pricing};
 use context::read_context;
 use tasks::{read_setup, read_tasks};
 
-const TOP_KEYS: [&str; 9] = [
-    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board",
+const TOP_KEYS: [&str; 10] = [
+    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board", "hooks",
 ];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
@@ -49,6 +50,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         pricing: Pricing::default(),
         budget: Budget::default(),
         board: Vec::new(),
+        hooks: Vec::new(),
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -86,6 +88,9 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     }
     if let Some(node) = fields.get("board") {
         workflow.board = board::read_board(r, node, &agents);
+    }
+    if let Some(node) = fields.get("hooks") {
+        workflow.hooks = hooks::read_hooks(r, node, &workflow.dir);
     }
     workflow
 }
