@@ -358,3 +358,79 @@ fn a_bad_hooks_key_is_refused_with_its_line_and_column() {
         assert!(err.contains(line), "{line} in\n{err}");
     }
 }
+
+/// A repository at `t/repo` on `main` with `f.txt`, and a branch `aw/w/AGENT` with one
+/// commit for each of `changes` (agent, what its `f.txt` holds).
+fn repo_with_branches(t: &Path, changes: &[(&str, &str)]) -> std::path::PathBuf {
+    use common::git;
+    let r = t.join("repo");
+    std::fs::create_dir(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    git(&r, &["config", "user.name", "t"]);
+    git(&r, &["config", "user.email", "t@example.com"]);
+    std::fs::write(r.join("f.txt"), "1\n2\n3\n").unwrap();
+    git(&r, &["add", "f.txt"]);
+    git(&r, &["commit", "-q", "-m", "three lines"]);
+    for (agent, text) in changes {
+        let branch = format!("aw/{INST}/{agent}");
+        let wt = t.join(format!("wt-{agent}"));
+        let wt_arg = wt.to_str().unwrap();
+        git(
+            &r,
+            &["worktree", "add", "-q", "-b", &branch, wt_arg, "main"],
+        );
+        std::fs::write(wt.join("f.txt"), text).unwrap();
+        git(&wt, &["commit", "-q", "-am", &format!("{agent}: f.txt")]);
+    }
+    r
+}
+
+#[test]
+fn on_merge_fires_for_a_merge_and_a_conflict_served_by_another_process() {
+    use common::runner::{Server, spawn, wait_for};
+    let s = Setup::new();
+    let t = tempfile::tempdir().unwrap();
+    let repo = repo_with_branches(t.path(), &[("a", "1\nA\n3\n"), ("b", "1\nB\n3\n")]);
+    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
+    s.write(
+        "flow/wf.yaml",
+        "agents:\n  a: {mock: {replies: [ok]}}\n  b: {mock: {replies: [ok]}}\n\
+         hooks:\n  on_merge: 'cat >> merges.jsonl'\n",
+    );
+    let server = Server::new(spawn(
+        s.cmd_file(&["--keep", "-q"], Path::new("flow/wf.yaml")),
+    ));
+    wait_for("the agents served", || {
+        common::runner::serving(&s).len() == 2
+    });
+    for (agent, code) in [("a", 0), ("b", 1)] {
+        let mut c = s.tool_cmd("aw-ctl");
+        c.current_dir(&repo)
+            .args(["-i", INST, "merge", "request", agent]);
+        assert_code(&common::runner::run_hang_guarded(c), code);
+    }
+    let merges = || -> Vec<Value> {
+        flow_file(&s, "merges.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one event a line"))
+            .collect()
+    };
+    wait_for("two on_merge events", || merges().len() == 2);
+    let out = server.term();
+    assert_code(&out, 0);
+    let mut got = merges();
+    got.sort_by_key(|e| e["merge"].as_u64());
+    assert_eq!(got[0]["event"], "on_merge");
+    assert_eq!(got[0]["agent"], "a");
+    assert_eq!(got[0]["status"], "merged");
+    assert_eq!(got[0]["branch"], format!("aw/{INST}/a"));
+    assert_eq!(got[0]["into"], "main");
+    assert_eq!(
+        got[0]["commit"].as_str(),
+        Some(common::git(&repo, &["rev-parse", "main"]).trim())
+    );
+    assert_eq!(got[1]["agent"], "b");
+    assert_eq!(got[1]["status"], "conflict");
+    assert_eq!(got[1]["conflicts"], serde_json::json!(["f.txt"]));
+    assert_eq!(merges().len(), 2, "once each");
+}
