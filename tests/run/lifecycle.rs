@@ -434,3 +434,40 @@ fn on_merge_fires_for_a_merge_and_a_conflict_served_by_another_process() {
     assert_eq!(got[1]["conflicts"], serde_json::json!(["f.txt"]));
     assert_eq!(merges().len(), 2, "once each");
 }
+
+/// In keep mode a message from `system` is not an agent's, so the loop guard does not count
+/// a hook's "not yet": the hook's own limit stops it after 10 in a row.
+#[test]
+fn in_keep_mode_a_hook_that_always_says_not_yet_is_posted_ten_times_only() {
+    use common::runner::{Server, spawn, wait_for};
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
+    s.write(
+        "flow/wf.yaml",
+        &format!(
+            "{}kickoff: '@coder go'\nhooks:\n  on_run_end: 'echo still failing >&2; exit 2'\n",
+            recorder_agent()
+        ),
+    );
+    s.script("flow/agent.sh", RECORDER);
+    let server = Server::new(spawn(
+        s.cmd_file(&["--keep", "-q"], Path::new("flow/wf.yaml")),
+    ));
+    wait_for("the eleventh answer", || hook_log(&s).len() == 11);
+    let out = server.term();
+    assert_code(&out, 0);
+    let log = hook_log(&s);
+    assert_eq!(log.len(), 11);
+    assert!(log[..10].iter().all(|l| l["outcome"] == "not yet"));
+    assert_eq!(log[10]["outcome"], "not yet (not posted)");
+    assert_ne!(flow_file(&s, "prompt.11"), "");
+    assert_eq!(flow_file(&s, "prompt.12"), "");
+    assert!(
+        stderr(&out).contains(
+            "aw-run: warning: hook on_run_end for coder: said not yet 11 times in a row: no \
+             longer posted (at most 10)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
