@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::event::{Event, Kind};
+use crate::process::{Cut, Stop};
 
 /// How long a hook may run when its workflow gives no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -77,11 +78,13 @@ pub struct Ran {
 
 /// How the caller's processes are started: `prepare` makes the command its own process
 /// group that dies with the caller (signals, limits), `watch` and `release` tell whoever
-/// kills the groups of a caller that dies of them.
+/// kills the groups of a caller that dies of them; `stop`, once it interrupts calls, kills
+/// a hook under way.
 pub struct Spawning<'a> {
     pub prepare: &'a dyn Fn(&mut Command),
     pub watch: &'a dyn Fn(u32),
     pub release: &'a dyn Fn(u32),
+    pub stop: Option<&'a Stop>,
 }
 
 /// Run `hook` for `ev` from `dir`: it never outlives its timeout (its whole group is
@@ -129,16 +132,19 @@ pub fn run(hook: &Hook, ev: &Event, dir: &Path, how: &Spawning) -> Ran {
         });
     }
     // What it left running in its group goes with it.
-    let (status, timed_out) = crate::process::wait_killing_group(child, hook.timeout);
+    let (status, cut) = crate::process::wait_killing_group(child, hook.timeout, how.stop);
     (how.release)(pgid);
     let stderr = err_rx.recv_timeout(GRACE).unwrap_or_default();
     let stderr = String::from_utf8_lossy(&stderr).into_owned();
     let code = status.as_ref().ok().and_then(|s| s.code());
-    let answer = if timed_out {
-        Answer::Failed(format!(
-            "ran past its timeout of {} s and was killed",
-            hook.timeout.as_secs_f64()
-        ))
+    let answer = if let Some(cut) = cut {
+        Answer::Failed(match cut {
+            Cut::Timeout => format!(
+                "ran past its timeout of {} s and was killed",
+                hook.timeout.as_secs_f64()
+            ),
+            Cut::Stopped => "killed: aw-run is stopping".to_string(),
+        })
     } else {
         match (status, code) {
             (Err(e), _) => Answer::Failed(format!("cannot wait for it: {e}")),
@@ -175,6 +181,7 @@ mod tests {
             prepare: &plain,
             watch: &|_| {},
             release: &|_| {},
+            stop: None,
         };
         run_in(&hook, &ev, &how)
     }

@@ -53,7 +53,8 @@ pub(super) fn run(cmd: &str, dir: &Path, r: &Request, log: &mut File) -> Result<
     let child = c.spawn().map_err(err)?;
     // What it left running in its group goes with it.
     let limit = Duration::from_secs(r.timeout);
-    let (status, timed_out) = crate::process::wait_killing_group(child, limit);
+    let (status, cut) = crate::process::wait_killing_group(child, limit, None);
+    let timed_out = cut.is_some();
     let status = status.map_err(err)?;
     let tail = tail(log, start);
     let failed = if timed_out {

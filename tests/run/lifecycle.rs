@@ -471,3 +471,27 @@ fn in_keep_mode_a_hook_that_always_says_not_yet_is_posted_ten_times_only() {
         stderr(&out)
     );
 }
+
+/// A stop (SIGTERM) kills a hook under way with its group, whatever its timeout: aw-run
+/// never waits for it.
+#[test]
+fn a_stop_kills_a_hook_under_way() {
+    use common::runner::{Server, spawn, wait_for};
+    let s = Setup::new();
+    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
+    s.write(
+        "flow/wf.yaml",
+        "agents:\n  a: {mock: {replies: [done]}}\nkickoff: '@a go'\nhooks:\n  on_quiet: {run: \
+         'echo $$ > hook.pgid; sleep 1000', timeout: 1h}\n",
+    );
+    let server = Server::new(spawn(s.cmd_file(&["-q"], Path::new("flow/wf.yaml"))));
+    wait_for("the hook", || flow_file(&s, "hook.pgid").ends_with('\n'));
+    let out = server.term();
+    assert_code(&out, 0);
+    let pgid: u32 = flow_file(&s, "hook.pgid").trim().parse().unwrap();
+    assert_eq!(common::runner::group_members(pgid), Vec::<u32>::new());
+    let log = hook_log(&s);
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert_eq!(log[0]["outcome"], "failed");
+    assert_eq!(log[0]["why"], "killed: aw-run is stopping");
+}

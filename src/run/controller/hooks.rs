@@ -51,6 +51,7 @@ pub fn fire(inst: &Instance, shared: &Shared, ev: &Event) -> bool {
         prepare: &prepare,
         watch: &watch,
         release: &release,
+        stop: Some(&shared.stop),
     };
     let ran = lifecycle::run(hook, ev, &shared.hooks_dir, &how);
     act(inst, shared, ev, &hook.run, &ran)
