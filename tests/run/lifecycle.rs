@@ -8,18 +8,28 @@ use crate::common;
 use std::path::Path;
 
 use aw::board::State;
-use common::runner::{INST, Setup, assert_code, stderr};
+use common::runner::{INST, Server, Setup, assert_code, stderr, wait_for};
 use serde_json::Value;
 
 /// Write `wf` as `flow/wf.yaml` (hooks run from the workflow file's directory, not aw-run's),
-/// with the executable scripts `scripts` (name, body) beside it, and run it.
-fn run_flow(s: &Setup, wf: &str, scripts: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+/// with the executable scripts `scripts` (name, body) beside it; aw-run on it with `args`.
+fn flow(s: &Setup, wf: &str, scripts: &[(&str, &str)], args: &[&str]) -> std::process::Command {
     std::fs::create_dir_all(s.dir().join("flow")).unwrap();
     s.write("flow/wf.yaml", wf);
     for (name, body) in scripts {
         s.script(&format!("flow/{name}"), body);
     }
-    common::runner::run_hang_guarded(s.cmd_file(args, Path::new("flow/wf.yaml")))
+    s.cmd_file(args, Path::new("flow/wf.yaml"))
+}
+
+/// [`flow`], run to its end.
+fn run_flow(s: &Setup, wf: &str, scripts: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    common::runner::run_hang_guarded(flow(s, wf, scripts, args))
+}
+
+/// [`flow`], started (killed if the test ends without stopping it).
+fn start_flow(s: &Setup, wf: &str, scripts: &[(&str, &str)], args: &[&str]) -> Server {
+    Server::new(common::runner::spawn(flow(s, wf, scripts, args)))
 }
 
 /// A file of the workflow's directory, or "" when there is none.
@@ -230,17 +240,13 @@ fn a_hook_that_always_says_not_yet_stops_at_the_run_limit() {
 
 #[test]
 fn on_approval_fires_when_an_approval_is_asked() {
-    use common::runner::{spawn, wait_for, wait_hang_guarded};
     let s = Setup::new();
-    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
     let wf = format!(
         "{}    needs: {{approval: {{by: [user]}}}}\nkickoff: '@coder go'\nhooks:\n  \
          on_approval: 'cat > approval.json'\n",
         recorder_agent()
     );
-    s.write("flow/wf.yaml", &wf);
-    s.script("flow/agent.sh", RECORDER);
-    let run = spawn(s.cmd_file(&["-q"], Path::new("flow/wf.yaml")));
+    let run = start_flow(&s, &wf, &[("agent.sh", RECORDER)], &["-q"]);
     wait_for("the on_approval hook", || {
         serde_json::from_str::<Value>(&flow_file(&s, "approval.json")).is_ok()
     });
@@ -255,7 +261,7 @@ fn on_approval_fires_when_an_approval_is_asked() {
         "{ev}"
     );
     s.root.ok("aw-ctl", &["-i", INST, "approve", "1"], None);
-    let out = wait_hang_guarded(run);
+    let out = run.wait();
     assert_code(&out, 0);
     assert!(flow_file(&s, "prompt.1").contains("go"));
 }
@@ -387,19 +393,12 @@ fn repo_with_branches(t: &Path, changes: &[(&str, &str)]) -> std::path::PathBuf 
 
 #[test]
 fn on_merge_fires_for_a_merge_and_a_conflict_served_by_another_process() {
-    use common::runner::{Server, spawn, wait_for};
     let s = Setup::new();
     let t = tempfile::tempdir().unwrap();
     let repo = repo_with_branches(t.path(), &[("a", "1\nA\n3\n"), ("b", "1\nB\n3\n")]);
-    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
-    s.write(
-        "flow/wf.yaml",
-        "agents:\n  a: {mock: {replies: [ok]}}\n  b: {mock: {replies: [ok]}}\n\
-         hooks:\n  on_merge: 'cat >> merges.jsonl'\n",
-    );
-    let server = Server::new(spawn(
-        s.cmd_file(&["--keep", "-q"], Path::new("flow/wf.yaml")),
-    ));
+    let wf = "agents:\n  a: {mock: {replies: [ok]}}\n  b: {mock: {replies: [ok]}}\n\
+              hooks:\n  on_merge: 'cat >> merges.jsonl'\n";
+    let server = start_flow(&s, wf, &[], &["--keep", "-q"]);
     wait_for("the agents served", || {
         common::runner::serving(&s).len() == 2
     });
@@ -439,20 +438,12 @@ fn on_merge_fires_for_a_merge_and_a_conflict_served_by_another_process() {
 /// a hook's "not yet": the hook's own limit stops it after 10 in a row.
 #[test]
 fn in_keep_mode_a_hook_that_always_says_not_yet_is_posted_ten_times_only() {
-    use common::runner::{Server, spawn, wait_for};
     let s = Setup::new();
-    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
-    s.write(
-        "flow/wf.yaml",
-        &format!(
-            "{}kickoff: '@coder go'\nhooks:\n  on_run_end: 'echo still failing >&2; exit 2'\n",
-            recorder_agent()
-        ),
+    let wf = format!(
+        "{}kickoff: '@coder go'\nhooks:\n  on_run_end: 'echo still failing >&2; exit 2'\n",
+        recorder_agent()
     );
-    s.script("flow/agent.sh", RECORDER);
-    let server = Server::new(spawn(
-        s.cmd_file(&["--keep", "-q"], Path::new("flow/wf.yaml")),
-    ));
+    let server = start_flow(&s, &wf, &[("agent.sh", RECORDER)], &["--keep", "-q"]);
     wait_for("the eleventh answer", || hook_log(&s).len() == 11);
     let out = server.term();
     assert_code(&out, 0);
@@ -476,15 +467,10 @@ fn in_keep_mode_a_hook_that_always_says_not_yet_is_posted_ten_times_only() {
 /// never waits for it.
 #[test]
 fn a_stop_kills_a_hook_under_way() {
-    use common::runner::{Server, spawn, wait_for};
     let s = Setup::new();
-    std::fs::create_dir_all(s.dir().join("flow")).unwrap();
-    s.write(
-        "flow/wf.yaml",
-        "agents:\n  a: {mock: {replies: [done]}}\nkickoff: '@a go'\nhooks:\n  on_quiet: {run: \
-         'echo $$ > hook.pgid; sleep 1000', timeout: 1h}\n",
-    );
-    let server = Server::new(spawn(s.cmd_file(&["-q"], Path::new("flow/wf.yaml"))));
+    let wf = "agents:\n  a: {mock: {replies: [done]}}\nkickoff: '@a go'\nhooks:\n  on_quiet: {run: \
+              'echo $$ > hook.pgid; sleep 1000', timeout: 1h}\n";
+    let server = start_flow(&s, wf, &[], &["-q"]);
     wait_for("the hook", || flow_file(&s, "hook.pgid").ends_with('\n'));
     let out = server.term();
     assert_code(&out, 0);
