@@ -1,6 +1,8 @@
 //! How a process of aw is stopped and finds its fellows: the [`Stop`] token that asks every
 //! running backend, controller and wait of a process to end, and the path of a
-//! [`sibling`] binary (`aw-run`, `aw-send`, `aw-mcp`) installed next to this one.
+//! [`sibling`] binary (`aw-run`, `aw-send`, `aw-mcp`) installed next to this one, and the
+//! wait for a command whose process group is killed past its time
+//! ([`wait_killing_group`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -86,6 +88,59 @@ pub fn sibling(name: &str) -> PathBuf {
         .and_then(|p| p.parent().map(|d| d.join(name)))
         .filter(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from(name))
+}
+
+/// Why [`wait_killing_group`] killed a group before its leader exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// It ran past its time.
+    Timeout,
+    /// The stop it was given was set.
+    Stopped,
+}
+
+/// Wait for `child`, the leader of a process group of its own, at most `limit`, and while
+/// `stop` (when given) is not [set](Stop::is_set), even as a stop after the calls: past either the
+/// whole group is killed. Either way, what it left running in its group is killed once it
+/// has exited. Its exit status, and why it was cut short if it was.
+pub fn wait_killing_group(
+    mut child: std::process::Child,
+    limit: Duration,
+    stop: Option<&Stop>,
+) -> (std::io::Result<std::process::ExitStatus>, Option<Cut>) {
+    use nix::sys::signal::{Signal, killpg};
+    let group = nix::unistd::Pid::from_raw(child.id() as i32);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let end = crate::time::deadline(limit);
+    let step = Duration::from_millis(50);
+    let mut cut = None;
+    let status = loop {
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        let wait = if stop.is_some() { left.min(step) } else { left };
+        match rx.recv_timeout(wait) {
+            Ok(s) => break s,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(std::io::ErrorKind::Other.into());
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        cut = if left.is_zero() || wait == left {
+            Some(Cut::Timeout)
+        } else if stop.is_some_and(Stop::is_set) {
+            Some(Cut::Stopped)
+        } else {
+            continue;
+        };
+        let _ = killpg(group, Signal::SIGKILL);
+        break rx
+            .recv()
+            .unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into()));
+    };
+    let _ = killpg(group, Signal::SIGKILL);
+    (status, cut)
 }
 
 /// The limit of open files (soft, hard) this process started with, when

@@ -38,7 +38,8 @@ pub struct Event {
     pub at: String,
     /// Who did it (`aw` for a claim that lapsed).
     pub by: String,
-    /// `added`, `edited`, `claimed`, `renewed`, `released`, `lapsed`, `done` or `dropped`.
+    /// `added`, `edited`, `claimed`, `renewed`, `released`, `lapsed`, `done`, `dropped` or
+    /// `reopened` (a hook said it was not done yet).
     pub event: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,

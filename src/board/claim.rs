@@ -222,6 +222,38 @@ pub fn drop_card(inst: &Instance, id: u64, who: &str, note: Option<&str>) -> Res
     crate::lease::release_card(inst, id).map(|_| c)
 }
 
+/// Open `id` again, done, and give it back to `who` for `ttl` (a hook said it is not done
+/// yet): it is claimed by `who` as if taken anew, and the cards that wait for it and that
+/// its end made ready wait again. Refused (65) when it is not done.
+pub fn reopen(inst: &Instance, id: u64, who: &str, ttl: Duration, note: &str) -> Result<Card> {
+    let mut t = Txn::begin(inst)?;
+    let r = change_in(&mut t, id, |c| {
+        if c.state != State::Done {
+            return Err(Error::invalid(format!(
+                "card {id} is {}: only a card done is opened again",
+                c.state.as_str()
+            )));
+        }
+        c.note = None;
+        c.event("aw", "reopened", Some(note));
+        take(inst, c, who, ttl);
+        Ok(())
+    });
+    if let Ok(c) = &r {
+        for b in &c.blocks {
+            let Some(w) = read(inst, *b)? else {
+                continue;
+            };
+            if w.state == State::Open && t.idx.class_of(&w) == Class::Ready {
+                let class = index::class(inst, &w)?;
+                t.reclass(Some(&w), &w, class);
+            }
+        }
+    }
+    t.commit()?;
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::store::{NewCard, add};

@@ -22,7 +22,7 @@ mod store;
 
 pub use crate::holder::Holder;
 pub use card::{Card, Event, State};
-pub use claim::{claim, claim_next, done, drop_card, release, renew};
+pub use claim::{claim, claim_next, done, drop_card, release, renew, reopen};
 pub use edit::{Edit, edit};
 pub use files::{DIR, dir, parse_id};
 pub use index::{Counts, counts, held_by, is_news, ready_for, sweep};

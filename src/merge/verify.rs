@@ -8,12 +8,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
-
 use super::request::Request;
 use crate::error::{Error, Result};
-use crate::process::Stop;
+use crate::process::{Cut, Stop};
 
 /// How many lines of the output a failure quotes.
 pub const TAIL_LINES: usize = 20;
@@ -61,40 +58,15 @@ pub(super) fn run(
     ] {
         c.env_remove(v);
     }
-    let mut child = c.spawn().map_err(err)?;
-    let pgid = Pid::from_raw(child.id() as i32);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let end = crate::time::deadline(Duration::from_secs(r.timeout));
-    let (status, timed_out) = loop {
-        let left = end.saturating_duration_since(std::time::Instant::now());
-        let nap = match stop {
-            Some(_) => left.min(crate::approval::STOP_CHECK),
-            None => left,
-        };
-        match rx.recv_timeout(nap) {
-            Ok(s) => break (s, false),
-            Err(_) if stop.is_some_and(Stop::is_set) => {
-                let _ = killpg(pgid, Signal::SIGKILL);
-                let _ = rx.recv();
-                let _ = writeln!(log, "# stopped: killed, to be served again");
-                return Err(Error::Interrupted);
-            }
-            Err(_) if left > nap => continue,
-            Err(_) => {
-                let _ = killpg(pgid, Signal::SIGKILL);
-                break (
-                    rx.recv()
-                        .unwrap_or_else(|_| Err(std::io::ErrorKind::Other.into())),
-                    true,
-                );
-            }
-        }
-    };
+    let child = c.spawn().map_err(err)?;
     // What it left running in its group goes with it.
-    let _ = killpg(pgid, Signal::SIGKILL);
+    let limit = Duration::from_secs(r.timeout);
+    let (status, cut) = crate::process::wait_killing_group(child, limit, stop);
+    if cut == Some(Cut::Stopped) {
+        let _ = writeln!(log, "# stopped: killed, to be served again");
+        return Err(Error::Interrupted);
+    }
+    let timed_out = cut.is_some();
     let status = status.map_err(err)?;
     let tail = tail(log, start);
     let failed = if timed_out {

@@ -91,6 +91,13 @@
 //! approval waits for it before the target moves; `wait` (default false) is whether the
 //! `merge_request` tool waits for the result unless told.
 //!
+//! `hooks`: `{EVENT: COMMAND}` or `{EVENT: {run: COMMAND, timeout: DURATION}}`, EVENT one of
+//! `on_idle`, `on_run_end`, `on_card_done`, `on_merge`, `on_budget`, `on_approval`, `on_quiet`
+//! (see [`crate::lifecycle`]); COMMAND runs with `sh -c` from the workflow file's directory,
+//! the event as JSON on stdin and as `AW_*` variables; `timeout` defaults to
+//! [`DEFAULT_TIMEOUT`](crate::lifecycle::DEFAULT_TIMEOUT). Exit 0 goes on, 2 is "not yet"
+//! (its stderr is posted to the agent), others are reported.
+//!
 //! `setup`: a list of `{shell: COMMAND, as: NAME}`, run in order before the kickoff; `as`
 //! stores the command's output in a variable (see [`super::interpolate`]), defined for the
 //! tasks after it, the kickoff and the system prompts. `kickoff`: the first message.
@@ -154,9 +161,24 @@ pub struct Workflow {
     pub board: Vec<CardDef>,
     /// `merge:`: the settings of the instance's merge queue, which aw-run then serves.
     pub merge: Option<Spanned<crate::merge::Config>>,
+    /// `hooks:`: the commands run on events of a run, in file order.
+    pub hooks: Vec<HookDef>,
 }
 
 impl Workflow {
+    /// The hooks of `hooks:`, as a run fires them.
+    pub fn lifecycle_hooks(&self) -> crate::lifecycle::Hooks {
+        let mut hooks = crate::lifecycle::Hooks::default();
+        for h in &self.hooks {
+            let hook = crate::lifecycle::Hook {
+                run: h.run.value.clone(),
+                timeout: h.timeout,
+            };
+            hooks.set(h.event.value, hook);
+        }
+        hooks
+    }
+
     pub fn agent(&self, name: &str) -> Option<&AgentDef> {
         self.agents.iter().find(|a| a.name.value == name)
     }
@@ -426,6 +448,17 @@ impl Task {
             _ => self.output.iter().collect(),
         }
     }
+}
+
+/// One hook of `hooks:`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookDef {
+    /// The event, at its key.
+    pub event: Spanned<crate::lifecycle::Kind>,
+    /// The command given to `sh -c`, from the workflow file's directory.
+    pub run: Spanned<String>,
+    /// How long it may run before its process group is killed.
+    pub timeout: Duration,
 }
 
 /// One card of `board:`.

@@ -20,6 +20,7 @@ use super::event::Report;
 use super::look::{Look, Waiting};
 use super::loop_guard::{note_served, note_unserved};
 use super::shared::{Shared, State};
+use crate::lifecycle::Kind;
 use crate::registry::Registry;
 use crate::serve::ControllerState;
 
@@ -68,6 +69,9 @@ impl Mailbox {
 struct Slot {
     ctl: Option<Box<Controller>>,
     waiting: Waiting,
+    /// Its last run ended (its number, and whether it succeeded) and it was not looked at
+    /// since: found idle then, `on_idle` fires.
+    ended: Option<(u64, bool)>,
 }
 
 /// Serve `controllers` (and those mailed later, [`Mail::Add`]) until the runner stops; each
@@ -136,6 +140,7 @@ pub fn dispatch(
                     let name = ctl.agent.clone();
                     if let Some(slot) = slots.get_mut(&name) {
                         slot.waiting.finished(&ctl, &shared, ok, last, busy);
+                        slot.ended = Some((ctl.served.runs, ok));
                         if let Some(end) = slot.waiting.cooldown_end {
                             timers.push(Reverse((end, name.clone())));
                         }
@@ -180,11 +185,19 @@ pub fn dispatch(
                 Look::Wait => {
                     let state = slot.waiting.state();
                     ctl.publish(state);
+                    if let (Some((run, ok)), ControllerState::Idle) = (slot.ended.take(), state) {
+                        let ev = crate::lifecycle::Event::new(Kind::Idle, ctl.inst.name())
+                            .with("agent", name.as_str())
+                            .with("run", run)
+                            .with("status", if ok { "ok" } else { "failed" });
+                        super::hooks::fire_later(&ctl.inst, &shared, ev);
+                    }
                     if let Some(end) = slot.waiting.cooldown_end {
                         timers.push(Reverse((end, name.clone())));
                     }
                 }
                 Look::Run(due) => {
+                    slot.ended = None;
                     let mut ctl = slot.ctl.take().expect("held");
                     let (shared, mailbox, report) =
                         (shared.clone(), mailbox.clone(), report.clone());
@@ -193,10 +206,12 @@ pub fn dispatch(
                     std::thread::spawn(move || {
                         let t0 = Instant::now();
                         let ok = ctl.one_run(&shared, &*report, &due);
-                        if let Some(c) = &due.card {
+                        let busy = t0.elapsed();
+                        // Its hooks answer before the agent is given back.
+                        let kept = super::hooks::after_run(&ctl, &shared, &due, ok, busy);
+                        if let Some(c) = due.card.as_ref().filter(|_| !kept) {
                             super::cards::give_back(&ctl.inst, &ctl.agent, c.id);
                         }
-                        let busy = t0.elapsed();
                         let ended = Mail::Finished {
                             ctl,
                             ok,
@@ -231,6 +246,7 @@ fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) 
         Slot {
             ctl: Some(c),
             waiting: Waiting::default(),
+            ended: None,
         },
     );
 }

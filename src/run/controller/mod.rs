@@ -21,6 +21,7 @@
 //! | `attempt`     | [`Controller`]: what one controller is, and one run with its retries: prompt, backend call, reply, acknowledgement, record |
 //! | `cards`       | the card a run of an agent that works the board starts from: taken, shown, given back, renewed |
 //! | `event`       | [`Event`]: what a controller reports |
+//! | `hooks`       | the workflow's lifecycle hooks: fired after a run, when an agent is idle, on what the channel tells of; their answers acted on |
 //! | `transcripts` | an attempt's log and transcript |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
 //! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
@@ -31,6 +32,7 @@ mod budget;
 pub mod cards;
 mod dispatch;
 mod event;
+pub mod hooks;
 mod look;
 mod loop_guard;
 mod rate;

@@ -27,6 +27,10 @@ pub struct Shared {
     pub pair: Option<Rate>,
     /// Keep mode: a guard pauses an agent, never ends the server.
     pub keep: bool,
+    /// The workflow's lifecycle hooks (none when serving registered agents).
+    pub hooks: crate::lifecycle::Hooks,
+    /// Where they run: the workflow file's directory.
+    pub hooks_dir: std::path::PathBuf,
 }
 
 #[derive(Default)]
@@ -74,6 +78,8 @@ pub struct State {
     pub outside: Usage,
     /// The same, per agent.
     pub outside_agents: BTreeMap<String, Usage>,
+    /// What the lifecycle hooks keep: those running, what the channel told of.
+    pub hooks: crate::lifecycle::HookState,
 }
 
 impl State {
@@ -86,6 +92,8 @@ impl State {
             && !self.all_pending
             && self.mail == 0
             && self.in_flight == 0
+            && self.hooks.running == 0
+            && self.hooks.notices.is_empty()
     }
 
     /// The agents that work the board (`board: next`), not closed.
@@ -102,8 +110,9 @@ impl State {
     /// the channel cannot be read, every agent is looked at.
     pub fn note_new_entries(&mut self, inst: &Instance) -> bool {
         let mut last = self.seen_id;
-        let pending = &mut self.pending;
+        let (pending, hooks) = (&mut self.pending, &mut self.hooks);
         let read = Channel::new(inst).scan_since(self.seen_id, SCAN_CHUNK, |e| {
+            hooks.note(&e);
             for m in &e.mentions {
                 if *m != e.from && !pending.contains(m) {
                     pending.insert(m.clone());

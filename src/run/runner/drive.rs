@@ -67,7 +67,7 @@ pub(super) fn drive(
     let secrets = crate::run::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
     // Block the stop signals in every thread; one thread of the process waits for them.
     signals::block()?;
-    let shared = shared_state(inst, opts, &mut controllers)?;
+    let shared = shared_state(&serving, &mut controllers)?;
     // A signal, or a stop request to any serving loop of this process, stops this one.
     let stop_signal = Arc::new(Mutex::new(StopSignal::None));
     let _registered = signals::register(&shared, &stop_signal);
@@ -133,6 +133,7 @@ pub(super) fn drive(
     let t0 = Instant::now();
     let (code, reason, outcome) = work(&serving, &shared, &adopter, &start, &secrets, t0);
     threads.stop(&shared, &live);
+    budget_hook(inst, &shared);
     summary(&shared, opts, has_tasks, live.on());
     if let Some(ended) = stopped(inst, &shared, &stop_signal) {
         return ended;
@@ -196,11 +197,8 @@ impl Threads {
 /// recorded, else the one recorded before), with spending counted from what the instance
 /// spent before, the loop guard's limits, and every agent to look at once. Fails when the
 /// instance is already over its budget.
-fn shared_state(
-    inst: &Instance,
-    opts: &Options,
-    controllers: &mut [Controller],
-) -> Result<Arc<Shared>> {
+fn shared_state(serving: &Serving, controllers: &mut [Controller]) -> Result<Arc<Shared>> {
+    let (inst, opts) = (&serving.inst, &serving.opts);
     let (budget, ledger) = crate::ledger::apply(inst, opts.budget)?;
     if let Some(why) = budget.exceeded(&ledger.spent) {
         return Err(Error::No(why).hint(
@@ -213,6 +211,8 @@ fn shared_state(
         rate: opts.rate.filter(|_| opts.keep),
         pair: opts.pair.filter(|_| opts.keep),
         keep: opts.keep,
+        hooks: serving.hooks.clone(),
+        hooks_dir: serving.hooks_dir.clone(),
         ..Shared::default()
     });
     {
@@ -224,6 +224,10 @@ fn shared_state(
         // once at the start.
         st.seen_id = crate::channel::Channel::new(inst).last_id().unwrap_or(0);
         st.all_pending = true;
+        use crate::lifecycle::Kind;
+        st.hooks.watch = [Kind::Merge, Kind::Approval]
+            .iter()
+            .any(|k| shared.hooks.get(*k).is_some());
         for c in controllers {
             st.agents.entry(c.agent.clone()).or_default();
             c.stop = shared.stop.child();
@@ -315,6 +319,7 @@ fn watch_channel(
                 .unwrap_or_else(|e| e.into_inner())
                 .look(false);
             shared.bump(&watched);
+            crate::run::controller::hooks::fire_notices(&watched, &shared);
             printer.print();
         }
     })
@@ -392,6 +397,19 @@ fn nap(shared: &Shared) -> impl Fn(Duration) + '_ {
         };
         seen.store(st.changes, Relaxed);
     }
+}
+
+/// Fire the workflow's `on_budget` hook when a budget stopped the run.
+fn budget_hook(inst: &Instance, shared: &Shared) {
+    use crate::lifecycle::{Event, Kind};
+    if shared.hooks.get(Kind::Budget).is_none() {
+        return;
+    }
+    let Some(why) = shared.lock().over_budget.clone() else {
+        return;
+    };
+    let ev = Event::new(Kind::Budget, inst.name()).with("reason", why);
+    crate::run::controller::hooks::fire(inst, shared, &ev);
 }
 
 /// How the run ends when something stopped it: a budget (this server's, or what other

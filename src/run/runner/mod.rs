@@ -42,7 +42,7 @@ pub use preflight::{environment, environment_warnings, preflight};
 pub use start::ELECTION_TIMEOUT;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -214,6 +214,8 @@ pub fn run(
         caps: caps(opts),
         mcp: Default::default(),
         merges: wf.merge.is_some(),
+        hooks: wf.lifecycle_hooks(),
+        hooks_dir: std::path::absolute(&wf.dir).map_err(|e| Error::io(&wf.dir, e))?,
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
@@ -502,6 +504,8 @@ fn prepare_serve(
         caps: caps(opts),
         mcp: Default::default(),
         merges: false,
+        hooks: Default::default(),
+        hooks_dir: PathBuf::new(),
     };
     let controllers = chosen
         .into_iter()

@@ -4,7 +4,9 @@
 //! counts afresh. A workflow is not done while a worker of its agents that another server
 //! serves is at work: what that worker spends counts against the workflow's budget, however
 //! the servers are woken; nor, when it serves the merge queue, while a request of the
-//! instance is queued or running (it may yet fail, and wake its agent).
+//! instance is queued or running (it may yet fail, and wake its agent). The workflow's
+//! `on_quiet` hook fires at each quiet moment (once until the next run) before the work is
+//! found done.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -13,6 +15,7 @@ use super::options::Options;
 use super::workers::Adopter;
 use crate::error::exit;
 use crate::instance::Instance;
+use crate::lifecycle::{Event, Kind};
 use crate::run::controller::Shared;
 use crate::serve::ControllerState;
 
@@ -60,6 +63,16 @@ pub(super) fn wait_done(
             continue;
         }
         match verdict(inst, &mut st, opts.keep, merges) {
+            Verdict::Done if quiet_hook_due(shared, &st) => {
+                // Once per quiet moment: its "not yet" may wake agents, and the work is
+                // looked at again after it.
+                let runs = st.agents.values().map(|a| a.total).sum::<u64>();
+                st.hooks.quiet_at = Some(runs);
+                drop(st);
+                let ev = Event::new(Kind::Quiet, inst.name()).with("runs", runs);
+                crate::run::controller::hooks::fire(inst, shared, &ev);
+                st = shared.lock();
+            }
             Verdict::Done if opts.keep => {
                 // Quiet: the loop guard counts afresh, and nothing happens until the next
                 // change.
@@ -135,6 +148,13 @@ pub(super) fn wait_done(
             }
         }
     }
+}
+
+/// Whether the workflow's `on_quiet` hook is to fire: it names one, and it did not fire
+/// since the last run.
+fn quiet_hook_due(shared: &Shared, st: &crate::run::controller::State) -> bool {
+    let runs = st.agents.values().map(|a| a.total).sum::<u64>();
+    shared.hooks.get(Kind::Quiet).is_some() && st.hooks.quiet_at != Some(runs)
 }
 
 /// How often a workflow that waits for its workers on other servers looks at them.

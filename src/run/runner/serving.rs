@@ -42,6 +42,9 @@ pub(super) struct Serving {
     pub(super) mcp: std::sync::OnceLock<(PathBuf, PathBuf)>,
     /// It serves the merge queue of the instance (the workflow has a `merge:` key).
     pub(super) merges: bool,
+    /// The workflow's lifecycle hooks, and the directory they run from.
+    pub(super) hooks: crate::lifecycle::Hooks,
+    pub(super) hooks_dir: PathBuf,
 }
 
 impl Serving {

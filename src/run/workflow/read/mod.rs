@@ -1,15 +1,16 @@
 //! Reading a workflow from its YAML tree: each part of the file in turn, then the check of
 //! every `${{ name }}` against what will be defined where it is used. This file holds the
 //! top level; the parts are files of their own, each with the keys it takes: `agent`
-//! (`agents:`; `approve_tools` its `approve_tools:`), `board` (`board:`), `budget` (usage, budgets, `pricing:`), `context`
-//! (`context:`), `tasks`
-//! (`setup:`, `tasks:`), `merge` (`merge:`) and `references` (the `${{ name }}` check).
+//! (`agents:`; `approve_tools` its `approve_tools:`), `board` (`board:`), `budget` (usage,
+//! budgets, `pricing:`), `context` (`context:`), `hooks` (`hooks:`), `merge` (`merge:`),
+//! `tasks` (`setup:`, `tasks:`) and `references` (the `${{ name }}` check).
 
 mod agent;
 mod approve_tools;
 mod board;
 mod budget;
 mod context;
+mod hooks;
 mod merge;
 mod references;
 mod tasks;
@@ -29,8 +30,9 @@ use budget::{read_budget, read_pricing};
 use context::read_context;
 use tasks::{read_setup, read_tasks};
 
-const TOP_KEYS: [&str; 10] = [
-    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board", "merge",
+const TOP_KEYS: [&str; 11] = [
+    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board",
+    "merge", "hooks",
 ];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
@@ -52,6 +54,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         budget: Budget::default(),
         board: Vec::new(),
         merge: None,
+        hooks: Vec::new(),
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -92,6 +95,9 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     }
     if let Some(node) = fields.get("merge") {
         workflow.merge = merge::read_merge(r, node);
+    }
+    if let Some(node) = fields.get("hooks") {
+        workflow.hooks = hooks::read_hooks(r, node, &workflow.dir);
     }
     workflow
 }
