@@ -29,3 +29,4 @@ mod serve_scale;
 mod serve_several;
 mod speed;
 mod tasks;
+mod worktree;

@@ -9,6 +9,7 @@ mod agent;
 mod board;
 mod budget;
 mod context;
+mod isolation;
 mod references;
 mod tasks;
 
@@ -27,8 +28,17 @@ use budget::{read_budget, read_pricing};
 use context::read_context;
 use tasks::{read_setup, read_tasks};
 
-const TOP_KEYS: [&str; 9] = [
-    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board",
+const TOP_KEYS: [&str; 10] = [
+    "name",
+    "agents",
+    "context",
+    "setup",
+    "kickoff",
+    "pricing",
+    "budget",
+    "tasks",
+    "board",
+    "isolation",
 ];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
@@ -49,6 +59,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         pricing: Pricing::default(),
         budget: Budget::default(),
         board: Vec::new(),
+        isolation: None,
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -87,6 +98,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     if let Some(node) = fields.get("board") {
         workflow.board = board::read_board(r, node, &agents);
     }
+    isolation::read_top(r, &fields, &mut workflow);
     workflow
 }
 
