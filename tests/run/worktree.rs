@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 
 use crate::backend_api::{KEY, answer, tool_use};
 use common::fake_api::FakeApi;
-use common::runner::{INST, Setup, assert_code, run_hang_guarded, stderr};
+use common::runner::{
+    INST, Server, Setup, assert_code, run_hang_guarded, serving, spawn, stderr, wait_for,
+};
 use common::{git, json_lines};
 use serde_json::json;
 
@@ -28,6 +30,8 @@ fn repo(wf: &str, body: &str) -> (Setup, tempfile::TempDir) {
     s.write("f.txt", "1\n2\n3\n4\n5\n");
     s.write("wf.yaml", wf);
     s.script("agent.sh", body);
+    std::fs::create_dir(d.join("sub")).unwrap();
+    s.write("sub/keep", "");
     git(d, &["add", "."]);
     git(d, &["commit", "-q", "-m", "start"]);
     (s, tempfile::tempdir().unwrap())
@@ -95,7 +99,10 @@ agents:
   c:
     command: [./agent.sh]
     isolation: none
-kickoff: '@a @b @c add your line'
+  d:
+    command: [./agent.sh]
+    cwd: sub
+kickoff: '@a @b @c @d add your line'
 ";
 
 #[test]
@@ -123,6 +130,11 @@ fn each_agent_works_in_its_own_worktree_on_its_own_branch_and_the_main_tree_is_u
             format!("1\n2\n3\n4\n5\n{agent} 1\n")
         );
     }
+    // A cwd is relative to the worktree's top.
+    assert_eq!(
+        read(&l.join("pwd-d-1")).trim(),
+        wt(&s, "d").join("sub").to_str().unwrap()
+    );
     // `isolation: none` works where aw-run runs.
     assert_eq!(read(&l.join("pwd-c-1")).trim(), top(&s).to_str().unwrap());
     assert_eq!(read(&l.join("env-c-1")).trim(), "none none");
@@ -139,7 +151,7 @@ fn each_agent_works_in_its_own_worktree_on_its_own_branch_and_the_main_tree_is_u
         .into_iter()
         .map(|(f, m)| format!("{f}: {m}"))
         .collect();
-    for line in ["a: committed a 1", "b: committed b 1"] {
+    for line in ["a: committed a 1", "b: committed b 1", "d: committed d 1"] {
         assert!(said.iter().any(|e| e == line), "{said:?}");
     }
     // aw-ctl worktree ls: both, clean, one commit ahead of main.
@@ -162,7 +174,8 @@ fn each_agent_works_in_its_own_worktree_on_its_own_branch_and_the_main_tree_is_u
         got,
         [
             ("a".into(), "aw/w/a".into(), "clean".into(), 1, 0),
-            ("b".into(), "aw/w/b".into(), "clean".into(), 1, 0)
+            ("b".into(), "aw/w/b".into(), "clean".into(), 1, 0),
+            ("d".into(), "aw/w/d".into(), "clean".into(), 1, 0)
         ]
     );
     assert_eq!(rows[0]["path"], wt(&s, "a").to_str().unwrap());
@@ -185,6 +198,9 @@ fn a_worktree_is_kept_across_runs_and_made_again_on_its_branch_after_rm_rf() {
     assert_eq!(subjects(&s, "aw/w/a"), ["a 2", "a 1", "start"]);
     // Removed by hand: made again where it was, on the same branch, with its commits.
     std::fs::remove_dir_all(wt(&s, "a")).unwrap();
+    let ls = ctl(&s, s.dir(), &["worktree", "ls"]);
+    let line = String::from_utf8_lossy(&ls.stdout).to_string();
+    assert!(line.ends_with("\taw/w/a\t-\tmissing\t? main\n"), "{line}");
     assert_code(&run(&s, l, &[]), 0);
     assert_eq!(
         read(&l.join("pwd-a-3")).trim(),
@@ -307,6 +323,17 @@ fn check_says_why_a_worktree_cannot_be_made_and_a_bad_value_is_placed() {
         "{}",
         stderr(&out)
     );
+    // Without git: 69, said at the key.
+    let bins = common::bin("aw-run").parent().unwrap().to_path_buf();
+    let mut c = s.cmd(&["--check"]);
+    c.env("PATH", &bins);
+    let out = run_hang_guarded(c);
+    assert_code(&out, 69);
+    assert!(
+        stderr(&out).contains("wf.yaml:5:16: isolation: worktree: git: cannot run it"),
+        "{}",
+        stderr(&out)
+    );
     // A run refuses to start, and writes nothing.
     let out = run_hang_guarded(s.cmd(&[]));
     assert_code(&out, 66);
@@ -402,6 +429,7 @@ fn worktree_rm_refuses_changes_unless_forced_and_keeps_a_branch_not_merged() {
         format!("removed {}\nremoved branch aw/w/b\n", wt(&s, "b").display())
     );
     assert!(!has_branch(&s, "aw/w/b"));
+    assert_code(&ctl(&s, s.dir(), &["worktree", "rm", "d"]), 0);
     assert_eq!(
         git(s.dir(), &["worktree", "list", "--porcelain"])
             .matches("worktree ")
@@ -519,4 +547,34 @@ fn a_worker_of_an_agent_in_a_worktree_works_in_one_of_its_own() {
     assert_eq!(row["branch"], format!("aw/w/{worker}"));
     assert_eq!(row["path"], wt(&s, worker).to_str().unwrap());
     assert!(wt(&s, worker).join("f.txt").exists());
+}
+
+#[test]
+fn worktree_rm_refuses_the_worktree_of_an_agent_being_served_unless_forced() {
+    let wf = "name: w\nisolation: worktree\nagents:\n  a:\n    command: [./agent.sh]\n";
+    let (s, logs) = repo(wf, EDITS);
+    let mut c = s.cmd(&["--keep", "-q"]);
+    c.env("LOGS", logs.path());
+    let server = Server::new(spawn(c));
+    wait_for("a to be served", || {
+        serving(&s).iter().any(|(a, _)| a == "a")
+    });
+    assert!(wt(&s, "a").join("f.txt").exists());
+    let out = ctl(&s, s.dir(), &["worktree", "rm", "a"]);
+    assert_code(&out, 1);
+    assert!(
+        stderr(&out).contains("a is being served: not removed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(wt(&s, "a").join("f.txt").exists());
+    server.term();
+    let out = ctl(&s, s.dir(), &["worktree", "rm", "a"]);
+    assert_code(&out, 0);
+    assert!(!wt(&s, "a").exists());
+    // No work of its own: the branch held nothing, and goes too.
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("removed {}\nremoved branch aw/w/a\n", wt(&s, "a").display())
+    );
 }
