@@ -54,10 +54,11 @@ impl Spec {
                 discard(&self.inst, &r, here, true)?;
             } else if here {
                 return Ok(r);
-            } else {
+            } else if tip(&self.top, &r.branch).is_some() {
                 self.add(Some(&r.branch), None)?;
                 return Ok(r);
             }
+            // Its branch deleted by hand too: made afresh below.
         }
         let record = match tip(&self.top, &self.branch) {
             // A branch left by an earlier worktree whose record is gone: its commits kept.

@@ -149,6 +149,22 @@ mod tests {
     }
 
     #[test]
+    fn a_worktree_removed_by_hand_with_its_branch_is_made_afresh() {
+        let (_tmp, spec) = setup();
+        spec.ensure().unwrap();
+        commit_in(&spec.path, "2\n");
+        std::fs::remove_dir_all(&spec.path).unwrap();
+        git(&spec.top, &["worktree", "prune"]);
+        git(&spec.top, &["branch", "-D", "aw/t/a"]);
+        let r = spec.ensure().unwrap();
+        assert_eq!(r.base, git(&spec.top, &["rev-parse", "main"]));
+        assert_eq!(
+            std::fs::read_to_string(spec.path.join("f.txt")).unwrap(),
+            "1\n"
+        );
+    }
+
+    #[test]
     fn work_replayed_on_the_target_counts_as_merged() {
         let (_tmp, spec) = setup();
         spec.ensure().unwrap();
