@@ -62,12 +62,20 @@
 //!   it needs the `write_file` tool.
 //! - `board: next`: each run starts from the next ready card of the board, claimed for the
 //!   agent (see [`crate::run::controller`]); the agent is woken when a card becomes ready.
+//! - `isolation`: `worktree` or `none`, over the top level's (see below).
 //!
 //! `context`: absent means the file provider with its defaults; `false` disables it;
 //! `{provider: file, documentOwner: NAME, config: {dir, channel, document}}` or
 //! `{provider: memory, documentOwner: NAME}` (provider defaults to `file`). `documentOwner`
 //! is an agent of the workflow or `election` (that word means an election even if an agent
 //! has that name).
+//!
+//! `isolation` (top level): `worktree` puts every agent (but one that says `isolation: none`)
+//! in a git worktree of its own, on `aw/<instance>/<agent>` (see [`crate::worktree`]): its
+//! backend runs there, its `cwd` is relative to the worktree's top (neither absolute nor
+//! with `..`), the API backends' file tools are confined to it, and the programs get
+//! `AW_WORKTREE` and `AW_BRANCH`; a worker it spawns gets one of its own, and `--iter`
+//! commits in it. Outside a git work tree, the check fails at the key. Default `none`.
 //!
 //! `budget` (top level): `{usd: X, tokens: N}` as for an agent, for all the agents' runs
 //! together; `aw-run --budget-usd` and `--budget-tokens` override its values.
@@ -125,6 +133,7 @@ use super::yaml::Document;
 use crate::error::Error;
 use crate::models::{self, Price, Pricing};
 use crate::usage::{Budget, Usage};
+pub use crate::worktree::Isolation;
 
 /// Largest workflow or prompt file read, in bytes (1 MiB).
 pub const MAX_FILE: u64 = 1 << 20;
@@ -163,6 +172,8 @@ pub struct Workflow {
     pub merge: Option<Spanned<crate::merge::Config>>,
     /// `hooks:`: the commands run on events of a run, in file order.
     pub hooks: Vec<HookDef>,
+    /// `isolation:` at the top level: where every agent works unless it says otherwise.
+    pub isolation: Option<Spanned<Isolation>>,
 }
 
 impl Workflow {
@@ -185,6 +196,15 @@ impl Workflow {
 
     pub fn agent_names(&self) -> impl Iterator<Item = &str> {
         self.agents.iter().map(|a| a.name.value.as_str())
+    }
+
+    /// Does `def` work in a worktree of its own (its `isolation:`, else the workflow's)?
+    /// With the text that says so.
+    pub fn isolated<'a>(&'a self, def: &'a AgentDef) -> Option<&'a Spanned<Isolation>> {
+        def.isolation
+            .as_ref()
+            .or(self.isolation.as_ref())
+            .filter(|i| i.value == Isolation::Worktree)
     }
 
     /// Define the built-in variables for a run on `instance`: `workflow.name`,
@@ -226,6 +246,8 @@ pub struct AgentDef {
     pub max_runs: Option<Spanned<u64>>,
     /// Resolved against the workflow's directory.
     pub cwd: Option<Spanned<PathBuf>>,
+    /// `cwd` as written: in a worktree, relative to its top.
+    pub cwd_written: Option<PathBuf>,
     /// In file order.
     pub env: Vec<(Spanned<String>, Spanned<Template>)>,
     /// Names of variables whose values are secret although their names do not say so.
@@ -250,6 +272,8 @@ pub struct AgentDef {
     pub needs: Option<Spanned<Gate>>,
     /// `approve_tools:` (`anthropic`, `openai`): the tool calls that wait for an approval.
     pub approve_tools: Option<Spanned<ToolGate>>,
+    /// `isolation:`: where the agent works, over the workflow's.
+    pub isolation: Option<Spanned<Isolation>>,
 }
 
 impl AgentDef {

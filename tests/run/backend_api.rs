@@ -9,7 +9,7 @@ use common::fake_api::{FakeApi, Reply};
 use common::runner::*;
 use serde_json::{Value, json};
 
-const KEY: &str = "sk-test-0123456789";
+pub(crate) const KEY: &str = "sk-test-0123456789";
 
 const ANTHROPIC_WF: &str = "agents:
   alice:
@@ -39,7 +39,7 @@ fn api_cmd(s: &Setup, wf: &str, api: &FakeApi, args: &[&str]) -> std::process::C
 }
 
 /// An Anthropic answer.
-fn answer(content: Value, stop: &str, input: u64, output: u64) -> Reply {
+pub(crate) fn answer(content: Value, stop: &str, input: u64, output: u64) -> Reply {
     Reply::ok(json!({
         "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
         "content": content, "stop_reason": stop,
@@ -47,7 +47,7 @@ fn answer(content: Value, stop: &str, input: u64, output: u64) -> Reply {
     }))
 }
 
-fn tool_use(id: &str, name: &str, input: Value) -> Value {
+pub(crate) fn tool_use(id: &str, name: &str, input: Value) -> Value {
     json!({"type": "tool_use", "id": id, "name": name, "input": input})
 }
 

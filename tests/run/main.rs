@@ -31,3 +31,4 @@ mod serve_scale;
 mod serve_several;
 mod speed;
 mod tasks;
+mod worktree;

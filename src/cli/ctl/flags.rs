@@ -24,6 +24,7 @@ const JSON: &[&str] = &[
     "approvals wait",
     "merge ls",
     "merge show",
+    "worktree ls",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -378,9 +379,10 @@ pub const FLAGS: &[Flag] = &[
     },
     Flag {
         long: "force",
-        doc: "(hooks install) replace aw's guard even if it was edited",
-        brief: "replace aw's guard even if edited",
-        cmds: &["hooks install"],
+        doc: "(hooks install) replace aw's guard even if it was edited;\n\
+              (worktree rm) remove it with its changes, even while served",
+        brief: "replace an edited guard, remove a changed worktree",
+        cmds: &["hooks install", "worktree rm"],
         ..BASE
     },
     Flag {

@@ -14,6 +14,7 @@ mod merge;
 mod runs;
 mod top;
 mod votes;
+mod worktree;
 
 mod flags;
 
@@ -44,10 +45,12 @@ const EXIT: &str = "\
 Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no card
 ready (board claim), no lease released (lease release), a path leased by another
 (lease check), not approved (approvals ask --wait, approvals wait), a merge request
-that conflicts or fails (merge request) or is no longer queued (merge cancel), 64
+that conflicts or fails (merge request) or is no longer queued (merge cancel), a
+worktree with changes or whose agent is served (worktree rm), 64
 usage, 65 bad name or data (or a path out of the work tree), or an approval decided
 already, 66 no such instance, agent, document, run, card, lease, approval, merge
-request or branch (or no git work tree: hooks), 69 git not runnable (merge), 73 cannot
+request, branch or worktree (or no git work tree: hooks), 69 git not runnable (merge,
+worktree), 73 cannot
 create (exists, or a hook in the way: hooks install), 74 I/O error, 75 lock timeout,
 still served after the wait (stop), card held by another (board) or path leased by
 another (lease take), 77 not the document owner, not an approver of the request
@@ -608,6 +611,27 @@ const COMMANDS: &[Cmd<Run>] = &[
              process serves it)",
         )],
         run: merge::serve,
+        ..NONE
+    },
+    Cmd {
+        name: "worktree ls",
+        help: &[(
+            "worktree ls [--json]",
+            "the agents' worktrees: agent, path, branch, commit, clean,\n\
+             dirty or missing, commits ahead of and behind the target",
+        )],
+        run: worktree::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "worktree rm",
+        args: &[arg("AGENT", Complete::Agent)],
+        help: &[(
+            "worktree rm AGENT [--force]",
+            "remove AGENT's worktree (not one with changes, unless --force);\n\
+             its branch too when it is merged into its target",
+        )],
+        run: worktree::rm,
         ..NONE
     },
 ];

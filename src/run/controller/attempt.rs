@@ -80,6 +80,9 @@ pub struct Controller {
     pub board: bool,
     /// `needs: approval`: each run waits for an approval first.
     pub needs: Option<crate::run::workflow::Gate>,
+    /// `isolation: worktree`: the agent's worktree, made (or made afresh once its work was
+    /// merged) before each attempt and removed after one when its work was merged.
+    pub worktree: Option<crate::worktree::Spec>,
 }
 
 /// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
@@ -342,17 +345,27 @@ impl Controller {
             remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
             log: self.transcripts().attempt_log(self.next_transcript),
         };
-        let mut out = match crate::fs::atomic_write_private_unsynced(
-            &self.mcp_config,
-            self.mcp_text.as_bytes(),
-        ) {
+        let ready =
+            crate::fs::atomic_write_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())
+                .map_err(|e| format!("cannot write its MCP configuration: {e}"))
+                .and_then(|()| match &self.worktree {
+                    Some(w) => w
+                        .ensure()
+                        .map(drop)
+                        .map_err(|e| format!("cannot make its worktree: {e}")),
+                    None => Ok(()),
+                });
+        let mut out = match ready {
             Ok(()) => self.backend.run(&ctx),
-            Err(e) => {
+            Err(why) => {
                 let mut out = RunOutcome::new(Status::Failed);
-                out.reason = Some(format!("cannot write its MCP configuration: {e}"));
+                out.reason = Some(why);
                 out
             }
         };
+        if let Some(Err(e)) = self.worktree.as_ref().map(crate::worktree::Spec::tidy) {
+            crate::warn::warn("aw-run", format!("{}: its worktree: {e}", self.agent));
+        }
         // A reason may quote what a service sent back, a key among it.
         out.reason = out.reason.map(|r| redact(&r, &self.secrets));
         if let Some(why) = out.usage.as_ref().and_then(Usage::implausible) {

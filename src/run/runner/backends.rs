@@ -1,7 +1,7 @@
 //! Building what runs an agent: the backend of a workflow's agent from its definition, and
 //! that of a registered agent (`aw-ctl new`, a worker) from its registry entry.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::process::sibling;
@@ -17,7 +17,7 @@ use crate::run::workflow::{BackendKind, Workflow};
 use crate::spawn::{CLAUDE, CODEX, runnable};
 use crate::tools::files::FileTool;
 
-/// Build the backend of one agent.
+/// Build the backend of one agent, working in `cwd` (its own `cwd`, or in its worktree).
 pub(super) fn backend(
     wf: &Workflow,
     def: &crate::run::workflow::AgentDef,
@@ -25,6 +25,7 @@ pub(super) fn backend(
     env: Vec<(String, String)>,
     root: &Path,
     instance: &str,
+    cwd: Option<PathBuf>,
 ) -> Result<Box<dyn Backend>> {
     let name = def.name.value.as_str();
     let idle = def.idle_timeout.as_ref().map(|t| t.value);
@@ -35,7 +36,7 @@ pub(super) fn backend(
             Ok(Box::new(Exec {
                 argv,
                 env,
-                cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+                cwd: cwd.clone(),
                 idle_timeout: idle,
             }))
         }
@@ -52,7 +53,7 @@ pub(super) fn backend(
             permission_mode: def.permission_mode.as_ref().map(|m| m.value.clone()),
             idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
-            cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+            cwd: cwd.clone(),
             delegate: def.delegate,
         })),
         BackendKind::Codex => Ok(Box::new(Codex {
@@ -66,7 +67,7 @@ pub(super) fn backend(
             ),
             idle_timeout: idle.unwrap_or(CLI_IDLE_TIMEOUT),
             env,
-            cwd: def.cwd.as_ref().map(|c| c.value.clone()),
+            cwd: cwd.clone(),
             delegate: def.delegate,
         })),
         BackendKind::Anthropic | BackendKind::Openai => {
@@ -86,8 +87,8 @@ pub(super) fn backend(
                     .iter()
                     .filter_map(|t| FileTool::from_name(&t.value))
                     .collect(),
-                cwd: match &def.cwd {
-                    Some(c) => c.value.clone(),
+                cwd: match cwd {
+                    Some(c) => c,
                     None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
                 },
                 aw_root: root.to_path_buf(),
@@ -145,11 +146,17 @@ pub(super) fn unavailable(agent: &str, backend: BackendKind) -> Error {
 
 /// The backend of a registered agent: what its registry entry says, with the defaults of
 /// a workflow file for the rest (credentials from the environment).
+/// With `place`, it works in a worktree: that folder, with that environment.
 pub(super) fn registered_backend(
     a: &Agent,
     root: &Path,
     instance: &str,
+    place: Option<(PathBuf, Vec<(String, String)>)>,
 ) -> Result<Box<dyn Backend>> {
+    let (cwd, env) = match place {
+        Some((cwd, env)) => (Some(cwd), env),
+        None => (None, Vec::new()),
+    };
     runnable(a)?;
     let toolset = crate::tools::Toolset {
         collab: a.collab,
@@ -169,8 +176,8 @@ pub(super) fn registered_backend(
             max_turns: max_steps,
             permission_mode: None,
             idle_timeout: CLI_IDLE_TIMEOUT,
-            env: Vec::new(),
-            cwd: None,
+            env: env.clone(),
+            cwd: cwd.clone(),
             delegate: a.delegate,
         }),
         "codex" => Box::new(Codex {
@@ -186,8 +193,8 @@ pub(super) fn registered_backend(
                 &crate::tools::client_config::tool_args(a.collab, a.delegate),
             ),
             idle_timeout: CLI_IDLE_TIMEOUT,
-            env: Vec::new(),
-            cwd: None,
+            env: env.clone(),
+            cwd: cwd.clone(),
             delegate: a.delegate,
         }),
         kind @ ("anthropic" | "openai") => {
@@ -200,10 +207,13 @@ pub(super) fn registered_backend(
                 system: a.system_prompt.clone(),
                 max_tokens: a.limits.get("max_tokens").and_then(|v| v.as_u64()),
                 max_steps,
-                env: &[],
+                env: &env,
                 read_timeout: crate::run::backend::api::DEFAULT_READ_TIMEOUT,
                 files: Vec::new(),
-                cwd: std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                cwd: match cwd {
+                    Some(c) => c,
+                    None => std::env::current_dir().map_err(|e| Error::io(Path::new("."), e))?,
+                },
                 aw_root: root.to_path_buf(),
                 instance_dir: root.join(instance),
                 toolset,
@@ -218,8 +228,8 @@ pub(super) fn registered_backend(
         }
         _ => Box::new(Exec {
             argv: a.command.clone(),
-            env: Vec::new(),
-            cwd: None,
+            env: env.clone(),
+            cwd: cwd.clone(),
             idle_timeout: None,
         }),
     };

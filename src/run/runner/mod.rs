@@ -138,6 +138,19 @@ fn agent_env(def: &super::workflow::AgentDef, vars: &Vars) -> Result<Vec<(String
         .collect()
 }
 
+/// The worktree of `def` when it works in one (`isolation: worktree`), made now: in the
+/// repository of the current folder.
+fn isolate(
+    wf: &Workflow,
+    def: &super::workflow::AgentDef,
+    inst: &Instance,
+) -> Result<Option<crate::worktree::Spec>> {
+    if wf.isolated(def).is_none() {
+        return Ok(None);
+    }
+    serving::worktree_of(inst, &def.name.value).map(Some)
+}
+
 /// The limits of an agent, as the registry records them.
 fn limits(
     def: &super::workflow::AgentDef,
@@ -230,14 +243,25 @@ pub fn run(
             .as_ref()
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
-        let env = agent_env(def, &vars)?;
+        let mut env = agent_env(def, &vars)?;
+        let worktree = isolate(wf, def, inst)?;
+        let cwd = match &worktree {
+            Some(w) => {
+                env.extend(serving::worktree_env(w));
+                Some(
+                    w.path
+                        .join(def.cwd_written.as_deref().unwrap_or(Path::new(""))),
+                )
+            }
+            None => def.cwd.as_ref().map(|c| c.value.clone()),
+        };
         let named = &def.secrets;
         let own = match named.is_empty() {
             true => own_secrets.clone(),
             false => super::controller::secrets(named),
         };
         let secrets = super::redact::union([own.as_slice(), &super::redact::values(&env, named)]);
-        let backend = backend(wf, def, &vars, env, &serving.root, inst.name())?;
+        let backend = backend(wf, def, &vars, env, &serving.root, inst.name(), cwd)?;
         serving.trusted.insert(
             name.to_string(),
             Trusted {
@@ -248,6 +272,7 @@ pub fn run(
                 },
                 collab: def.collab,
                 depth: 0,
+                isolated: worktree.is_some(),
             },
         );
         agents.push(Agent {
@@ -273,12 +298,12 @@ pub fn run(
             delegate: def.delegate,
             ..Agent::default()
         });
-        built.push((def, system, secrets, backend));
+        built.push((def, system, secrets, backend, worktree));
     }
     registry::register_all(inst, agents, true)?;
     start::seed_board(inst, &wf.board)?;
     let mut controllers = Vec::new();
-    for (def, system, secrets, backend) in built {
+    for (def, system, secrets, backend, worktree) in built {
         let tool_args = crate::tools::client_config::tool_args(def.collab, def.delegate);
         let mut c = serving.controller(&def.name.value, backend, &tool_args)?;
         c.system = system;
@@ -289,6 +314,7 @@ pub fn run(
         c.reply_fallback = def.reply_fallback;
         c.board = def.board_next;
         c.needs = def.needs.as_ref().map(|g| g.value.clone());
+        c.worktree = worktree;
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;
@@ -325,6 +351,20 @@ pub fn run(
     let (kickoff, iter) = match (&opts.iter, kickoff) {
         (Some(plan), Some(task)) => {
             let mut plan = plan.clone();
+            let worktree = controllers
+                .iter()
+                .find(|c| c.agent == plan.agent)
+                .and_then(|c| c.worktree.as_ref());
+            if let (Some(w), Some(def)) = (worktree, wf.agent(&plan.agent)) {
+                // Its iterations commit in its worktree, on its branch.
+                let cwd = w
+                    .path
+                    .join(def.cwd_written.as_deref().unwrap_or(Path::new("")));
+                plan.repo = super::iter::git::Repo::find(&cwd, root);
+                if let Some(r) = &plan.repo {
+                    r.check_index()?;
+                }
+            }
             plan.document = serving.document.clone();
             plan.secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
             (None, Some((plan, task)))
@@ -511,7 +551,7 @@ fn prepare_serve(
         .into_iter()
         .zip(locks)
         .map(|(a, lock)| {
-            let mut c = serving.registered(a)?;
+            let mut c = serving.registered(a, None)?;
             c.serving_lock = Some(lock);
             Ok(c)
         })

@@ -96,7 +96,22 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos
             other => found.push((at, unavailable(name, other))),
         }
     }
+    found.extend(isolation(wf));
     found
+}
+
+/// `isolation: worktree` outside a git work tree (66), or without git (69): once, at the
+/// first text that asks for it.
+fn isolation(wf: &Workflow) -> Option<(crate::run::workflow::Pos, Error)> {
+    let at = wf.agents.iter().find_map(|d| wf.isolated(d))?.pos;
+    let here = std::env::current_dir().ok()?;
+    let e = crate::worktree::top_of(&here).err()?;
+    let e = match e {
+        Error::NotFound(why) => Error::NotFound(format!("isolation: worktree: {why}")),
+        Error::Unavailable(why) => Error::Unavailable(format!("isolation: worktree: {why}")),
+        other => other,
+    };
+    Some((at, e))
 }
 
 /// What may be missing but need not be, for `--check`: an exec agent's program that is not

@@ -17,6 +17,7 @@ use crate::run::backend::Backend;
 use crate::run::controller::Controller;
 use crate::serve::{self, ControllerState, Served};
 use crate::transcript::next_transcript;
+use crate::worktree::Spec;
 
 /// What the controllers of one server have in common.
 pub(super) struct Serving {
@@ -116,12 +117,17 @@ impl Serving {
             serving_lock: None,
             board: false,
             needs: None,
+            worktree: None,
         })
     }
 
-    /// The controller of an agent of the registry (`aw-ctl new`, or a worker).
-    pub(super) fn registered(&self, a: &Agent) -> Result<Controller> {
-        let backend = registered_backend(a, &self.root, self.inst.name())?;
+    /// The controller of an agent of the registry (`aw-ctl new`, or a worker), in the
+    /// worktree `worktree` when it works in one.
+    pub(super) fn registered(&self, a: &Agent, worktree: Option<Spec>) -> Result<Controller> {
+        let place = worktree
+            .as_ref()
+            .map(|w| (w.path.clone(), worktree_env(w).to_vec()));
+        let backend = registered_backend(a, &self.root, self.inst.name(), place)?;
         let tool_args = crate::tools::client_config::tool_args(a.collab, a.delegate);
         let mut c = self.controller(&a.name, backend, &tool_args)?;
         c.system = a.system_prompt.clone();
@@ -143,6 +149,24 @@ impl Serving {
             c.max_runs = m;
         }
         c.price = a.model.as_deref().and_then(|m| self.pricing.price(m));
+        c.worktree = worktree;
         Ok(c)
     }
+}
+
+/// The worktree of `agent` of `inst` in the repository of the current folder, made now.
+pub(super) fn worktree_of(inst: &Instance, agent: &str) -> Result<Spec> {
+    let here = std::env::current_dir().map_err(|e| Error::io(".", e))?;
+    let w = Spec::new(inst, &here, agent)?;
+    w.ensure()
+        .map_err(|e| Error::Unavailable(format!("{agent}: cannot make its worktree: {e}")))?;
+    Ok(w)
+}
+
+/// What the backend of an agent in the worktree `w` has in its environment.
+pub(super) fn worktree_env(w: &Spec) -> [(String, String); 2] {
+    [
+        ("AW_WORKTREE".into(), w.path.to_string_lossy().into_owned()),
+        ("AW_BRANCH".into(), w.branch.clone()),
+    ]
 }

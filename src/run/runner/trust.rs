@@ -18,6 +18,9 @@ pub(super) struct Trusted {
     /// What it may spawn, when it has the collab tools.
     pub(super) collab: Option<registry::Collab>,
     pub(super) depth: u32,
+    /// It works in a worktree of its own (`isolation: worktree`): so does each worker it
+    /// spawns, in one of the worker's own.
+    pub(super) isolated: bool,
 }
 
 impl Trusted {
@@ -28,6 +31,7 @@ impl Trusted {
             command: a.command.clone(),
             collab: a.collab,
             depth: a.depth,
+            isolated: false,
         }
     }
 }
@@ -94,5 +98,6 @@ pub(super) fn check_worker(
         command: w.command.clone(),
         collab,
         depth: w.depth,
+        isolated: spawner.is_some_and(|s| s.isolated),
     })
 }

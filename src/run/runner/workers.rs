@@ -119,7 +119,12 @@ impl Adopter {
             collab: trusted.collab,
             ..a.clone()
         };
-        let mut c = self.serving.registered(a)?;
+        // A worker of an agent in a worktree works in one of its own.
+        let worktree = match trusted.isolated {
+            true => Some(super::serving::worktree_of(inst, &a.name)?),
+            false => None,
+        };
+        let mut c = self.serving.registered(a, worktree)?;
         self.trusted.insert(a.name.clone(), trusted);
         c.serving_lock = lock;
         c.stop = self.shared.stop.child();

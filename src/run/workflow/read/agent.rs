@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 24] = [
+const AGENT_KEYS: [&str; 25] = [
     "backend",
     "model",
     "system_prompt",
@@ -42,6 +42,7 @@ const AGENT_KEYS: [&str; 24] = [
     "board",
     "needs",
     "approve_tools",
+    "isolation",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
@@ -132,6 +133,7 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .get("cwd")
             .and_then(|n| r.name(n, &p("cwd")))
             .map(|s| Spanned::new(dir.join(&s.value), s.pos)),
+        cwd_written: f.get("cwd").and_then(|n| n.str().ok()).map(Into::into),
         env: f
             .get("env")
             .map(|n| read_env(r, n, &p("env")))
@@ -156,6 +158,9 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
             .get("needs")
             .and_then(|n| super::tasks::read_needs(r, n, &p("needs"))),
         approve_tools: None,
+        isolation: f
+            .get("isolation")
+            .and_then(|n| super::isolation::read_isolation(r, n, &p("isolation"))),
     };
     if let Some(n) = f.get("board") {
         agent.board_next = read_board_next(r, n, &p("board"));

@@ -2,8 +2,9 @@
 //! every `${{ name }}` against what will be defined where it is used. This file holds the
 //! top level; the parts are files of their own, each with the keys it takes: `agent`
 //! (`agents:`; `approve_tools` its `approve_tools:`), `board` (`board:`), `budget` (usage,
-//! budgets, `pricing:`), `context` (`context:`), `hooks` (`hooks:`), `merge` (`merge:`),
-//! `tasks` (`setup:`, `tasks:`) and `references` (the `${{ name }}` check).
+//! budgets, `pricing:`), `context` (`context:`), `hooks` (`hooks:`), `isolation`
+//! (`isolation:`), `merge` (`merge:`), `tasks` (`setup:`, `tasks:`) and `references` (the
+//! `${{ name }}` check).
 
 mod agent;
 mod approve_tools;
@@ -11,6 +12,7 @@ mod board;
 mod budget;
 mod context;
 mod hooks;
+mod isolation;
 mod merge;
 mod references;
 mod tasks;
@@ -30,9 +32,19 @@ use budget::{read_budget, read_pricing};
 use context::read_context;
 use tasks::{read_setup, read_tasks};
 
-const TOP_KEYS: [&str; 11] = [
-    "name", "agents", "context", "setup", "kickoff", "pricing", "budget", "tasks", "board",
-    "merge", "hooks",
+const TOP_KEYS: [&str; 12] = [
+    "name",
+    "agents",
+    "context",
+    "setup",
+    "kickoff",
+    "pricing",
+    "budget",
+    "tasks",
+    "board",
+    "merge",
+    "hooks",
+    "isolation",
 ];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
@@ -55,6 +67,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         board: Vec::new(),
         merge: None,
         hooks: Vec::new(),
+        isolation: None,
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -99,6 +112,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
     if let Some(node) = fields.get("hooks") {
         workflow.hooks = hooks::read_hooks(r, node, &workflow.dir);
     }
+    isolation::read_top(r, &fields, &mut workflow);
     workflow
 }
 
