@@ -14,7 +14,7 @@
 //! | cli | `cli` | the command lines: options, output, `--json`, errors to exit codes |
 //! | front ends | `run`, `mcp` | `aw-run`'s runner (workflows, controllers, backends); `aw-mcp`'s server |
 //! | tools | `tools` | the tools an agent has: names, schemas, arguments, dispatch |
-//! | domain | every other module | the instance and what is in it: `instance` (the root and its instances), `approval` (requests that hold a step until an approver answers, and the wait for them), `board` (the cards of work agents claim and finish), `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `resource` (long content stored once), `proposal`, `registry`, `status`, `collab`, `serve` (who serves which agent), `spawn` (starting an agent's server), `git` (every git command aw runs), `holder` (who holds a claim or a lease, and whether it lapsed), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `ledger` (what an instance spent across runs), `transcript` (the transcripts and logs of an agent's attempts), `iterations` (the records of `aw-run --iter`), `lease` (leases on paths of the work tree, and whether two globs overlap), `merge` (the merge queue: requests to bring a branch onto a target, verified before it moves), `state` (the JSON files under `_state/`), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) |
+//! | domain | every other module | the instance and what is in it: `instance` (the root and its instances), `approval` (requests that hold a step until an approver answers, and the wait for them), `board` (the cards of work agents claim and finish), `channel` (the log and its indexes; `mention`, `post` and `inbox` are files of it, named at the root too), `document`, `resource` (long content stored once), `proposal`, `registry`, `report` (what happened in an instance or one run of it, as data and as one HTML page), `status`, `collab`, `serve` (who serves which agent), `spawn` (starting an agent's server), `git` (every git command aw runs), `holder` (who holds a claim or a lease, and whether it lapsed), `reply` (waiting for a reply), `models`, `usage` (spending and budgets), `ledger` (what an instance spent across runs), `transcript` (the transcripts and logs of an agent's attempts), `iterations` (the records of `aw-run --iter`), `lease` (leases on paths of the work tree, and whether two globs overlap), `merge` (the merge queue: requests to bring a branch onto a target, verified before it moves), `state` (the JSON files under `_state/`), `process` (the stop token, sibling binaries), `suggest` (did-you-mean), `trust` (whose roots and files are trusted) |
 //! | fs | `fs` | the only code that calls rename, flock and inotify: atomic writes, locks, watches; `records` (folders of numbered JSON records: cards, approval and merge requests) |
 //! | base | `error`, `hash`, `host`, `keyword`, `names`, `term`, `time`, `warn` | errors, a checksum, this host, keyword enums, names, text shown on a terminal, clocks, messages on stderr |
 
@@ -46,6 +46,7 @@ pub mod process;
 pub mod proposal;
 pub mod registry;
 pub mod reply;
+pub mod report;
 pub mod resource;
 pub mod serve;
 pub mod spawn;

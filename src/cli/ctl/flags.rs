@@ -24,6 +24,7 @@ const JSON: &[&str] = &[
     "approvals wait",
     "merge ls",
     "merge show",
+    "report",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -485,6 +486,25 @@ pub const FLAGS: &[Flag] = &[
         doc: "(merge request) only queue the request: print its id and exit",
         brief: "only queue the request",
         cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "run",
+        value: Some("N"),
+        doc: "(report) only run N: the attempts of one aw-run process, and\n\
+              the messages written while it ran",
+        brief: "only run N (one aw-run)",
+        cmds: &["report"],
+        ..BASE
+    },
+    Flag {
+        long: "output",
+        short: Some('o'),
+        value: Some("FILE"),
+        doc: "(report) write to FILE (atomically, private) instead of stdout",
+        brief: "write to FILE",
+        complete: Complete::File,
+        cmds: &["report"],
         ..BASE
     },
     Flag {
