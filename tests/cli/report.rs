@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::runner::{INST, Setup, assert_code, run_hang_guarded};
-use crate::common::{assert_error, run_with};
+use crate::common::{assert_error, git, run_with};
 
 /// A run of `examples/hello.yaml` on instance `w`: alice asks bob, bob answers.
 fn hello(s: &Setup) {
@@ -331,6 +331,89 @@ fn cards_and_approvals_are_listed() {
     let one: Value = serde_json::from_str(&report(&s, &["--json", "--run", "1"])).unwrap();
     assert_eq!(one["cards"], serde_json::json!([]));
     assert_eq!(one["approvals"], serde_json::json!([]));
+}
+
+#[test]
+fn tokens_and_cost_are_summed_per_agent_and_in_total() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:
+  alice:
+    mock:
+      replies: ['@bob your turn', 'done']
+      usage: {input_tokens: 1200, output_tokens: 50, cache_read_tokens: 7, cost_usd: 0.25}
+  bob:
+    mock:
+      replies: ['@alice back to you']
+      usage: {input_tokens: 300, output_tokens: 20, cost_usd: 0.125}
+kickoff: '@alice go'
+",
+    );
+    assert_code(&run_hang_guarded(s.cmd(&[])), 0);
+    let r: Value = serde_json::from_str(&report(&s, &["--json"])).unwrap();
+    let usage = |v: &Value| {
+        (
+            v["input_tokens"].as_u64().unwrap(),
+            v["output_tokens"].as_u64().unwrap(),
+            v["cache_read_tokens"].as_u64().unwrap(),
+            v["cost_usd"].as_f64().unwrap(),
+        )
+    };
+    assert_eq!(usage(&r["agents"][0]["usage"]), (2400, 100, 14, 0.5));
+    assert_eq!(usage(&r["agents"][1]["usage"]), (300, 20, 0, 0.125));
+    assert_eq!(usage(&r["totals"]["usage"]), (2700, 120, 14, 0.625));
+    // What budget.json recorded is said too.
+    assert_eq!(r["ledger"]["spent"]["input_tokens"], 2700);
+    let html = report(&s, &[]);
+    assert!(html.contains(
+        "<td class=\"n\">2\u{202f}400</td><td class=\"n\">100</td><td class=\"n\">14</td>\
+         <td class=\"n\">0</td><td class=\"n\">$0.5000</td>"
+    ));
+    assert!(html.contains(
+        "<td class=\"n\">2\u{202f}700</td><td class=\"n\">120</td><td class=\"n\">14</td>\
+         <td class=\"n\">0</td><td class=\"n\">$0.6250</td></tr>"
+    ));
+    assert!(html.contains("2\u{202f}820 tokens and $0.6250 spent since"));
+}
+
+#[test]
+fn a_merge_is_listed_with_its_result() {
+    let s = Setup::new();
+    hello(&s);
+    let repo = s.dir().join("repo");
+    std::fs::create_dir(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "t"]);
+    git(&repo, &["config", "user.email", "t@example.com"]);
+    std::fs::write(repo.join("f.txt"), "one\n").unwrap();
+    git(&repo, &["add", "f.txt"]);
+    git(&repo, &["commit", "-q", "-m", "one"]);
+    git(&repo, &["checkout", "-q", "-b", "aw/w/alice"]);
+    std::fs::write(repo.join("g.txt"), "two\n").unwrap();
+    git(&repo, &["add", "g.txt"]);
+    git(&repo, &["commit", "-q", "-m", "two"]);
+    git(&repo, &["checkout", "-q", "--detach"]);
+    let mut c = s.tool_cmd("aw-ctl");
+    c.current_dir(&repo)
+        .args(["-i", INST, "merge", "request", "alice", "--as", "alice"]);
+    assert_code(&run_with(c, None), 0);
+    let merged = git(&repo, &["rev-parse", "main"]);
+    let r: Value = serde_json::from_str(&report(&s, &["--json"])).unwrap();
+    let m = &r["merges"][0];
+    assert_eq!(
+        (
+            m["branch"].as_str(),
+            m["into"].as_str(),
+            m["state"].as_str()
+        ),
+        (Some("aw/w/alice"), Some("main"), Some("merged"))
+    );
+    assert_eq!(m["outcome"].as_str(), Some(&merged[..12]));
+    let html = report(&s, &[]);
+    assert!(html.contains("<h2 id=\"merges\">Merges</h2>"));
+    assert!(html.contains("<td>merged</td><td>alice</td><td>aw/w/alice</td><td>main</td>"));
+    assert!(html.contains(&merged[..12]));
 }
 
 /// Write 1,000 messages to the instance with one `aw-send --lines`.
