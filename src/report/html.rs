@@ -33,7 +33,7 @@ word-break:break-word;margin:.3em 0}\
 .msg{white-space:pre-wrap;word-break:break-word}\
 svg.timeline{display:block;margin:.5em 0}svg text{fill:var(--fg);font-size:12px}\
 svg text.axis{fill:var(--mute);font-size:11px}.lane{fill:var(--lane)}.lane.other{fill:var(--lane2)}\
-.grid{stroke:var(--line)}.tick{stroke:var(--tick);stroke-width:1.5}\
+.grid{stroke:var(--line)}.idle{fill:var(--bg)}.tick{stroke:var(--tick);stroke-width:1.5}\
 .wake{stroke:var(--wake);stroke-width:1;opacity:.55}.arrowhead{fill:var(--wake)}\
 .bar.ok{fill:var(--ok)}.bar.failed{fill:var(--failed)}.bar.timeout{fill:var(--timeout)}\
 .bar.killed{fill:var(--killed)}.bar.other{fill:var(--other)}\

@@ -1,8 +1,9 @@
 //! The timeline of a report, as inline SVG: one lane per agent (and per other sender), a
 //! bar per attempt coloured by its outcome, a tick where a message was written, and an
 //! arrow from a message to the attempt it woke. Ticks that fall on one pixel column of a
-//! lane are drawn as one (its title says how many); at most [`MAX_ARROWS`] arrows are
-//! drawn, and the page says how many were left out.
+//! lane are drawn as one (its title says how many); idle times between stretches of
+//! activity are cut out ([`Scale`]); at most [`MAX_ARROWS`] arrows are drawn, and the page
+//! says how many were left out.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -29,8 +30,8 @@ pub(super) fn timeline(r: &Report) -> (String, usize) {
     ) else {
         return (String::new(), 0);
     };
-    let span = (end - start).max(1) as f64;
-    let x = |t: i64| LEFT + (t - start) as f64 / span * (RIGHT - LEFT);
+    let scale = Scale::new(r, start, end);
+    let x = |t: i64| scale.x(t);
     let lane: BTreeMap<&str, usize> = r
         .agents
         .iter()
@@ -48,22 +49,27 @@ pub(super) fn timeline(r: &Report) -> (String, usize) {
          markerWidth=\"6\" markerHeight=\"6\" orient=\"auto\">\
          <path d=\"M0,0 L8,4 L0,8 z\" class=\"arrowhead\"/></marker></defs>"
     );
-    // The axis: five times, from the start to the end.
-    for k in 0..5 {
-        let t = start + ((end - start) as f64 * k as f64 / 4.0) as i64;
-        let anchor = match k {
-            0 => "start",
-            4 => "end",
-            _ => "middle",
-        };
-        let _ = write!(
-            s,
-            "<line class=\"grid\" x1=\"{0:.1}\" x2=\"{0:.1}\" y1=\"{1}\" y2=\"{height}\"/>\
-             <text class=\"axis\" x=\"{0:.1}\" y=\"14\" text-anchor=\"{anchor}\">{2}</text>",
-            x(t),
-            TOP - 4.0,
-            esc(&rfc3339(t)[11..23]),
-        );
+    // The axis: five times from the start to the end of each stretch of activity, or its
+    // start alone when it is narrow.
+    let mut last_label = f64::NEG_INFINITY;
+    for seg in &scale.segs {
+        let marks = if seg.w > 300.0 { 5 } else { 1 };
+        for m in 0..marks {
+            let t = seg.start + ((seg.end - seg.start) as f64 * m as f64 / 4.0) as i64;
+            let at = x(t);
+            if at - last_label < 110.0 {
+                continue;
+            }
+            last_label = at;
+            let anchor = if at > RIGHT - 60.0 { "end" } else { "start" };
+            let _ = write!(
+                s,
+                "<line class=\"grid\" x1=\"{at:.1}\" x2=\"{at:.1}\" y1=\"{}\" y2=\"{height}\"/>\
+                 <text class=\"axis\" x=\"{at:.1}\" y=\"14\" text-anchor=\"{anchor}\">{}</text>",
+                TOP - 4.0,
+                esc(&rfc3339(t)[11..23]),
+            );
+        }
     }
     for (i, a) in r.agents.iter().enumerate() {
         let class = if a.backend.is_some() {
@@ -79,6 +85,19 @@ pub(super) fn timeline(r: &Report) -> (String, usize) {
             LANE - 2.0,
             y(i) + LANE / 2.0 + 4.0,
             esc(&a.name)
+        );
+    }
+    // The idle times cut out, over the lanes.
+    for pair in scale.segs.windows(2) {
+        let gap = (pair[1].start - pair[0].end).max(0) as u64;
+        let _ = write!(
+            s,
+            "<rect class=\"idle\" x=\"{:.1}\" y=\"{}\" width=\"{BREAK:.1}\" height=\"{}\">\
+             <title>idle for {}</title></rect>",
+            pair[0].x0 + pair[0].w,
+            TOP - 4.0,
+            height - TOP + 4.0,
+            duration(gap)
         );
     }
     for a in &r.attempts {
@@ -162,4 +181,75 @@ pub(super) fn timeline(r: &Report) -> (String, usize) {
     }
     s.push_str("</svg>");
     (s, left)
+}
+
+/// The width of an idle time cut out of the timeline.
+const BREAK: f64 = 14.0;
+
+/// A stretch of activity on the timeline: its times, and where it is drawn.
+struct Segment {
+    start: i64,
+    end: i64,
+    x0: f64,
+    w: f64,
+}
+
+/// Where a time is drawn: the stretches of activity (attempts and messages) side by side,
+/// the idle times between them longer than a twentieth of the whole (and than 2 s) cut out,
+/// so that two runs an hour apart are both seen. A stretch is as wide as its share of the
+/// time, half of the width being shared evenly.
+struct Scale {
+    segs: Vec<Segment>,
+}
+
+impl Scale {
+    fn new(r: &Report, start: i64, end: i64) -> Scale {
+        let mut spans: Vec<(i64, i64)> = r
+            .attempts
+            .iter()
+            .map(|a| (a.start_ms, a.start_ms + a.duration_ms as i64))
+            .chain(
+                r.messages
+                    .iter()
+                    .filter_map(|m| millis(&m.at).map(|t| (t, t))),
+            )
+            .chain([(start, start), (end, end)])
+            .collect();
+        spans.sort_unstable();
+        let gap = ((end - start) / 20).max(2000);
+        let mut merged: Vec<(i64, i64)> = Vec::new();
+        for (a, b) in spans {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 + gap => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
+        }
+        let n = merged.len() as f64;
+        let room = (RIGHT - LEFT) - (n - 1.0) * BREAK;
+        let total: f64 = merged.iter().map(|(a, b)| (b - a).max(1) as f64).sum();
+        let mut x0 = LEFT;
+        let mut segs = Vec::with_capacity(merged.len());
+        for (a, b) in merged {
+            let w = room * (0.5 / n + 0.5 * (b - a).max(1) as f64 / total);
+            segs.push(Segment {
+                start: a,
+                end: b,
+                x0,
+                w,
+            });
+            x0 += w + BREAK;
+        }
+        Scale { segs }
+    }
+
+    /// The x of time `t`: in its stretch, or at the end of the stretch before it.
+    fn x(&self, t: i64) -> f64 {
+        let i = self
+            .segs
+            .partition_point(|s| s.start <= t)
+            .saturating_sub(1);
+        let s = &self.segs[i];
+        let along = (t.clamp(s.start, s.end) - s.start) as f64 / (s.end - s.start).max(1) as f64;
+        s.x0 + along * s.w
+    }
 }

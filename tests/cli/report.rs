@@ -133,7 +133,12 @@ fn a_run_of_hello_is_reported_with_every_agent_its_totals_and_who_woke_whom() {
 fn each_aw_run_is_a_run_of_its_own() {
     let s = Setup::new();
     hello(&s);
+    // Idle for longer than 2 s: the whole timeline cuts the idle time out, once.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
     hello(&s);
+    let whole = report(&s, &[]);
+    assert_eq!(whole.matches("<rect class=\"idle\"").count(), 1);
+    assert!(whole.contains("<title>idle for 2."));
     let all: Value = serde_json::from_str(&report(&s, &["--json"])).unwrap();
     let runs = all["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "{runs:?}");
@@ -162,6 +167,7 @@ fn each_aw_run_is_a_run_of_its_own() {
         );
         let html = report(&s, &["--run", &n.to_string()]);
         assert!(html.contains(&format!("<title>aw report: w, run {n}</title>")));
+        assert!(!html.contains("<rect class=\"idle\""));
         self_contained(&html);
     }
     // A run the instance does not have: 65, one line naming it and what there is.
