@@ -135,14 +135,14 @@ _aw_ctl() {
     for ((i = 1; i < cword; i++)); do
         w=${words[i]}
         case $w in
-        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --card | --by | --kind | --details | --then | --key | --branch | --into | --how | --verify | --generate) ((i++)) ;;
+        --root | -i | --instance | -m | --model | --backend | --prompt | --prompt-file | --until | --as | --option | --rule | --quorum | --tie-breaker | --timeout | --description | --id | --reason | --body | --after | --for | --label | --title | --ttl | --note | --mine | --card | --by | --kind | --details | --then | --key | --branch | --into | --how | --verify | --run | -o | --output | --generate) ((i++)) ;;
         --wait) [[ ${words[i + 1]} != -* ]] && ((i + 1 < cword)) && ((i++)) ;;
         -?*) ;;
         *) pos+=("$w") ;;
         esac
     done
     case $prev in
-    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --card | --details | --then | --key | --branch | --into | --verify) return ;;
+    -m | --model | --prompt | --until | --option | --quorum | --timeout | --description | --id | --reason | --body | --after | --label | --title | --ttl | --note | --card | --details | --then | --key | --branch | --into | --verify | --run) return ;;
     --root) _aw_paths; return ;;
     -i | --instance) _aw_reply < <(_aw_instances "$root"); return ;;
     --backend) _aw_reply < <(printf '%s\n' claude codex anthropic openai exec mock external); return ;;
@@ -155,6 +155,7 @@ _aw_ctl() {
     --by) _aw_reply < <(_aw_agents "$root" "$inst"; echo user); return ;;
     --kind) _aw_reply < <(printf '%s\n' task run merge tool); return ;;
     --how) _aw_reply < <(printf '%s\n' rebase merge); return ;;
+    -o | --output) _aw_paths -f; return ;;
     --generate) _aw_reply < <(printf '%s\n' complete-bash complete-zsh complete-fish); return ;;
     esac
     if [[ $cur == -* ]]; then
@@ -207,12 +208,13 @@ _aw_ctl() {
         approvals/*) opts+=' --all --json' ;;
         approve/*) opts+=' --as --reason' ;;
         reject/*) opts+=' --as --reason' ;;
+        report/*) opts+=' --run -o --output --json' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject merge worktree) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject merge worktree report) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;

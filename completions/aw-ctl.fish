@@ -117,7 +117,7 @@ function __aw_ctl_words
             continue
         end
         switch $t
-            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as --option --rule --quorum --tie-breaker --timeout --description --id --reason --body --after --for --label --title --ttl --note --mine --card --by --kind --details --then --key --branch --into --how --verify --generate
+            case --root -i --instance -m --model --backend --prompt --prompt-file --until --as --option --rule --quorum --tie-breaker --timeout --description --id --reason --body --after --for --label --title --ttl --note --mine --card --by --kind --details --then --key --branch --into --how --verify --run -o --output --generate
                 set skip 1
             case '-?*'
             case '*'
@@ -175,6 +175,7 @@ complete -c aw-ctl -n '__aw_ctl_at 0' -a approve -d 'Approve a request you are a
 complete -c aw-ctl -n '__aw_ctl_at 0' -a reject -d 'Reject a request, with a reason'
 complete -c aw-ctl -n '__aw_ctl_at 0' -a merge -d 'Merge request, ls, show, cancel, serve'
 complete -c aw-ctl -n '__aw_ctl_at 0' -a worktree -d 'Worktree ls, rm'
+complete -c aw-ctl -n '__aw_ctl_at 0' -a report -d 'What happened in the instance, or in its run N'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a read -d 'Print a document'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a write -d 'Replace a document with stdin'
 complete -c aw-ctl -n '__aw_ctl_at 1 doc' -a append -d 'Append stdin to a document'
@@ -275,4 +276,6 @@ complete -c aw-ctl -n '__aw_ctl_in merge request' -l into -x -d 'The target bran
 complete -c aw-ctl -n '__aw_ctl_in merge request' -l how -x -a 'rebase merge' -d 'Rebase or merge'
 complete -c aw-ctl -n '__aw_ctl_in merge request' -l verify -x -d 'The command that must pass before the target moves'
 complete -c aw-ctl -n '__aw_ctl_in merge request' -l no-wait -d 'Only queue the request'
-complete -c aw-ctl -n '__aw_ctl_in ls; or __aw_ctl_in doc list; or __aw_ctl_in status; or __aw_ctl_in proposals; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in ps; or __aw_ctl_in runs; or __aw_ctl_in budget; or __aw_ctl_in budget reset; or __aw_ctl_in board show; or __aw_ctl_in board ls; or __aw_ctl_in lease ls; or __aw_ctl_in approvals; or __aw_ctl_in approvals show; or __aw_ctl_in approvals ask; or __aw_ctl_in approvals wait; or __aw_ctl_in merge ls; or __aw_ctl_in merge show; or __aw_ctl_in worktree ls' -l json -d 'JSON Lines output'
+complete -c aw-ctl -n '__aw_ctl_in report' -l run -x -d 'Only run N (one aw-run)'
+complete -c aw-ctl -n '__aw_ctl_in report' -s o -l output -r -F -d 'Write to FILE'
+complete -c aw-ctl -n '__aw_ctl_in ls; or __aw_ctl_in doc list; or __aw_ctl_in status; or __aw_ctl_in proposals; or __aw_ctl_in propose; or __aw_ctl_in vote; or __aw_ctl_in cancel; or __aw_ctl_in ps; or __aw_ctl_in runs; or __aw_ctl_in budget; or __aw_ctl_in budget reset; or __aw_ctl_in board show; or __aw_ctl_in board ls; or __aw_ctl_in lease ls; or __aw_ctl_in approvals; or __aw_ctl_in approvals show; or __aw_ctl_in approvals ask; or __aw_ctl_in approvals wait; or __aw_ctl_in merge ls; or __aw_ctl_in merge show; or __aw_ctl_in worktree ls; or __aw_ctl_in report' -l json -d 'JSON Lines output'

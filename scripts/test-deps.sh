@@ -9,7 +9,8 @@
 # read, and run, by the shells they are for),
 # GlusterFS with FUSE (the several-hosts tests mount a real volume twice), strace (the
 # system calls of a run are counted), jq (the growth-curve benchmarks read JSON Lines with
-# it, and their tests run them), and the nightly
+# it, and their tests run them), chromium (an HTML report is opened in a real headless
+# browser: its rendered page is read, and its screenshot looked at), and the nightly
 # Rust toolchain (the fuzz smoke run). Missing Debian packages are installed when this runs as
 # root on a system with apt-get (one `apt-get update`, then `apt-get install -y`); the nightly
 # toolchain is installed with rustup. Anything still missing stops here with exit 69, naming
@@ -32,6 +33,7 @@ need strace strace
 need jq jq
 need zsh zsh
 need fish fish
+need chromium chromium
 
 if [ -n "$missing" ]; then
 	# shellcheck disable=SC2086

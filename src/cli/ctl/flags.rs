@@ -25,6 +25,7 @@ const JSON: &[&str] = &[
     "merge ls",
     "merge show",
     "worktree ls",
+    "report",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -487,6 +488,25 @@ pub const FLAGS: &[Flag] = &[
         doc: "(merge request) only queue the request: print its id and exit",
         brief: "only queue the request",
         cmds: &["merge request"],
+        ..BASE
+    },
+    Flag {
+        long: "run",
+        value: Some("N"),
+        doc: "(report) only run N: the attempts of one aw-run process, and\n\
+              the messages written while it ran",
+        brief: "only run N (one aw-run)",
+        cmds: &["report"],
+        ..BASE
+    },
+    Flag {
+        long: "output",
+        short: Some('o'),
+        value: Some("FILE"),
+        doc: "(report) write to FILE (atomically, private) instead of stdout",
+        brief: "write to FILE",
+        complete: Complete::File,
+        cmds: &["report"],
         ..BASE
     },
     Flag {

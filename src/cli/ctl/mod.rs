@@ -11,6 +11,7 @@ mod hooks;
 mod lease;
 mod mcp_config;
 mod merge;
+mod report;
 mod runs;
 mod top;
 mod votes;
@@ -46,16 +47,16 @@ Exit status: 0 ok, 1 no document owner set (doc owner), not served (stop), no ca
 ready (board claim), no lease released (lease release), a path leased by another
 (lease check), not approved (approvals ask --wait, approvals wait), a merge request
 that conflicts or fails (merge request) or is no longer queued (merge cancel), a
-worktree with changes or whose agent is served (worktree rm), 64
-usage, 65 bad name or data (or a path out of the work tree), or an approval decided
-already, 66 no such instance, agent, document, run, card, lease, approval, merge
-request, branch or worktree (or no git work tree: hooks), 69 git not runnable (merge,
-worktree), 73 cannot
-create (exists, or a hook in the way: hooks install), 74 I/O error, 75 lock timeout,
-still served after the wait (stop), card held by another (board) or path leased by
-another (lease take), 77 not the document owner, not an approver of the request
-(approve, reject), a root found above that is not trusted, a server record of another
-user (stop), a lease of another or permission denied, 130 interrupted.
+worktree with changes or whose agent is served (worktree rm), 64 usage, 65 bad name
+or data (or a path out of the work tree), an approval decided already, or a run the
+instance does not have (report), 66 no such instance, agent, document, run, card,
+lease, approval, merge request, branch or worktree (or no git work tree: hooks), 69
+git not runnable (merge, worktree), 73 cannot create (exists, or a hook in the way:
+hooks install), 74 I/O error, 75 lock timeout, still served after the wait (stop),
+card held by another (board) or path leased by another (lease take), 77 not the
+document owner, not an approver of the request (approve, reject), a root found above
+that is not trusted, a server record of another user (stop), a lease of another or
+permission denied, 130 interrupted.
 ";
 
 /// What runs a command: with the command line, and the command's arguments (as many as its
@@ -632,6 +633,18 @@ const COMMANDS: &[Cmd<Run>] = &[
              its branch too when it is merged into its target",
         )],
         run: worktree::rm,
+        ..NONE
+    },
+    Cmd {
+        name: "report",
+        help: &[(
+            "report [--run N] [-o FILE] [--json]",
+            "what happened in the instance, or in its run N (one aw-run),\n\
+             as one self-contained HTML page: a timeline per agent, who\n\
+             woke whom, tokens and cost, failures, messages, cards,\n\
+             approvals and merges",
+        )],
+        run: report::report,
         ..NONE
     },
 ];
