@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::record::{DIR, LOCK, Record, Records, STATE, get, path_of};
+use super::record::{DIR, LOCK, Record, Records, STATE, get, path_of, records};
 use super::repo::{self, all_in, current_branch, dirty, git, is_worktree, run, tip, top_of};
 use crate::error::{Error, Result};
 use crate::fs::Lock;
@@ -142,6 +142,28 @@ impl Spec {
         discard(&self.inst, &r, here, true)?;
         Ok(true)
     }
+}
+
+/// Remove each worktree of `inst` whose work was merged and that has no change to a file,
+/// with its branch, as [`Spec::tidy`] does after a run: for the worktrees whose work was
+/// merged while no run of their agent was under way (a request queued without waiting).
+/// The caller makes sure that no run of these agents is under way. The agents whose
+/// worktree was removed.
+pub fn tidy_merged(inst: &Instance) -> Result<Vec<String>> {
+    if !inst.state_file(STATE).exists() {
+        return Ok(Vec::new());
+    }
+    let _lock = lock(inst)?;
+    let mut gone = Vec::new();
+    for r in records(inst)?.into_values() {
+        let here = is_worktree(&r.path);
+        if !work_merged(&r) || (here && dirty(&r.path)?) {
+            continue;
+        }
+        discard(inst, &r, here, true)?;
+        gone.push(r.agent);
+    }
+    Ok(gone)
 }
 
 /// What [`remove`] did.

@@ -21,7 +21,9 @@
 //! is in the target (the branch is an ancestor of the target, or `git cherry` finds each
 //! commit's change there, as after a rebase). A merged worktree with no change to a file is
 //! removed with its branch, after a run and before the next, so that the next run starts
-//! afresh from the target.
+//! afresh from the target; a worktree whose work is merged while its agent does not run
+//! (its request queued without waiting) is removed by the aw-run that serves the queue,
+//! while no run is under way, or when its work is done ([`tidy_merged`]).
 //!
 //! Every git command goes through [`crate::git::command`]: none runs a hook, filter or
 //! signing program of the repository.
@@ -31,7 +33,7 @@ mod record;
 mod repo;
 mod status;
 
-pub use make::{Removed, Spec, remove};
+pub use make::{Removed, Spec, remove, tidy_merged};
 pub use record::{DIR, Record, STATE, get, path_of};
 pub use repo::top_of;
 pub use status::{Status, list};

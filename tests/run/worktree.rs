@@ -4,7 +4,7 @@
 //! editing one line, the first merged and the second told of its conflict, fixing it and
 //! merged; a merged worktree removed and the next run started afresh; the API backends'
 //! file tools, `--iter` and workers in worktrees; `--check` outside git; `aw-ctl worktree
-//! ls` and `rm`.
+//! ls` and `rm`; and `examples/worktrees.sh` to its end.
 
 use crate::common;
 
@@ -577,4 +577,71 @@ fn worktree_rm_refuses_the_worktree_of_an_agent_being_served_unless_forced() {
         String::from_utf8_lossy(&out.stdout),
         format!("removed {}\nremoved branch aw/w/a\n", wt(&s, "a").display())
     );
+}
+
+#[test]
+fn the_worktrees_example_merges_both_workers_once_verified_and_approved_after_a_conflict() {
+    let ex = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/worktrees.sh");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("repo");
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let bins = common::bin("aw-run").parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bins.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.arg(&ex)
+        .arg(&dir)
+        .env("PATH", path)
+        // No git identity but the example's own.
+        .env("HOME", &home)
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    for v in ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC"] {
+        c.env_remove(v);
+    }
+    let out = run_hang_guarded(c);
+    assert_code(&out, 0);
+    // Both signatures are on main, the second joined to the first by hand after its
+    // conflict, and the main work tree has them.
+    let greeting = read(&dir.join("greeting.txt"));
+    assert!(
+        ["hello from w1 and w2", "hello from w2 and w1"]
+            .iter()
+            .any(|l| greeting == format!("a greeting\n{l}\nthe end\n")),
+        "{greeting}"
+    );
+    let log = git(&dir, &["log", "--format=%s", "main"]);
+    assert_eq!(log.lines().count(), 3, "{log}");
+    // The queue: one merged, the other's conflict, then merged.
+    let ls = std::process::Command::new(common::bin("aw-ctl"))
+        .current_dir(&dir)
+        .args(["-i", "worktrees", "merge", "ls", "--json"])
+        .output()
+        .unwrap();
+    let states: Vec<String> = json_lines(&ls.stdout)
+        .iter()
+        .map(|r| r["state"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(states, ["merged", "conflict", "merged"]);
+    // Each merge waited for the lead's approval.
+    let ls = std::process::Command::new(common::bin("aw-ctl"))
+        .current_dir(&dir)
+        .args(["-i", "worktrees", "approvals", "--all", "--json"])
+        .output()
+        .unwrap();
+    let approvals = json_lines(&ls.stdout);
+    assert_eq!(approvals.len(), 2, "{approvals:?}");
+    for a in &approvals {
+        assert_eq!(a["state"], "approved", "{a}");
+        assert_eq!(a["decision"]["by"], "lead", "{a}");
+    }
+    // Merged, the worktrees are gone with their branches.
+    assert_eq!(
+        git(&dir, &["branch", "--format=%(refname:short)"]).trim(),
+        "main"
+    );
+    assert_eq!(git(&dir, &["worktree", "list"]).lines().count(), 1);
 }

@@ -370,7 +370,12 @@ fn work(
         (None, None) => Ok(()),
     };
     let (code, reason) = match done {
-        Ok(()) => wait_done(inst, shared, opts, adopter, serving.merges),
+        Ok(()) => {
+            let done = wait_done(inst, shared, opts, adopter, serving.merges);
+            // No run is under way: a worktree whose work was merged meanwhile goes.
+            super::merges::tidy_worktrees(inst);
+            done
+        }
         Err(Error::Interrupted) => (exit::INTERRUPTED, None),
         Err(e) => (e.exit_code(), Some(e.to_string())),
     };

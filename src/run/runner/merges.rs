@@ -46,6 +46,11 @@ pub(super) fn serve_merges(
                 if st.stopping {
                     return;
                 }
+                if st.in_flight == 0 {
+                    // No run is under way (none starts while this lock is held): the
+                    // worktrees whose work was merged go.
+                    tidy_worktrees(&inst);
+                }
                 st.generation += 1;
             }
             shared.cv.notify_all();
@@ -59,4 +64,12 @@ pub(super) fn serve_merges(
 /// running: the work of a run that serves the queue is not done then.
 pub(super) fn merging(inst: &Instance) -> bool {
     crate::merge::pending(inst).is_ok_and(|p| !p.is_empty())
+}
+
+/// Remove the worktrees of `inst` whose work is merged ([`crate::worktree::tidy_merged`]),
+/// while no run is under way; a failure is a warning.
+pub(super) fn tidy_worktrees(inst: &Instance) {
+    if let Err(e) = crate::worktree::tidy_merged(inst) {
+        crate::warn::warn("aw-run", format!("the agents' worktrees: {e}"));
+    }
 }
