@@ -50,8 +50,9 @@ pub fn gather(inst: &Instance, run: Option<u64>) -> Result<Report> {
         .iter()
         .filter_map(|e| Some((e.id, millis(&e.timestamp)?)))
         .collect();
-    // The window: a run's from the first entry that woke it to the end of its last attempt;
-    // the instance's from its first entry or attempt to its last.
+    // The window: a run's from the first entry that woke it to the end of its last attempt
+    // (or the last entry it wrote); the instance's from its first entry or attempt to its
+    // last.
     let mut window: Option<(i64, i64)> = None;
     let mut widen = |t: i64| {
         window = Some(window.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
@@ -59,7 +60,8 @@ pub fn gather(inst: &Instance, run: Option<u64>) -> Result<Report> {
     for a in &attempts {
         widen(a.start_ms);
         widen(a.start_ms + a.duration_ms as i64);
-        for id in &a.inbox {
+        // What it wrote counts too: aw-run posts a reply on its behalf as it ends.
+        for id in a.inbox.iter().chain(&a.reply) {
             if let Some(&t) = time_of.get(id) {
                 widen(t);
             }

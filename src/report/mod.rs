@@ -14,7 +14,7 @@
 //! (`_state/runs/<agent>/<n>.json`) that name the same server (host and pid). Runs are
 //! numbered from 1 in the order of their first attempt. The messages of a run are the
 //! entries written from the first entry that woke one of its attempts to the end of its
-//! last attempt. Nothing is written: the board, approvals and merges are read as stored,
+//! last attempt (or the last reply posted for one of them). Nothing is written: the board, approvals and merges are read as stored,
 //! without lapsing a claim or expiring a request.
 
 mod data;
