@@ -124,9 +124,15 @@ pub fn run_hang_guarded(cmd: Command) -> Output {
 /// Wait for `child` and its output, killing it if it hangs (a bound that only stops a hung
 /// test).
 pub fn wait_hang_guarded(child: Child) -> Output {
+    wait_guarded_for(child, Duration::from_secs(30))
+}
+
+/// [`wait_hang_guarded`] with a bound of `limit`: for work that takes long on a loaded
+/// machine without hanging.
+pub fn wait_guarded_for(child: Child, limit: Duration) -> Output {
     let pid = child.id();
     let guard = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(30));
+        std::thread::sleep(limit);
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     });
     let out = child.wait_with_output().expect("wait for aw-run");
@@ -290,6 +296,11 @@ impl Server {
     /// Wait (hang guard only) for the server to exit after a stop.
     pub fn wait(mut self) -> Output {
         wait_hang_guarded(self.0.take().expect("running"))
+    }
+
+    /// [`Server::wait`], for work that may take up to `limit` on a loaded machine.
+    pub fn wait_up_to(mut self, limit: Duration) -> Output {
+        wait_guarded_for(self.0.take().expect("running"), limit)
     }
 
     /// SIGTERM, then [`Server::wait`].

@@ -486,7 +486,8 @@ fn writers_on_two_hosts_get_contiguous_unique_ids() {
         }
     }
     for w in writers {
-        let out = w.wait();
+        // 800 appends across two mounts: seconds, or more on a loaded machine.
+        let out = w.wait_up_to(std::time::Duration::from_secs(180));
         assert_code(&out, 0);
         // Not even a warning about the index (its end is read as the server has it).
         assert_eq!(warnings(&out), Vec::<String>::new());
