@@ -209,12 +209,13 @@ _aw_ctl() {
         approve/*) opts+=' --as --reason' ;;
         reject/*) opts+=' --as --reason' ;;
         report/*) opts+=' --run -o --output --json' ;;
+        traces/*) opts+=' --run --json' ;;
         esac
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject merge worktree report) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject merge worktree report traces) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;

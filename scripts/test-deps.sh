@@ -10,7 +10,8 @@
 # GlusterFS with FUSE (the several-hosts tests mount a real volume twice), strace (the
 # system calls of a run are counted), jq (the growth-curve benchmarks read JSON Lines with
 # it, and their tests run them), chromium (an HTML report is opened in a real headless
-# browser: its rendered page is read, and its screenshot looked at), and the nightly
+# browser: its rendered page is read, and its screenshot looked at), the Python package
+# opentelemetry-proto (the trace files are read with the official OTLP definitions), and the nightly
 # Rust toolchain (the fuzz smoke run). Missing Debian packages are installed when this runs as
 # root on a system with apt-get (one `apt-get update`, then `apt-get install -y`); the nightly
 # toolchain is installed with rustup. Anything still missing stops here with exit 69, naming
@@ -34,6 +35,7 @@ need jq jq
 need zsh zsh
 need fish fish
 need chromium chromium
+need python3 python3
 
 if [ -n "$missing" ]; then
 	# shellcheck disable=SC2086
@@ -48,6 +50,21 @@ if [ -n "$missing" ]; then
 		echo "test-deps: install them (as root: apt-get install -y $missing) and run again" >&2
 		exit 69
 	fi
+fi
+
+# The trace files are parsed with the official OTLP definitions, pinned.
+OTEL_PROTO=opentelemetry-proto==1.45.2
+if ! python3 -c 'import opentelemetry.proto.trace.v1.trace_pb2' >/dev/null 2>&1; then
+	echo "test-deps: INSTALLING $OTEL_PROTO (Python) to read the trace files" >&2
+	python3 -m pip install -q "$OTEL_PROTO" ||
+		python3 -m pip install -q --break-system-packages "$OTEL_PROTO" || {
+		echo "test-deps: cannot install $OTEL_PROTO with pip (is python3-pip there?)" >&2
+		exit 69
+	}
+	python3 -c 'import opentelemetry.proto.trace.v1.trace_pb2' || {
+		echo "test-deps: $OTEL_PROTO installed but not importable by python3" >&2
+		exit 69
+	}
 fi
 
 if [ ! -c /dev/fuse ]; then

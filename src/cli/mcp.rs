@@ -163,6 +163,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
             false,
         )?;
     }
+    crate::otel::genai::mcp(&inst);
     let mut server = Server::new(inst, name);
     server.caller.tools = crate::tools::Toolset {
         collab: (collab || delegate).then_some(limits),

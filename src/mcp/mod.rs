@@ -79,7 +79,14 @@ impl rmcp::ServerHandler for Server {
         let name = request.name.to_string();
         let args = request.arguments.unwrap_or_default();
         let shown = name.clone();
-        let outcome = tokio::task::spawn_blocking(move || tools::call(&caller, &name, &args)).await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            let span = crate::otel::genai::tool(&name, &caller.agent, caller.inst.name());
+            let r = tools::call(&caller, &name, &args);
+            let bytes = r.as_ref().map_or(0, |reply| reply.text.len());
+            crate::otel::genai::end_tool(span, bytes, r.is_err());
+            r
+        })
+        .await;
         let result = match outcome {
             Ok(Ok(reply)) => {
                 let mut r = CallToolResult::success(vec![ContentBlock::text(reply.text)]);

@@ -45,6 +45,7 @@ pub(super) fn run(
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(err)?)
         .stderr(log.try_clone().map_err(err)?)
+        .envs(crate::otel::child_env())
         .env("AW_MERGE_ID", r.id.to_string())
         .env("AW_MERGE_BRANCH", &r.branch)
         .env("AW_MERGE_INTO", &r.into)

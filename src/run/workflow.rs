@@ -174,6 +174,9 @@ pub struct Workflow {
     pub hooks: Vec<HookDef>,
     /// `isolation:` at the top level: where every agent works unless it says otherwise.
     pub isolation: Option<Spanned<Isolation>>,
+    /// `otel:`: whether aw-run (and the aw-mcp its agents start) write traces (`true` when
+    /// left out).
+    pub otel: bool,
 }
 
 impl Workflow {

@@ -22,9 +22,18 @@ pub fn bin(name: &str) -> PathBuf {
 }
 
 /// Environment variables that would change what a tool does; tests start without them.
-const AW_ENV: [&str; 4] = ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC"];
+const AW_ENV: [&str; 7] = [
+    "AW_ROOT",
+    "AW_INSTANCE",
+    "AW_AGENT",
+    "AW_SYNC",
+    "AW_OTEL",
+    "TRACEPARENT",
+    "TRACESTATE",
+];
 
-/// A command for tool `name` with none of the `AW_*` variables of the caller.
+/// A command for tool `name` with none of the `AW_*` variables of the caller, and no trace
+/// context.
 pub fn tool(name: &str) -> Command {
     let mut c = Command::new(bin(name));
     for v in AW_ENV {

@@ -32,10 +32,19 @@ pub fn bin(name: &str) -> PathBuf {
     }
 }
 
-/// A command for one of the tools with a clean environment (no `AW_*` from the caller).
+/// A command for one of the tools with a clean environment (no `AW_*` from the caller, and
+/// no trace context).
 pub fn command(name: &str) -> Command {
     let mut c = Command::new(bin(name));
-    for v in ["AW_ROOT", "AW_INSTANCE", "AW_AGENT", "AW_SYNC"] {
+    for v in [
+        "AW_ROOT",
+        "AW_INSTANCE",
+        "AW_AGENT",
+        "AW_SYNC",
+        "AW_OTEL",
+        "TRACEPARENT",
+        "TRACESTATE",
+    ] {
         c.env_remove(v);
     }
     c.stdin(Stdio::null());

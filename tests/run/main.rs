@@ -1,4 +1,4 @@
-//! aw-run with real processes: backends, budgets, the dispatcher, hostile programs, interpolation, --iter, lifecycle hooks, live views, modes, limits, security, secrets, serving, speed and tasks.
+//! aw-run with real processes: backends, budgets, the dispatcher, hostile programs, interpolation, --iter, lifecycle hooks, live views, modes, OpenTelemetry traces, limits, security, secrets, serving, speed and tasks.
 //!
 //! One test binary per concept, each file below a module of it: the crate is linked
 //! once per runner rather than once per file (see BENCHMARKS.md, "Test binaries").
@@ -20,6 +20,7 @@ mod iter;
 mod lifecycle;
 mod live;
 mod merge_serve;
+mod otel;
 mod quiescence;
 mod run;
 mod run_limits;

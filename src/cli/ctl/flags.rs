@@ -26,6 +26,7 @@ const JSON: &[&str] = &[
     "merge show",
     "worktree ls",
     "report",
+    "traces",
 ];
 
 /// The commands that write as someone (`--as`).
@@ -494,9 +495,10 @@ pub const FLAGS: &[Flag] = &[
         long: "run",
         value: Some("N"),
         doc: "(report) only run N: the attempts of one aw-run process, and\n\
-              the messages written while it ran",
+              the messages written while it ran; (traces) the trace of run N\n\
+              (default: the last)",
         brief: "only run N (one aw-run)",
-        cmds: &["report"],
+        cmds: &["report", "traces"],
         ..BASE
     },
     Flag {

@@ -14,6 +14,7 @@ mod merge;
 mod report;
 mod runs;
 mod top;
+mod traces;
 mod votes;
 mod worktree;
 
@@ -645,6 +646,17 @@ const COMMANDS: &[Cmd<Run>] = &[
              approvals and merges",
         )],
         run: report::report,
+        ..NONE
+    },
+    Cmd {
+        name: "traces",
+        help: &[(
+            "traces [--run N] [--json]",
+            "the OpenTelemetry spans of run N (one aw-run; the last one\n\
+             by default) as a tree: each span's name, duration, outcome,\n\
+             tokens and cost",
+        )],
+        run: traces::traces,
         ..NONE
     },
 ];

@@ -95,6 +95,10 @@ mod answer {
 }
 
 impl Dialect for Anthropic {
+    fn provider(&self) -> &'static str {
+        "anthropic"
+    }
+
     fn parse(&self, body: &[u8]) -> Result<Value, String> {
         super::api::parse_answer::<answer::Answer>("anthropic", body)
     }

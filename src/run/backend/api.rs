@@ -158,6 +158,8 @@ pub trait Dialect: Send {
     fn read(&self, answer: &Value) -> Result<Turn, String>;
     /// The messages that carry the results of a step's tool calls.
     fn results(&self, results: Vec<ToolResult>) -> Vec<Value>;
+    /// The provider, as OpenTelemetry names it (`gen_ai.provider.name`).
+    fn provider(&self) -> &'static str;
 }
 
 /// A backend that runs the tool loop against one API.
@@ -211,6 +213,8 @@ impl<D: Dialect> Api<D> {
             }
             args
         });
+        let mut span = crate::otel::genai::tool(&call.name, &caller.agent, caller.inst.name());
+        span.set("gen_ai.tool.call.id", call.id.as_str());
         let outcome = match &input {
             Err(why) => Err(why.clone()),
             Ok(args) => match self.file_tool(&call.name) {
@@ -228,6 +232,7 @@ impl<D: Dialect> Api<D> {
             Ok(t) => (t, false),
             Err(e) => (format!("Error: {e}"), true),
         };
+        crate::otel::genai::end_tool(span, text.len(), is_error);
         ToolResult {
             id: call.id.clone(),
             text: cut(text),
@@ -316,21 +321,24 @@ impl<D: Dialect> Api<D> {
             }
             step += 1;
             let body = self.dialect.body(&messages, &tools);
+            let model = body["model"].as_str().unwrap_or_default();
+            let mut chat = crate::otel::genai::chat(self.dialect.provider(), model);
             let answer = match self.client.post(&body, ctx.stop, deadline, &mut retries) {
                 Ok(a) => a,
-                Err(CallError::Stopped) => {
-                    end(&mut out, Status::Killed, "stopped".into());
-                    break;
-                }
-                Err(CallError::Timeout(why)) => {
-                    end(&mut out, Status::Timeout, why);
-                    break;
-                }
-                Err(CallError::Failed(why)) => {
-                    end(&mut out, Status::Failed, why);
+                Err(e) => {
+                    let (status, why) = match e {
+                        CallError::Stopped => (Status::Killed, "stopped".to_string()),
+                        CallError::Timeout(why) => (Status::Timeout, why),
+                        CallError::Failed(why) => (Status::Failed, why),
+                    };
+                    // What a service answered may quote a key: the span says only how it ended.
+                    chat.set("error.type", status.name());
+                    chat.status = crate::otel::Status::Error(status.name().into());
+                    end(&mut out, status, why);
                     break;
                 }
             };
+            chat.set("aw.response_bytes", answer.len() as u64);
             let turn = match self
                 .dialect
                 .parse(&answer)
@@ -338,10 +346,19 @@ impl<D: Dialect> Api<D> {
             {
                 Ok(t) => t,
                 Err(why) => {
+                    chat.set("error.type", "unreadable_answer");
+                    chat.status = crate::otel::Status::Error("the answer could not be read".into());
                     end(&mut out, Status::Failed, why);
                     break;
                 }
             };
+            crate::otel::genai::usage(&mut chat, &turn.usage);
+            chat.set(
+                "gen_ai.response.finish_reasons",
+                crate::otel::Value::Strs(vec![finish_name(&turn.finish).to_string()]),
+            );
+            chat.status = crate::otel::Status::Ok;
+            chat.end();
             let implausible = turn.usage.implausible();
             usage.add(&turn.usage.believed());
             let mut record = json!({

@@ -68,6 +68,8 @@ pub fn prepare(cmd: &mut Command, own_group: bool) {
         crate::run::guard::ensure();
     }
     cmd.env_remove(crate::spawn::READY_FD);
+    // The span it runs under, so that a program that traces joins the trace.
+    cmd.envs(crate::otel::child_env());
     let parent = std::process::id() as i32;
     // The program gets the limit of open files its user set, not the one aw-run raised.
     let open_files = crate::process::open_files_at_start();

@@ -142,6 +142,10 @@ mod answer {
 }
 
 impl Dialect for OpenAi {
+    fn provider(&self) -> &'static str {
+        "openai"
+    }
+
     fn parse(&self, body: &[u8]) -> Result<Value, String> {
         super::api::parse_answer::<answer::Answer>("openai", body)
     }

@@ -251,8 +251,20 @@ impl Controller {
         let before = channel.last_id().unwrap_or(0);
         let started = crate::time::now();
         self.report_start(report, due, attempt);
+        let woken_by: Vec<u64> = due.msgs.iter().map(|m| m.entry.id).collect();
+        let span = crate::otel::genai::agent(&crate::otel::genai::Attempt {
+            agent: &self.agent,
+            instance: self.inst.name(),
+            run: due.run,
+            attempt,
+            woken_by: &woken_by,
+            card: due.card.as_ref().map(|c| c.id),
+            prompt_bytes: text.len(),
+        });
         let t0 = Instant::now();
+        let entered = span.enter();
         let mut out = self.call(shared, due, attempt, &text);
+        drop(entered);
         // Counted before the answer is posted, so that an agent the answer wakes sees a
         // budget it went over and starts no run; the budget stop said after the answer.
         match &out.usage {
@@ -274,6 +286,12 @@ impl Controller {
             prompt: &text,
         };
         self.record(shared, report, &record);
+        crate::otel::genai::end_agent(
+            span,
+            out.status.name(),
+            out.reason.as_deref(),
+            out.usage.as_ref(),
+        );
         out
     }
 

@@ -174,17 +174,29 @@ fn limits(
 
 /// Run the workflow on `inst` until the work is done (or, with `keep`, until stopped); the
 /// exit code.
-pub fn run(
+pub fn run(wf: &Workflow, inst: &Instance, root: &Path, vars: Vars, opts: &Options) -> Result<u8> {
+    preflight(wf, &vars)?;
+    crate::warn::noting_created("aw-run", root, || inst.create())?;
+    let names: Vec<&str> = wf.agent_names().collect();
+    let locks = serve::take(inst, &names)?;
+    // Traced once its agents are its own: a runner refused leaves the instance as it was.
+    let trace = crate::otel::genai::workflow(inst, &wf.name.value, wf.otel);
+    let code = run_served(wf, inst, root, vars, opts, locks);
+    crate::otel::genai::end_workflow(trace, code.as_ref().map(|c| *c).map_err(|e| e.to_string()));
+    code
+}
+
+/// [`run`] once its agents' serving locks are taken (`claims`), under the run's trace.
+fn run_served(
     wf: &Workflow,
     inst: &Instance,
     root: &Path,
     mut vars: Vars,
     opts: &Options,
+    claims: Vec<serve::Claim>,
 ) -> Result<u8> {
-    preflight(wf, &vars)?;
-    crate::warn::noting_created("aw-run", root, || inst.create())?;
     let names: Vec<&str> = wf.agent_names().collect();
-    let mut locks = serve::take(inst, &names)?.into_iter();
+    let mut locks = claims.into_iter();
     serve::forget_stop(inst);
     // The workflow's merge settings are the instance's, for every way of asking.
     if let Some(m) = &wf.merge {
@@ -384,12 +396,18 @@ pub fn run(
 /// empty): no workflow file, no setup, no kickoff.
 pub fn serve(inst: &Instance, root: &Path, agents: &[String], opts: &Options) -> Result<u8> {
     match prepare_serve(inst, root, agents, opts)? {
-        Ok(p) => drive(
-            Arc::new(p.serving),
-            p.controllers,
-            p.before,
-            Start::default(),
-        ),
+        Ok(p) => {
+            let trace = crate::otel::genai::workflow(inst, "serve", true);
+            let code = drive(
+                Arc::new(p.serving),
+                p.controllers,
+                p.before,
+                Start::default(),
+            );
+            let end = code.as_ref().map(|c| *c).map_err(|e| e.to_string());
+            crate::otel::genai::end_workflow(trace, end);
+            code
+        }
         Err(code) => Ok(code),
     }
 }

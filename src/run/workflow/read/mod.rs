@@ -32,7 +32,7 @@ use budget::{read_budget, read_pricing};
 use context::read_context;
 use tasks::{read_setup, read_tasks};
 
-const TOP_KEYS: [&str; 12] = [
+const TOP_KEYS: [&str; 13] = [
     "name",
     "agents",
     "context",
@@ -45,6 +45,7 @@ const TOP_KEYS: [&str; 12] = [
     "merge",
     "hooks",
     "isolation",
+    "otel",
 ];
 
 pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
@@ -68,6 +69,7 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         merge: None,
         hooks: Vec::new(),
         isolation: None,
+        otel: true,
     };
     let doc = r.doc;
     let fields = match &doc.root {
@@ -113,6 +115,9 @@ pub(super) fn read_workflow(r: &mut Reader, path: &Path) -> Workflow {
         workflow.hooks = hooks::read_hooks(r, node, &workflow.dir);
     }
     isolation::read_top(r, &fields, &mut workflow);
+    if let Some(node) = fields.get("otel") {
+        workflow.otel = r.boolean(node, "otel").unwrap_or(true);
+    }
     workflow
 }
 
