@@ -200,7 +200,7 @@ _aw_ctl() {
         propose/*) opts+=' --as --option --rule --quorum --tie-breaker --binding --timeout --description --id --json' ;;
         vote/*) opts+=' --as --reason --json' ;;
         cancel/*) opts+=' --as --json' ;;
-        mcp-config/*) opts+=' --codex --codex-toml --collab --delegate' ;;
+        mcp-config/*) opts+=' --codex --codex-toml --collab --delegate --channel' ;;
         ps/*) opts+=' --all-roots --json' ;;
         stop/*) opts+=' --all --all-roots --timeout' ;;
         runs/*) opts+=' -f --follow --json' ;;
@@ -215,7 +215,7 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config ps top stop runs budget board lease hooks approvals approve reject merge worktree report traces) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config inbox-hook ps top stop runs budget board lease hooks approvals approve reject merge worktree report traces) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;
@@ -234,6 +234,7 @@ _aw_ctl() {
     1/status/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/propose/) _aw_reply < <(printf '%s\n' election decision approval assignment) ;;
     1/mcp-config/) _aw_reply < <(_aw_agents "$root" "$inst" | sed "s/\$/@$inst/") ;;
+    1/inbox-hook/) _aw_reply < <(_aw_agents "$root" "$inst" | sed "s/\$/@$inst/") ;;
     1/stop/) _aw_reply < <(_aw_targets "$root" "$inst") ;;
     1/runs/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     */lease/take) _aw_paths -f ;;

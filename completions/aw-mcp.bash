@@ -136,7 +136,7 @@ _aw_mcp() {
     --generate) _aw_reply < <(printf '%s\n' complete-bash complete-zsh complete-fish); return ;;
     esac
     if [[ $cur == -* ]]; then
-        local opts='-a --agent --collab --max-workers --spawn-depth --delegate --create --root -i --instance --generate -h --help -V --version'
+        local opts='-a --agent --collab --max-workers --spawn-depth --delegate --channel --channel-all --create --root -i --instance --generate -h --help -V --version'
         _aw_reply < <(printf '%s\n' $opts)
         return
     fi

@@ -4,7 +4,8 @@ use crate::cli::complete::{Operands, Tool};
 use crate::cli::flags::{self, BASE, Flag};
 use crate::cli::{self, Common, Out};
 use crate::error::{Error, Result};
-use crate::mcp::Server;
+use crate::mcp::push::{self, Scope};
+use crate::mcp::{Pushing, Server};
 use crate::names;
 use crate::registry::{self, Agent, Registry};
 
@@ -13,11 +14,13 @@ const ABOUT: &str = "\
 aw-mcp - MCP server (stdio) giving one agent the aw channel, inbox, documents and votes
 
 Usage: aw-mcp --agent NAME[@INSTANCE] [--collab [--max-workers N] [--spawn-depth N]]
-              [--delegate] [--root DIR] [-i NAME]
+              [--delegate] [--channel | --channel-all] [--root DIR] [-i NAME]
 
 Speaks MCP (JSON-RPC) on stdin/stdout; logs go to stderr. The identity is fixed at start.
 An agent that is not registered is registered with backend 'external'.
 Wire it into Claude Code with the output of: aw-ctl mcp-config NAME@INSTANCE
+With --channel, new mentions are pushed into a live Claude Code session that loaded
+the server as a channel (aw-mcp(1), PUSHING INTO A LIVE SESSION, gives the command).
 ";
 
 /// What `--help` says after the options.
@@ -66,6 +69,20 @@ pub const FLAGS: &[Flag] = &[
         ..BASE
     },
     Flag {
+        long: "channel",
+        doc: "push each new mention of the agent into the session\n\
+              (Claude Code channels; also AW_CHANNEL=mentions)",
+        brief: "push new mentions into the session (Claude Code channels)",
+        ..BASE
+    },
+    Flag {
+        long: "channel-all",
+        doc: "as --channel, for every entry of the channel\n\
+              (also AW_CHANNEL=all)",
+        brief: "as --channel, for every entry of the channel",
+        ..BASE
+    },
+    Flag {
         long: "create",
         doc: "create the instance even if an existing one has a\n\
               near name (otherwise refused as a likely typo, 66)",
@@ -100,6 +117,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     let mut limited = false;
     let mut delegate = false;
     let mut create = false;
+    let mut channel: Option<Scope> = None;
     let mut p = lexopt::Parser::from_env();
     while let Some(arg) = p.next().map_err(cli::lex_err)? {
         if let Some(k) = Common::key(&arg) {
@@ -114,6 +132,18 @@ pub fn run(out: &mut Out) -> Result<u8> {
             "collab" => collab = true,
             "delegate" => delegate = true,
             "create" => create = true,
+            "channel" | "channel-all" => {
+                let scope = match f.long {
+                    "channel" => Scope::Mentions,
+                    _ => Scope::All,
+                };
+                if channel.is_some_and(|c| c != scope) {
+                    return Err(Error::Usage(
+                        "--channel and --channel-all do not go together".into(),
+                    ));
+                }
+                channel = Some(scope);
+            }
             "max-workers" => {
                 limits.max_workers = positive(&mut p, "--max-workers")?;
                 limited = true;
@@ -164,7 +194,16 @@ pub fn run(out: &mut Out) -> Result<u8> {
         )?;
     }
     crate::otel::genai::mcp(&inst);
+    let channel = match channel {
+        Some(c) => Some(c),
+        None => push::scope_from_env().map_err(Error::Usage)?,
+    };
+    let start = match channel {
+        Some(_) => crate::channel::Channel::new(&inst).last_id()?,
+        None => 0,
+    };
     let mut server = Server::new(inst, name);
+    server.push = channel.map(|scope| std::sync::Arc::new(Pushing::new(scope, start)));
     server.caller.tools = crate::tools::Toolset {
         collab: (collab || delegate).then_some(limits),
         delegate,

@@ -3,15 +3,19 @@
 //! their list and their calls.
 
 pub mod framing;
+pub mod push;
 
+use std::borrow::Cow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 
 use serde_json::Value;
 
@@ -44,21 +48,86 @@ fn listed(t: ToolDef) -> rmcp::model::Tool {
 #[derive(Clone)]
 pub struct Server {
     pub caller: Caller,
+    /// Channel mode: what to push into the session, once it is ready.
+    pub push: Option<Arc<Pushing>>,
 }
+
+/// Channel mode of a server: what it pushes, and whether its watch has started.
+pub struct Pushing {
+    pub scope: push::Scope,
+    /// The newest channel entry when the server started.
+    pub start: u64,
+    started: AtomicBool,
+}
+
+impl Pushing {
+    pub fn new(scope: push::Scope, start: u64) -> Pushing {
+        Pushing {
+            scope,
+            start,
+            started: AtomicBool::new(false),
+        }
+    }
+}
+
+/// What the instructions add in channel mode.
+const PUSH_INSTRUCTIONS: &str = "\n\nMessages for you also arrive by themselves, as \
+<channel source=\"aw\"> events (meta: from, id, instance, priority). Such an event does not \
+mark anything read: call my_inbox to read your messages whole, and my_inbox_ack once handled.";
 
 impl Server {
     pub fn new(inst: Instance, agent: impl Into<String>) -> Server {
         Server {
             caller: Caller::new(inst, agent),
+            push: None,
         }
     }
 }
 
 impl rmcp::ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let mut caps = ServerCapabilities::builder().enable_tools().build();
+        let mut instructions = INSTRUCTIONS.to_string();
+        if self.push.is_some() {
+            caps.experimental = Some([(push::CAPABILITY.to_string(), JsonObject::new())].into());
+            instructions.push_str(PUSH_INSTRUCTIONS);
+        }
+        let config = ServerConfig::new(caps)
             .with_server_info(Implementation::new("aw", crate::VERSION))
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(instructions);
+        match self.push {
+            Some(_) => config.with_protocol_version(push::REVISION),
+            None => config,
+        }
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        match self.push {
+            // Channels reach no session on a later revision.
+            Some(_) => Cow::Borrowed(ProtocolVersion::known_up_to(&push::REVISION)),
+            None => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(p) = &self.push else { return };
+        if p.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let watch = push::Watch {
+            inst: self.caller.inst.clone(),
+            agent: self.caller.agent.clone(),
+            scope: p.scope,
+            start: p.start,
+        };
+        let rt = tokio::runtime::Handle::current();
+        let peer = context.peer;
+        let spawned = std::thread::Builder::new()
+            .name("aw-push".into())
+            .spawn(move || watch.run(peer, rt));
+        if let Err(e) = spawned {
+            eprintln!("aw-mcp: cannot start the channel push: {e}");
+        }
     }
 
     async fn list_tools(

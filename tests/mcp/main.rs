@@ -11,6 +11,7 @@ mod mcp_common;
 
 mod approval;
 mod board;
+mod channel;
 mod collab;
 mod collab_names;
 mod doc_safety;

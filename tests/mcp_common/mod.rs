@@ -366,12 +366,24 @@ pub struct Raw {
 impl Raw {
     /// Start `aw-mcp --agent NAME@default --root ROOT`.
     pub fn start(team: &Team, name: &str) -> Raw {
+        Raw::start_with(team, name, &[])
+    }
+
+    /// [`Raw::start`] with more `aw-mcp` options.
+    pub fn start_with(team: &Team, name: &str, options: &[&str]) -> Raw {
+        Raw::start_env(team, name, options, &[])
+    }
+
+    /// [`Raw::start_with`] with more environment variables.
+    pub fn start_env(team: &Team, name: &str, options: &[&str], env: &[(&str, &str)]) -> Raw {
         use std::io::{BufRead, Read};
         let mut child = command("aw-mcp")
+            .envs(env.iter().copied())
             .arg("--agent")
             .arg(format!("{name}@{INSTANCE}"))
             .arg("--root")
             .arg(&team.root)
+            .args(options)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -442,17 +454,27 @@ impl Raw {
 
     /// initialize + notifications/initialized.
     pub fn initialize(&mut self) -> Value {
+        let r = self.initialize_only("2025-06-18");
+        self.initialized();
+        r
+    }
+
+    /// The `initialize` request (id 1) asking for protocol revision `version`; its response.
+    pub fn initialize_only(&mut self, version: &str) -> Value {
         self.send(json!({
             "jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {
-                "protocolVersion": "2025-06-18",
+                "protocolVersion": version,
                 "capabilities": {},
                 "clientInfo": {"name": "raw-test", "version": "0"}
             }
         }));
-        let r = self.response(1);
+        self.response(1)
+    }
+
+    /// The `notifications/initialized` notification.
+    pub fn initialized(&mut self) {
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        r
     }
 
     pub fn close_stdin(&mut self) {

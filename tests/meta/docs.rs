@@ -630,7 +630,11 @@ fn bash_completes_commands_options_agents_and_documents() {
         ("aw-peek", "aw-peek --fo", &["--follow"]),
         // Bash replaces the word from its `@` on.
         ("aw-run", "aw-run --serve -i team alice@", &["@team"]),
-        ("aw-mcp", "aw-mcp --c", &["--collab", "--create"]),
+        (
+            "aw-mcp",
+            "aw-mcp --c",
+            &["--channel", "--channel-all", "--collab", "--create"],
+        ),
     ] {
         assert_eq!(bash_complete(d, tool, line), want, "{line:?}");
     }

@@ -263,6 +263,12 @@ pub const FLAGS: &[Flag] = &[
         ..BASE
     },
     Flag {
+        long: "channel",
+        doc: "(mcp-config) the server pushes new mentions into the session",
+        cmds: &["mcp-config"],
+        ..BASE
+    },
+    Flag {
         long: "body",
         value: Some("TEXT"),
         doc: "(board add, edit) the card's body; - reads it from stdin",

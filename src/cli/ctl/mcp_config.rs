@@ -51,6 +51,7 @@ struct Opts {
     codex_toml: bool,
     collab: bool,
     delegate: bool,
+    channel: bool,
 }
 
 impl Opts {
@@ -60,11 +61,16 @@ impl Opts {
             codex_toml: c.has("codex-toml"),
             collab: c.has("collab"),
             delegate: c.has("delegate"),
+            channel: c.has("channel"),
         }
     }
 }
 
-/// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]`.
+/// How Claude Code is started for the pushes of `aw-mcp --channel` (the server is `aw`).
+pub(super) const CHANNEL_LAUNCH: &str = "claude --dangerously-load-development-channels server:aw";
+
+/// `aw-ctl mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]
+/// [--channel]`.
 pub(super) fn mcp_config(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     // Configuration to copy: exact on a terminal too.
     out.exact();
@@ -83,10 +89,18 @@ pub(super) fn mcp_config(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
             "--collab and --delegate do not go together (--delegate gives the collab tools)".into(),
         ));
     }
-    let tools = client_config::tool_args(
+    if a.channel && (a.codex || a.codex_toml) {
+        return Err(Error::Usage(
+            "--channel is for Claude Code: Codex has no channel pushes".into(),
+        ));
+    }
+    let mut tools = client_config::tool_args(
         (a.collab || a.delegate).then(crate::registry::Collab::default),
         a.delegate,
     );
+    if a.channel {
+        tools.push("--channel".into());
+    }
     if a.codex || a.codex_toml {
         let keys = client_config::codex_keys(&exe, &root, &agent, &tools);
         if a.codex_toml {
@@ -105,5 +119,8 @@ pub(super) fn mcp_config(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
         return Ok(0);
     }
     out.line(&client_config::claude_json(&exe, &root, &agent, &tools))?;
+    if a.channel {
+        eprintln!("hint: start Claude Code with: {CHANNEL_LAUNCH} --mcp-config FILE");
+    }
     Ok(0)
 }

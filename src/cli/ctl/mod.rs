@@ -8,6 +8,7 @@ mod board;
 mod budget;
 mod docs;
 mod hooks;
+mod inbox_hook;
 mod lease;
 mod mcp_config;
 mod merge;
@@ -272,11 +273,26 @@ const COMMANDS: &[Cmd<Run>] = &[
         name: "mcp-config",
         args: &[arg("NAME@INSTANCE", Complete::AgentAddress)],
         help: &[(
-            "mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate]",
+            "mcp-config NAME@INSTANCE [--codex | --codex-toml] [--collab | --delegate] [--channel]",
             "print the MCP configuration for Claude Code (JSON) or\n\
-             Codex (command-line overrides, or config.toml)",
+             Codex (command-line overrides, or config.toml); with --channel,\n\
+             new mentions are pushed into the Claude Code session (which\n\
+             must load the channel: the launch line is printed on stderr)",
         )],
         run: mcp_config::mcp_config,
+        ..NONE
+    },
+    Cmd {
+        name: "inbox-hook",
+        args: &[opt("AGENT", Complete::AgentAddress)],
+        help: &[(
+            "inbox-hook [AGENT[@INSTANCE]]",
+            "a Claude Code Stop, SubagentStop or PostToolUse hook: reads the\n\
+             hook's JSON on stdin and, while AGENT (default $AW_AGENT) has\n\
+             unread messages, answers {\"decision\": \"block\", ...} so the\n\
+             session goes on to read them",
+        )],
+        run: inbox_hook::inbox_hook,
         ..NONE
     },
     Cmd {
