@@ -13,6 +13,7 @@ mod mcp_config;
 mod merge;
 mod report;
 mod runs;
+mod session;
 mod top;
 mod votes;
 mod worktree;
@@ -633,6 +634,19 @@ const COMMANDS: &[Cmd<Run>] = &[
              its branch too when it is merged into its target",
         )],
         run: worktree::rm,
+        ..NONE
+    },
+    Cmd {
+        name: "session ls",
+        help: &[("session ls [--json]", "the agents' kept CLI sessions")],
+        run: session::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "session reset",
+        args: &[arg("AGENT", Complete::Agent)],
+        help: &[("session reset AGENT", "forget AGENT's kept CLI session")],
+        run: session::reset,
         ..NONE
     },
     Cmd {

@@ -5,7 +5,8 @@
 //! names one, the model, the system prompt appended to Claude Code's own, the run limits,
 //! and what a USD budget leaves as its own spending cap (`--max-budget-usd`, at least
 //! $0.0001). It prints one JSON object per line while it works; the last `result` line gives
-//! the final text, the turns, tokens and cost.
+//! the final text, the turns, tokens and cost, and every line its `session_id`: a kept
+//! session (`session: keep`) is continued with `--resume ID`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -90,6 +91,9 @@ impl Claude {
         if let Some(usd) = ctx.remaining_usd {
             v.extend(["--max-budget-usd".into(), spending_cap(usd)]);
         }
+        if let Some(id) = ctx.resume {
+            v.extend(["--resume".into(), id.to_string()]);
+        }
         v
     }
 }
@@ -118,6 +122,8 @@ struct ResultLine {
     /// The usage of each model call (assistant message) seen so far, by message id: what a
     /// stopped run spent.
     calls: BTreeMap<String, Usage>,
+    /// The last `session_id` a line gave.
+    session: Option<String>,
 }
 
 /// The type of a line of the stream, read without the rest.
@@ -125,10 +131,19 @@ struct ResultLine {
 struct Kind<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
 }
 
 impl LineReader for ResultLine {
     fn line(&mut self, line: &[u8]) {
+        if let Ok(Kind {
+            session_id: Some(id),
+            ..
+        }) = serde_json::from_slice::<Kind>(line)
+        {
+            self.session = Some(id.into_owned());
+        }
         let is_result =
             serde_json::from_slice::<Kind>(line).is_ok_and(|k| k.kind.as_deref() == Some("result"));
         if is_result && let Ok(v) = serde_json::from_slice::<Value>(line) {
@@ -156,6 +171,7 @@ impl LineReader for ResultLine {
 
     /// Status, final text and usage from the result.
     fn finish(&mut self, out: &mut RunOutcome) {
+        out.session = self.session.take();
         let Some((r, raw)) = self.last.take() else {
             fail_keeping_exit(out, "no result from claude");
             return;
@@ -312,6 +328,9 @@ mod tests {
         );
         assert_eq!((o.status, o.final_text.as_str()), (Status::Ok, "ok"));
         assert_eq!(o.usage.unwrap().cost_usd, None);
+        // The session is the last one a line gave; none without one.
+        assert_eq!(o.session.as_deref(), Some("s1"));
+        assert_eq!(read("not json", Status::Failed).session, None);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! prompt on stdin, timeout, idle timeout, stop). The aw MCP server is given as `-c mcp_servers.aw.*`
 //! overrides (required, its tools approved), so the user's configuration files are never
 //! edited. The event stream gives the final text (the last agent message), the failure
-//! (`turn.failed`, `error`) and the tokens (`turn.completed`, summed over turns). Codex
-//! reports no cost.
+//! (`turn.failed`, `error`), the tokens (`turn.completed`, summed over turns) and the
+//! session (`thread.started`): a kept session (`session: keep`) is continued with `codex exec
+//! ... resume ID -`. Codex reports no cost.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,8 +34,8 @@ pub struct Codex {
 pub const DELEGATE_KEYS: [&str; 2] = ["features.shell_tool=false", "agents.enabled=false"];
 
 impl Codex {
-    /// The argument vector of one run.
-    pub fn argv(&self) -> Vec<String> {
+    /// The argument vector of one run, continuing the session `resume` when given.
+    pub fn argv(&self, resume: Option<&str>) -> Vec<String> {
         let mut v = vec![self.program.clone(), "exec".into(), "--json".into()];
         let dir = self
             .cwd
@@ -56,6 +57,9 @@ impl Codex {
         if let Some(m) = &self.model {
             v.extend(["-m".into(), m.clone()]);
         }
+        if let Some(id) = resume {
+            v.extend(["resume".into(), id.to_string()]);
+        }
         // The prompt comes on stdin.
         v.push("-".into());
         v
@@ -71,7 +75,7 @@ fn in_git_repository(dir: &Path) -> bool {
 impl Backend for Codex {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let exec = Exec {
-            argv: self.argv(),
+            argv: self.argv(ctx.resume),
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             idle_timeout: Some(self.idle_timeout),
@@ -87,6 +91,8 @@ struct Events {
     last_message: Option<String>,
     failure: Option<String>,
     turns: u64,
+    /// The thread (session) id `thread.started` gave.
+    thread: Option<String>,
 }
 
 impl LineReader for Events {
@@ -99,6 +105,7 @@ impl LineReader for Events {
             return;
         };
         match e["type"].as_str() {
+            Some("thread.started") => self.thread = e["thread_id"].as_str().map(str::to_string),
             Some("turn.completed") => {
                 self.turns += 1;
                 add_usage(&mut self.usage, &e["usage"]);
@@ -121,6 +128,7 @@ impl LineReader for Events {
 
     /// Status, final text and usage from the events.
     fn finish(&mut self, out: &mut RunOutcome) {
+        out.session = self.thread.take();
         out.usage = Some(std::mem::take(&mut self.usage));
         if let Some(why) = self.failure.take() {
             out.status = Status::Failed;
@@ -194,6 +202,7 @@ mod tests {
             (10, 5, 5)
         );
         assert_eq!(u.cost_usd, None);
+        assert_eq!(o.session.as_deref(), Some("t1"));
     }
 
     #[test]
