@@ -37,6 +37,11 @@ pub struct Kept {
     pub updated: String,
     /// Runs that used it.
     pub runs: u64,
+    /// The session's whole usage as the CLI last reported it, for a CLI that reports that
+    /// rather than the run's own (Codex, of a resumed thread): what the next run's report
+    /// is counted from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<crate::usage::Usage>,
 }
 
 /// Kept sessions by agent.
@@ -65,9 +70,16 @@ pub fn is_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// Record that a run of `agent` used the session `id` of `backend`: the same one counts a
-/// run more, another replaces it.
-pub fn keep(inst: &Instance, agent: &str, backend: &str, id: &str) -> Result<()> {
+/// Record that a run of `agent` used the session `id` of `backend`, whose whole usage the
+/// CLI reported as `total` when it reports that (`None` leaves the one recorded): the same
+/// session counts a run more, another replaces it.
+pub fn keep(
+    inst: &Instance,
+    agent: &str,
+    backend: &str,
+    id: &str,
+    total: Option<&crate::usage::Usage>,
+) -> Result<()> {
     if !is_id(id) {
         return Err(Error::invalid(format!(
             "{agent}: session id '{}' not kept: expected letters, digits, '-' and '_'",
@@ -80,6 +92,9 @@ pub fn keep(inst: &Instance, agent: &str, backend: &str, id: &str) -> Result<()>
             Some(k) if k.backend == backend && k.id == id => {
                 k.runs += 1;
                 k.updated = now;
+                if total.is_some() {
+                    k.total = total.cloned();
+                }
             }
             _ => {
                 all.insert(
@@ -90,6 +105,7 @@ pub fn keep(inst: &Instance, agent: &str, backend: &str, id: &str) -> Result<()>
                         started: now.clone(),
                         updated: now,
                         runs: 1,
+                        total: total.cloned(),
                     },
                 );
             }

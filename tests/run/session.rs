@@ -246,7 +246,9 @@ fn session_reset_forgets_it_and_the_next_run_starts_fresh() {
 }
 
 /// A stand-in `codex exec --json ... [resume ID] -`: a thread it does not have is an
-/// `error` event; `thread.started` gives the thread, then one message and one turn.
+/// `error` event; `thread.started` gives the thread, then one message and one turn whose
+/// usage, as Codex reports it, is the thread's whole: 10 input tokens (4 cached) and 2
+/// output tokens more at each call.
 fn codex() -> String {
     stand_in(
         "resume",
@@ -254,7 +256,9 @@ fn codex() -> String {
         r#"printf '{"type":"error","message":"no rollout found for thread id %s"}\n' "$id""#,
         r#"printf '{"type":"thread.started","thread_id":"%s"}\n' "$id"
 printf '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"done %s"}}\n' "$n"
-printf '{"type":"turn.completed","usage":{"input_tokens":10,"cached_input_tokens":4,"output_tokens":2}}\n'"#,
+t=$(($(cat "sessions/$id.calls" 2>/dev/null || echo 0) + 1))
+echo $t > "sessions/$id.calls"
+printf '{"type":"turn.completed","usage":{"input_tokens":%s,"cached_input_tokens":%s,"output_tokens":%s}}\n' $((t * 10)) $((t * 4)) $((t * 2))"#,
     )
 }
 
@@ -275,7 +279,22 @@ fn codex_continues_its_thread_with_exec_resume() {
         prompt.starts_with("New in the aw workflow instance"),
         "{prompt}"
     );
-    assert_eq!(s.transcript("bob", 2)["usage"]["input_tokens"], 6);
+    // Each run counts its own tokens: what the thread's grew by.
+    let usage = |n| {
+        let u = s.transcript("bob", n)["usage"].clone();
+        (
+            u["input_tokens"].clone(),
+            u["cache_read_tokens"].clone(),
+            u["output_tokens"].clone(),
+        )
+    };
+    assert_eq!(usage(1), (6.into(), 4.into(), 2.into()));
+    assert_eq!(usage(2), (6.into(), 4.into(), 2.into()));
+    let total = &kept(&s)[0]["total"];
+    assert_eq!(
+        (&total["input_tokens"], &total["cache_read_tokens"]),
+        (&12.into(), &8.into())
+    );
     // A thread Codex no longer has: a fresh one in the same attempt.
     std::fs::remove_file(s.dir().join("sessions/t-1")).unwrap();
     let out = run(&s, wf);

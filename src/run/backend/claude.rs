@@ -91,8 +91,8 @@ impl Claude {
         if let Some(usd) = ctx.remaining_usd {
             v.extend(["--max-budget-usd".into(), spending_cap(usd)]);
         }
-        if let Some(id) = ctx.resume {
-            v.extend(["--resume".into(), id.to_string()]);
+        if let Some(k) = ctx.resume {
+            v.extend(["--resume".into(), k.id.clone()]);
         }
         v
     }

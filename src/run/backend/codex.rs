@@ -4,7 +4,8 @@
 //! edited. The event stream gives the final text (the last agent message), the failure
 //! (`turn.failed`, `error`), the tokens (`turn.completed`, summed over turns) and the
 //! session (`thread.started`): a kept session (`session: keep`) is continued with `codex exec
-//! ... resume ID -`. Codex reports no cost.
+//! ... resume ID -`. The tokens of a resumed thread are its whole (those of the runs before
+//! too): a run counts what they grew by since the last. Codex reports no cost.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -75,12 +76,16 @@ fn in_git_repository(dir: &Path) -> bool {
 impl Backend for Codex {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let exec = Exec {
-            argv: self.argv(ctx.resume),
+            argv: self.argv(ctx.resume.map(|k| k.id.as_str())),
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             idle_timeout: Some(self.idle_timeout),
         };
-        run_and_read(&exec, ctx, &mut Events::default())
+        let mut events = Events {
+            before: ctx.resume.and_then(|k| k.total.clone()),
+            ..Events::default()
+        };
+        run_and_read(&exec, ctx, &mut events)
     }
 }
 
@@ -93,11 +98,30 @@ struct Events {
     turns: u64,
     /// The thread (session) id `thread.started` gave.
     thread: Option<String>,
+    /// The thread's tokens before this run, when it resumes one.
+    before: Option<Usage>,
+}
+
+impl Events {
+    /// This run's share of the thread's tokens `total`: what they grew by since `before`
+    /// (all of them when they did not grow from it: another thread).
+    fn own(&self, total: &Usage) -> Usage {
+        match &self.before {
+            Some(b)
+                if total.input_tokens >= b.input_tokens
+                    && total.output_tokens >= b.output_tokens
+                    && total.cache_read_tokens >= b.cache_read_tokens =>
+            {
+                total.minus(b)
+            }
+            _ => total.clone(),
+        }
+    }
 }
 
 impl LineReader for Events {
     fn spent(&self) -> Option<Usage> {
-        (self.turns > 0).then(|| self.usage.clone())
+        (self.turns > 0).then(|| self.own(&self.usage))
     }
 
     fn line(&mut self, line: &[u8]) {
@@ -129,7 +153,9 @@ impl LineReader for Events {
     /// Status, final text and usage from the events.
     fn finish(&mut self, out: &mut RunOutcome) {
         out.session = self.thread.take();
-        out.usage = Some(std::mem::take(&mut self.usage));
+        out.usage = Some(self.own(&self.usage));
+        // A run that reported no tokens leaves the thread's total as it was.
+        out.session_total = Some(std::mem::take(&mut self.usage)).filter(|u| u.tokens() > 0);
         if let Some(why) = self.failure.take() {
             out.status = Status::Failed;
             out.reason = Some(format!("codex: {why}"));
@@ -203,6 +229,33 @@ mod tests {
         );
         assert_eq!(u.cost_usd, None);
         assert_eq!(o.session.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn a_resumed_thread_counts_what_its_tokens_grew_by() {
+        let turn = "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":40,\"cached_input_tokens\":10,\"output_tokens\":20}}\n";
+        let before = |input, output| Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        };
+        let read_after = |b: Usage| {
+            let mut e = Events {
+                before: Some(b),
+                ..Events::default()
+            };
+            read_printed(&mut e, turn, Status::Ok)
+        };
+        let o = read_after(before(20, 15));
+        let u = o.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.cache_read_tokens, u.output_tokens),
+            (10, 10, 5)
+        );
+        assert_eq!(o.session_total.unwrap().input_tokens, 30);
+        // Fewer tokens than before: another thread, counted whole.
+        let u = read_after(before(50, 15)).usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (30, 20));
     }
 
     #[test]

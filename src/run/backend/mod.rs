@@ -58,9 +58,9 @@ pub struct RunContext<'a> {
     /// Where a program's output goes as it comes, for `aw-ctl runs -f` (see
     /// [`crate::run::attempt_log`]); `None` for none.
     pub log: Option<std::sync::Arc<crate::run::attempt_log::AttemptLog>>,
-    /// The CLI session to continue (`session: keep`, see [`crate::sessions`]), its id;
-    /// `None` for a fresh one. `prompt` is then only what is new since.
-    pub resume: Option<&'a str>,
+    /// The CLI session to continue (`session: keep`, see [`crate::sessions`]); `None` for
+    /// a fresh one. `prompt` is then only what is new since.
+    pub resume: Option<&'a crate::sessions::Kept>,
 }
 
 crate::keyword_enum! {
@@ -94,6 +94,9 @@ pub struct RunOutcome {
     /// The id of the CLI session the run was in, as the program reported it (`claude`,
     /// `codex`).
     pub session: Option<String>,
+    /// The session's whole usage as the program reported it, when it reports that rather
+    /// than the run's own (`codex`); [`RunOutcome::usage`] is then the run's share.
+    pub session_total: Option<Usage>,
 }
 
 impl RunOutcome {
@@ -109,6 +112,7 @@ impl RunOutcome {
             usage: None,
             permanent: false,
             session: None,
+            session_total: None,
         }
     }
 

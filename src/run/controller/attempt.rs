@@ -259,8 +259,8 @@ impl Controller {
         let started = crate::time::now();
         self.report_start(report, due, attempt);
         let t0 = Instant::now();
-        let mut out = self.call(shared, due, attempt, &text, kept.as_deref());
-        if let Some(id) = &kept
+        let mut out = self.call(shared, due, attempt, &text, kept.as_ref());
+        if let Some(crate::sessions::Kept { id, .. }) = &kept
             && out.status == Status::Failed
             && out.session.is_none()
             && !out.permanent
@@ -305,10 +305,10 @@ impl Controller {
 
     /// The session this agent's next run continues (`session: keep`): `None` for a fresh
     /// one, or when the record cannot be read (a warning says why).
-    fn kept_session(&self) -> Option<String> {
+    fn kept_session(&self) -> Option<crate::sessions::Kept> {
         let backend = self.session?;
         match crate::sessions::get(&self.inst, &self.agent, backend) {
-            Ok(k) => k.map(|k| k.id),
+            Ok(k) => k,
             Err(e) => {
                 crate::warn::warn("aw-run", format!("{}: kept session: {e}", self.agent));
                 None
@@ -321,7 +321,8 @@ impl Controller {
         let (Some(backend), Some(id)) = (self.session, &out.session) else {
             return;
         };
-        if let Err(e) = crate::sessions::keep(&self.inst, &self.agent, backend, id) {
+        let total = out.session_total.as_ref();
+        if let Err(e) = crate::sessions::keep(&self.inst, &self.agent, backend, id, total) {
             crate::warn::warn("aw-run", format!("{}: session not kept: {e}", self.agent));
         }
     }
@@ -395,7 +396,7 @@ impl Controller {
         due: &Due,
         attempt: u32,
         prompt: &str,
-        resume: Option<&str>,
+        resume: Option<&crate::sessions::Kept>,
     ) -> RunOutcome {
         let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
         let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
