@@ -39,13 +39,15 @@ cat calls/$n.stdin >> sessions/$id
 }
 
 /// A stand-in `claude -p ... [--resume ID]`: a session it does not have is said as Claude
-/// Code says it; the init line and the result carry the session id, 10 input and 2 output
+/// Code 2.1 says it (on stderr, and in an error result that names the session, with no init
+/// line); the init line and the result carry the session id, 10 input and 2 output
 /// tokens and $0.01. Its first call answers `@bob hi`, the others `done N`.
 fn claude() -> String {
     stand_in(
         "--resume",
         "s",
-        r#"echo "No conversation found with session ID: $id" >&2"#,
+        r#"echo "No conversation found with session ID: $id" >&2
+    printf '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":"%s","errors":["No conversation found with session ID: %s"],"usage":{"input_tokens":0,"output_tokens":0}}\n' "$id" "$id""#,
         r#"if [ "$n" = 1 ]; then answer='@bob hi'; else answer="done $n"; fi
 printf '{"type":"system","subtype":"init","session_id":"%s"}\n' "$id"
 printf '{"type":"result","subtype":"success","is_error":false,"result":"%s","session_id":"%s","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":2}}\n' "$answer" "$id""#,
@@ -191,7 +193,7 @@ fn a_session_the_cli_cannot_resume_falls_back_to_a_fresh_one_and_says_so() {
     assert_code(&out, 0);
     let err = stderr(&out);
     assert!(
-        err.contains("aw-run: warning: alice: session s-1 not resumed (no result from claude (exit status 1)); a fresh session\n"),
+        err.contains("aw-run: warning: alice: session s-1 not resumed (claude: error_during_execution: No conversation found with session ID: s-1); a fresh session\n"),
         "{err}"
     );
     let (argv, _) = call(&s, 2);

@@ -5,8 +5,9 @@
 //! names one, the model, the system prompt appended to Claude Code's own, the run limits,
 //! and what a USD budget leaves as its own spending cap (`--max-budget-usd`, at least
 //! $0.0001). It prints one JSON object per line while it works; the last `result` line gives
-//! the final text, the turns, tokens and cost, and every line its `session_id`: a kept
-//! session (`session: keep`) is continued with `--resume ID`.
+//! the final text, the turns, tokens and cost; the first, of type `system` and subtype
+//! `init`, the `session_id` of the session it started or resumed: a kept session (`session:
+//! keep`) is continued with `--resume ID`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -122,7 +123,7 @@ struct ResultLine {
     /// The usage of each model call (assistant message) seen so far, by message id: what a
     /// stopped run spent.
     calls: BTreeMap<String, Usage>,
-    /// The last `session_id` a line gave.
+    /// The `session_id` of the last init line.
     session: Option<String>,
 }
 
@@ -132,15 +133,22 @@ struct Kind<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     session_id: Option<Cow<'a, str>>,
 }
 
 impl LineReader for ResultLine {
     fn line(&mut self, line: &[u8]) {
+        // The session is the one the init line says it started in: a session Claude Code
+        // could not resume is named by its result line too, but it has no init line.
         if let Ok(Kind {
+            kind: Some(kind),
+            subtype: Some(subtype),
             session_id: Some(id),
-            ..
         }) = serde_json::from_slice::<Kind>(line)
+            && kind == "system"
+            && subtype == "init"
         {
             self.session = Some(id.into_owned());
         }
@@ -187,9 +195,15 @@ impl LineReader for ResultLine {
         out.status = Status::Failed;
         // Printed as one line of the failure: control characters made harmless.
         let mut why = format!("claude: {}", crate::names::sanitize(subtype));
-        if !answer.is_empty() {
+        // The text, else the first of the errors Claude Code lists.
+        let detail = Some(answer.as_str())
+            .filter(|a| !a.is_empty())
+            .or(r["errors"][0].as_str())
+            .and_then(|d| d.lines().next())
+            .filter(|d| !d.trim().is_empty());
+        if let Some(d) = detail {
             why.push_str(": ");
-            why.push_str(answer.lines().next().unwrap_or(""));
+            why.push_str(d);
         }
         out.reason = Some(why);
     }
@@ -328,9 +342,19 @@ mod tests {
         );
         assert_eq!((o.status, o.final_text.as_str()), (Status::Ok, "ok"));
         assert_eq!(o.usage.unwrap().cost_usd, None);
-        // The session is the last one a line gave; none without one.
+        // The session is the one of the init line.
         assert_eq!(o.session.as_deref(), Some("s1"));
-        assert_eq!(read("not json", Status::Failed).session, None);
+        // A session that could not be resumed has no init line: none, though its result
+        // line names it.
+        let o = read(
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":"gone","errors":["No conversation found with session ID: gone"]}"#,
+            Status::Failed,
+        );
+        assert_eq!((o.status, o.session), (Status::Failed, None));
+        assert_eq!(
+            o.reason.as_deref(),
+            Some("claude: error_during_execution: No conversation found with session ID: gone")
+        );
     }
 
     #[test]
