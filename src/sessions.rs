@@ -72,14 +72,16 @@ pub fn is_id(id: &str) -> bool {
 
 /// Record that a run of `agent` used the session `id` of `backend`, whose whole usage the
 /// CLI reported as `total` when it reports that (`None` leaves the one recorded): the same
-/// session counts a run more, another replaces it.
+/// session counts a run more, another replaces it. `from` is the session the run started
+/// from (`None`: none was kept): when the record changed since (`aw-ctl session reset`
+/// while the run ran), it is left as it is, and `false` returned.
 pub fn keep(
     inst: &Instance,
     agent: &str,
-    backend: &str,
-    id: &str,
+    from: Option<&str>,
+    (backend, id): (&str, &str),
     total: Option<&crate::usage::Usage>,
-) -> Result<()> {
+) -> Result<bool> {
     if !is_id(id) {
         return Err(Error::invalid(format!(
             "{agent}: session id '{}' not kept: expected letters, digits, '-' and '_'",
@@ -88,6 +90,15 @@ pub fn keep(
     }
     let now = crate::time::now();
     crate::state::update(inst, FILE, |all: &mut Sessions| {
+        let now_from = all
+            .get(agent)
+            .filter(|k| k.backend == backend)
+            .map(|k| k.id.as_str());
+        if all.contains_key(agent) && now_from.is_none() {
+            // Kept with another backend: this run was fresh, and replaces it.
+        } else if now_from != from {
+            return Ok(false);
+        }
         match all.get_mut(agent) {
             Some(k) if k.backend == backend && k.id == id => {
                 k.runs += 1;
@@ -110,7 +121,7 @@ pub fn keep(
                 );
             }
         }
-        Ok(())
+        Ok(true)
     })
 }
 

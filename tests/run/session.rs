@@ -11,8 +11,8 @@ use common::runner::*;
 /// A stand-in CLI that keeps sessions in `sessions/`, one file per id holding the prompts
 /// of its turns: each call's arguments and stdin go to `calls/N.argv` and `calls/N.stdin`.
 /// The session given after the argument `word` is continued; one it does not have runs
-/// `unknown` and fails; no session starts `PREFIX-N`. `print` then prints the stream, with
-/// `$id` the session and `$n` the call.
+/// `unknown` and fails; no session starts `PREFIX-N`. While a file `hold` exists, it waits;
+/// then `print` prints the stream, with `$id` the session and `$n` the call.
 fn stand_in(word: &str, prefix: &str, unknown: &str, print: &str) -> String {
     format!(
         r#"mkdir -p calls sessions
@@ -33,6 +33,7 @@ else
   id={prefix}-$n
 fi
 cat calls/$n.stdin >> sessions/$id
+while [ -e hold ]; do sleep 0.05; done
 {print}
 "#
     )
@@ -66,10 +67,15 @@ fn setup(program: &str, body: &str) -> Setup {
 /// aw-run on `wf`, the stand-ins first in PATH.
 fn run(s: &Setup, wf: &str) -> std::process::Output {
     s.write("wf.yaml", wf);
+    run_hang_guarded(aw_run(s))
+}
+
+/// aw-run on `wf.yaml`, the stand-ins first in PATH.
+fn aw_run(s: &Setup) -> std::process::Command {
     let mut c = s.cmd(&["-q", "--retries", "1"]);
     let path = format!("{}:{}", s.dir().join("bin").display(), path_with_bins());
     c.env("PATH", path);
-    run_hang_guarded(c)
+    c
 }
 
 /// The arguments and the stdin of call `n` of a stand-in.
@@ -209,6 +215,35 @@ fn a_session_the_cli_cannot_resume_falls_back_to_a_fresh_one_and_says_so() {
     assert!(!s.transcript_path("alice", 3).exists(), "one attempt");
     let k = kept(&s);
     assert_eq!((&k[0]["id"], &k[0]["runs"]), (&"s-3".into(), &1.into()));
+}
+
+#[test]
+fn a_reset_while_the_agent_runs_holds() {
+    let s = setup("claude", &claude());
+    let wf = "agents:\n  alice:\n    backend: claude\n    session: keep\nkickoff: '@alice go'\n";
+    assert_code(&run(&s, wf), 0);
+    s.write("hold", "");
+    let child = spawn(aw_run(&s));
+    wait_for("run 2 to be under way", || {
+        s.dir().join("calls/2.stdin").exists()
+    });
+    assert_eq!(resumed(&call(&s, 2).0, "--resume").as_deref(), Some("s-1"));
+    let (code, text) = ctl(&s, &["reset", "alice"]);
+    assert_eq!(
+        (code, text.as_str()),
+        (0, "alice: forgot claude session s-1\n")
+    );
+    std::fs::remove_file(s.dir().join("hold")).unwrap();
+    let out = wait_hang_guarded(child);
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("aw-run: alice: session s-1 not kept: reset while it ran\n"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(kept(&s).len(), 0);
+    assert_code(&run(&s, wf), 0);
+    assert_eq!(resumed(&call(&s, 3).0, "--resume"), None);
 }
 
 #[test]

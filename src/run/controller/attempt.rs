@@ -278,7 +278,7 @@ impl Controller {
             text = self.prompt(channel, due, attempt);
             out = self.call(shared, due, attempt, &text, None);
         }
-        self.keep_session(&out);
+        self.keep_session(kept.as_ref(), &out);
         // Counted before the answer is posted, so that an agent the answer wakes sees a
         // budget it went over and starts no run; the budget stop said after the answer.
         match &out.usage {
@@ -316,14 +316,21 @@ impl Controller {
         }
     }
 
-    /// Record the session a run reported, for the next run to continue (`session: keep`).
-    fn keep_session(&self, out: &RunOutcome) {
+    /// Record the session a run that started from `from` reported, for the next run to
+    /// continue (`session: keep`); not when the record was reset while it ran.
+    fn keep_session(&self, from: Option<&crate::sessions::Kept>, out: &RunOutcome) {
         let (Some(backend), Some(id)) = (self.session, &out.session) else {
             return;
         };
+        let from = from.map(|k| k.id.as_str());
         let total = out.session_total.as_ref();
-        if let Err(e) = crate::sessions::keep(&self.inst, &self.agent, backend, id, total) {
-            crate::warn::warn("aw-run", format!("{}: session not kept: {e}", self.agent));
+        match crate::sessions::keep(&self.inst, &self.agent, from, (backend, id), total) {
+            Ok(true) => {}
+            Ok(false) => crate::warn::warn_note(
+                "aw-run",
+                &format!("{}: session {id} not kept: reset while it ran", self.agent),
+            ),
+            Err(e) => crate::warn::warn("aw-run", format!("{}: session not kept: {e}", self.agent)),
         }
     }
 
