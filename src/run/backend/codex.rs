@@ -233,7 +233,11 @@ mod tests {
 
     #[test]
     fn a_resumed_thread_counts_what_its_tokens_grew_by() {
-        let turn = "{\"type\":\"thread.started\",\"thread_id\":\"t1\"}\n{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":40,\"cached_input_tokens\":10,\"output_tokens\":20}}\n";
+        let turn = concat!(
+            r#"{"type":"thread.started","thread_id":"t1"}"#,
+            "\n",
+            r#"{"type":"turn.completed","usage":{"input_tokens":40,"cached_input_tokens":10,"output_tokens":20}}"#,
+        );
         let before = |input, output| Usage {
             input_tokens: input,
             output_tokens: output,

@@ -396,7 +396,8 @@ impl Controller {
     }
 
     /// Call the backend with `prompt`, continuing the CLI session `resume` when given (its
-    /// MCP configuration written afresh first), under the budgets; its outcome redacted, an implausible usage failed, and priced.
+    /// MCP configuration written afresh first), under the budgets; its outcome redacted, an
+    /// implausible usage failed, and priced.
     fn call(
         &mut self,
         shared: &Shared,
