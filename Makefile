@@ -91,14 +91,15 @@ demo: build
 	PATH="$(CURDIR)/$(OUT):$$PATH" sh scripts/demo.sh
 
 # The README's Claude Code and Codex recipes, run with the real CLIs (installed with npm into
-# a scratch prefix) against a mock model, then one workflow with an agent of each CLI, and the
-# same in delegate mode: needs
+# a scratch prefix) against a mock model, then one workflow with an agent of each CLI, the
+# same in delegate mode, and an agent of each that keeps its session across runs: needs
 # npm, node, python3 and git, no API key. Not part of `make test`: it downloads the CLIs.
 interop: build
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/claude-code.sh
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/codex.sh
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/together.sh
 	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/together.sh --delegate
+	AW_BIN_DIR="$${AW_BIN_DIR:-$(CURDIR)/$(OUT)}" sh tests/interop/session.sh
 
 install: build
 	mkdir -p $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \

@@ -166,6 +166,7 @@ fn run_once(b: &mut dyn Backend, inst: &Instance, root: &Path, n: u64) -> Durati
         over_budget: &over,
         remaining_usd: None,
         log: None,
+        resume: None,
     };
     let t = Instant::now();
     let out = b.run(&ctx);

@@ -192,6 +192,7 @@ _aw_ctl() {
         merge/cancel) opts+=' --as' ;;
         worktree/ls) opts+=' --json' ;;
         worktree/rm) opts+=' --force' ;;
+        session/ls) opts+=' --json' ;;
         new/*) opts+=' -m --model --backend --prompt --prompt-file --replace --create' ;;
         ls/*) opts+=' --json' ;;
         ack/*) opts+=' --until' ;;
@@ -215,7 +216,7 @@ _aw_ctl() {
         return
     fi
     case ${#pos[@]}/${pos[0]}/${pos[1]} in
-    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config inbox-hook ps top stop runs budget board lease hooks approvals approve reject merge worktree report traces) ;;
+    0//) _aw_reply < <(printf '%s\n' new rm ls ack doc status proposals propose vote cancel mcp-config inbox-hook ps top stop runs budget board lease hooks approvals approve reject merge worktree session report traces) ;;
     1/doc/) _aw_reply < <(printf '%s\n' read write append create list rm owner) ;;
     1/budget/) _aw_reply < <(printf '%s\n' reset) ;;
     1/board/) _aw_reply < <(printf '%s\n' add edit claim renew release done drop show ls) ;;
@@ -224,6 +225,7 @@ _aw_ctl() {
     1/approvals/) _aw_reply < <(printf '%s\n' show ask wait) ;;
     1/merge/) _aw_reply < <(printf '%s\n' request ls show cancel serve) ;;
     1/worktree/) _aw_reply < <(printf '%s\n' ls rm) ;;
+    1/session/) _aw_reply < <(printf '%s\n' ls reset) ;;
     1/rm/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     1/ack/) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/doc/read) _aw_reply < <(_aw_documents "$root" "$inst") ;;
@@ -242,6 +244,7 @@ _aw_ctl() {
     */lease/check) _aw_paths -f ;;
     2/merge/request) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     2/worktree/rm) _aw_reply < <(_aw_agents "$root" "$inst") ;;
+    2/session/reset) _aw_reply < <(_aw_agents "$root" "$inst") ;;
     esac
 }
 complete -F _aw_ctl aw-ctl

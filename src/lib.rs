@@ -51,6 +51,7 @@ pub mod reply;
 pub mod report;
 pub mod resource;
 pub mod serve;
+pub mod sessions;
 pub mod spawn;
 pub mod state;
 pub mod status;

@@ -92,25 +92,7 @@ pub fn build(p: &PromptParts) -> String {
         "You are @{} in the aw workflow instance '{}'.\n\n",
         p.agent, p.instance
     ));
-    s.push_str(&format!(
-        "## Inbox ({} message{} for you)\n\n",
-        p.inbox.len(),
-        if p.inbox.len() == 1 { "" } else { "s" }
-    ));
-    if let Some(o) = p.older {
-        s.push_str(&older_note(p.agent, p.instance, o));
-    }
-    for m in p.inbox {
-        let tag = if m.priority == crate::mention::Priority::High {
-            " [HIGH]"
-        } else {
-            ""
-        };
-        s.push_str(&format!(
-            "- From @{}{tag}: {}\n",
-            m.entry.from, m.entry.message
-        ));
-    }
+    inbox_section(p, &mut s);
     if let Some(recent) = p.recent {
         s.push_str("\n## Recent Activity\n\n");
         if recent.is_empty() {
@@ -135,6 +117,47 @@ pub fn build(p: &PromptParts) -> String {
             _ => s.push_str("(empty)\n"),
         }
     }
+    instructions(p, &mut s);
+    s
+}
+
+/// The prompt of a run that continues the agent's CLI session (`session: keep`): only what
+/// is new since its last run (the inbox) and the instructions; the session holds the rest.
+pub fn continued(p: &PromptParts) -> String {
+    let mut s = format!(
+        "New in the aw workflow instance '{}' since your last run, @{}.\n\n",
+        p.instance, p.agent
+    );
+    inbox_section(p, &mut s);
+    instructions(p, &mut s);
+    s
+}
+
+/// The inbox: its heading, the note on the older messages, each message shown.
+fn inbox_section(p: &PromptParts, s: &mut String) {
+    s.push_str(&format!(
+        "## Inbox ({} message{} for you)\n\n",
+        p.inbox.len(),
+        if p.inbox.len() == 1 { "" } else { "s" }
+    ));
+    if let Some(o) = p.older {
+        s.push_str(&older_note(p.agent, p.instance, o));
+    }
+    for m in p.inbox {
+        let tag = if m.priority == crate::mention::Priority::High {
+            " [HIGH]"
+        } else {
+            ""
+        };
+        s.push_str(&format!(
+            "- From @{}{tag}: {}\n",
+            m.entry.from, m.entry.message
+        ));
+    }
+}
+
+/// The instructions, and which attempt of the run this is.
+fn instructions(p: &PromptParts, s: &mut String) {
     s.push_str(
         "\n## Instructions\n\n\
          Handle the inbox messages above. Reply on the channel (mention @name to ask an agent \
@@ -147,7 +170,6 @@ pub fn build(p: &PromptParts) -> String {
             p.attempt
         ));
     }
-    s
 }
 
 #[cfg(test)]

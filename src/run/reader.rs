@@ -229,6 +229,32 @@ impl<'d> Reader<'d> {
         }
     }
 
+    /// One of the words `names`, as `from_name` reads it; another is refused with the word
+    /// it is closest to.
+    pub fn keyword<T>(
+        &mut self,
+        node: &Node,
+        path: &str,
+        from_name: fn(&str) -> Option<T>,
+        names: &[&str],
+    ) -> Option<Spanned<T>> {
+        let text = node.scalar_text();
+        if let Some(v) = text.and_then(from_name) {
+            return Some(Spanned::new(v, node.pos));
+        }
+        let found = match text {
+            Some(t) => format!(
+                "'{}'{}",
+                crate::names::sanitize(t),
+                suggestion(t, names.iter().copied())
+            ),
+            None => node.type_name().to_string(),
+        };
+        let msg = format!("expected {}, found {found}", names.join(" or "));
+        self.error(node.pos, path, &msg);
+        None
+    }
+
     pub fn boolean(&mut self, node: &Node, path: &str) -> Option<bool> {
         node.boolean()
             .map_err(|m| self.error(node.pos, path, &m))

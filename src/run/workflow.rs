@@ -63,6 +63,8 @@
 //! - `board: next`: each run starts from the next ready card of the board, claimed for the
 //!   agent (see [`crate::run::controller`]); the agent is woken when a card becomes ready.
 //! - `isolation`: `worktree` or `none`, over the top level's (see below).
+//! - `session` (claude and codex only): `fresh` (the default) or `keep`, each run continuing
+//!   the agent's CLI session, its id kept in the instance (see [`crate::sessions`]).
 //!
 //! `context`: absent means the file provider with its defaults; `false` disables it;
 //! `{provider: file, documentOwner: NAME, config: {dir, channel, document}}` or
@@ -277,9 +279,18 @@ pub struct AgentDef {
     pub approve_tools: Option<Spanned<ToolGate>>,
     /// `isolation:`: where the agent works, over the workflow's.
     pub isolation: Option<Spanned<Isolation>>,
+    /// `session:` (`claude`, `codex`): `keep` continues one CLI session across runs.
+    pub session: Option<Spanned<crate::sessions::Mode>>,
 }
 
 impl AgentDef {
+    /// Does each run continue the agent's CLI session (`session: keep`)?
+    pub fn keeps_session(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|m| m.value == crate::sessions::Mode::Keep)
+    }
+
     /// The model as the backend names it. `anthropic` and `openai` (APIs, which need a full
     /// id): without the backend's own `PROVIDER/` prefix, an alias resolved
     /// (`anthropic/sonnet` → `claude-sonnet-4-5`, see [`crate::models`]); text with another

@@ -32,6 +32,11 @@
   check.py requests LOG SUFFIX
       Some POST of LOG went to a path ending in SUFFIX.
 
+  check.py carried LOG TEXT...
+      The last model request that offers the aw tools carries every TEXT in its
+      conversation (the Anthropic `messages`, the Responses `input`): a continued session
+      sends the turns before it.
+
   check.py stream FLAG...
       Standard input is one transcript (`aw-ctl runs AGENT N --json`) of a claude agent: the
       run is ok, its command has every FLAG, and its stdout is Claude Code's JSON Lines
@@ -249,6 +254,32 @@ def posted(log, suffix):
     print("%d POST requests to .../%s" % (n, suffix.lstrip("/")))
 
 
+def carried(log, texts):
+    convs = []
+    for r in requests(log):
+        body = r.get("body")
+        if r.get("method") != "POST" or not isinstance(body, dict):
+            continue
+        if aw_prefix_of(body) is None:
+            continue
+        convs.append(body.get("messages") if "messages" in body else body.get("input"))
+    if not convs:
+        fail("no model request offered the aw tools")
+    last = json.dumps(convs[-1])
+    missing = [t for t in texts if json.dumps(t)[1:-1] not in last]
+    if missing:
+        fail("the last request (of %d) lacks %s: %s" % (len(convs), missing, last[:2000]))
+    print("the last of %d requests carries %s" % (len(convs), ", ".join(texts)))
+
+
+def aw_prefix_of(body):
+    """The prefix of the aw tools a request offers, or None."""
+    for n in offered_names(body.get("tools")):
+        if n.endswith("channel_send"):
+            return n[: -len("channel_send")]
+    return None
+
+
 def stream(flags):
     t = json.load(sys.stdin)
     if t.get("status") != "ok":
@@ -285,6 +316,8 @@ def main():
         runs(a[1:])
     elif a[:1] == ["requests"] and len(a) == 3:
         posted(a[1], a[2])
+    elif a[:1] == ["carried"] and len(a) >= 3:
+        carried(a[1], a[2:])
     elif a[:1] == ["stream"]:
         stream(a[1:])
     else:

@@ -1,4 +1,4 @@
-//! aw-run with real processes: backends, budgets, the dispatcher, hostile programs, interpolation, --iter, lifecycle hooks, live views, modes, OpenTelemetry traces, limits, security, secrets, serving, speed and tasks.
+//! aw-run with real processes: backends, budgets, the dispatcher, hostile programs, interpolation, --iter, lifecycle hooks, live views, modes, OpenTelemetry traces, limits, security, secrets, serving, kept CLI sessions, speed and tasks.
 //!
 //! One test binary per concept, each file below a module of it: the crate is linked
 //! once per runner rather than once per file (see BENCHMARKS.md, "Test binaries").
@@ -30,6 +30,7 @@ mod secrets;
 mod serve_locks;
 mod serve_scale;
 mod serve_several;
+mod session;
 mod speed;
 mod tasks;
 mod worktree;

@@ -3,7 +3,7 @@
 
 use super::{
     Run, agents, approvals, board, budget, docs, hooks, inbox_hook, lease, mcp_config, merge,
-    report, runs, top, traces, votes, worktree,
+    report, runs, session, top, traces, votes, worktree,
 };
 use crate::cli::flags::{Arg, Cmd, Complete};
 
@@ -592,6 +592,19 @@ pub(super) const COMMANDS: &[Cmd<Run>] = &[
              its branch too when it is merged into its target",
         )],
         run: worktree::rm,
+        ..NONE
+    },
+    Cmd {
+        name: "session ls",
+        help: &[("session ls [--json]", "the agents' kept CLI sessions")],
+        run: session::ls,
+        ..NONE
+    },
+    Cmd {
+        name: "session reset",
+        args: &[arg("AGENT", Complete::Agent)],
+        help: &[("session reset AGENT", "forget AGENT's kept CLI session")],
+        run: session::reset,
         ..NONE
     },
     Cmd {

@@ -25,6 +25,7 @@ const JSON: &[&str] = &[
     "merge ls",
     "merge show",
     "worktree ls",
+    "session ls",
     "report",
     "traces",
 ];

@@ -15,6 +15,7 @@ mod mcp_config;
 mod merge;
 mod report;
 mod runs;
+mod session;
 mod top;
 mod traces;
 mod votes;

@@ -5,7 +5,9 @@
 //! names one, the model, the system prompt appended to Claude Code's own, the run limits,
 //! and what a USD budget leaves as its own spending cap (`--max-budget-usd`, at least
 //! $0.0001). It prints one JSON object per line while it works; the last `result` line gives
-//! the final text, the turns, tokens and cost.
+//! the final text, the turns, tokens and cost; the first, of type `system` and subtype
+//! `init`, the `session_id` of the session it started or resumed: a kept session (`session:
+//! keep`) is continued with `--resume ID`.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -90,6 +92,9 @@ impl Claude {
         if let Some(usd) = ctx.remaining_usd {
             v.extend(["--max-budget-usd".into(), spending_cap(usd)]);
         }
+        if let Some(k) = ctx.resume {
+            v.extend(["--resume".into(), k.id.clone()]);
+        }
         v
     }
 }
@@ -118,6 +123,8 @@ struct ResultLine {
     /// The usage of each model call (assistant message) seen so far, by message id: what a
     /// stopped run spent.
     calls: BTreeMap<String, Usage>,
+    /// The `session_id` of the last init line.
+    session: Option<String>,
 }
 
 /// The type of a line of the stream, read without the rest.
@@ -125,10 +132,26 @@ struct ResultLine {
 struct Kind<'a> {
     #[serde(rename = "type", borrow)]
     kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    subtype: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    session_id: Option<Cow<'a, str>>,
 }
 
 impl LineReader for ResultLine {
     fn line(&mut self, line: &[u8]) {
+        // The session is the one the init line says it started in: a session Claude Code
+        // could not resume is named by its result line too, but it has no init line.
+        if let Ok(Kind {
+            kind: Some(kind),
+            subtype: Some(subtype),
+            session_id: Some(id),
+        }) = serde_json::from_slice::<Kind>(line)
+            && kind == "system"
+            && subtype == "init"
+        {
+            self.session = Some(id.into_owned());
+        }
         let is_result =
             serde_json::from_slice::<Kind>(line).is_ok_and(|k| k.kind.as_deref() == Some("result"));
         if is_result && let Ok(v) = serde_json::from_slice::<Value>(line) {
@@ -156,6 +179,7 @@ impl LineReader for ResultLine {
 
     /// Status, final text and usage from the result.
     fn finish(&mut self, out: &mut RunOutcome) {
+        out.session = self.session.take();
         let Some((r, raw)) = self.last.take() else {
             fail_keeping_exit(out, "no result from claude");
             return;
@@ -171,9 +195,15 @@ impl LineReader for ResultLine {
         out.status = Status::Failed;
         // Printed as one line of the failure: control characters made harmless.
         let mut why = format!("claude: {}", crate::names::sanitize(subtype));
-        if !answer.is_empty() {
+        // The text, else the first of the errors Claude Code lists.
+        let detail = Some(answer.as_str())
+            .filter(|a| !a.is_empty())
+            .or(r["errors"][0].as_str())
+            .and_then(|d| d.lines().next())
+            .filter(|d| !d.trim().is_empty());
+        if let Some(d) = detail {
             why.push_str(": ");
-            why.push_str(answer.lines().next().unwrap_or(""));
+            why.push_str(d);
         }
         out.reason = Some(why);
     }
@@ -312,6 +342,19 @@ mod tests {
         );
         assert_eq!((o.status, o.final_text.as_str()), (Status::Ok, "ok"));
         assert_eq!(o.usage.unwrap().cost_usd, None);
+        // The session is the one of the init line.
+        assert_eq!(o.session.as_deref(), Some("s1"));
+        // A session that could not be resumed has no init line: none, though its result
+        // line names it.
+        let o = read(
+            r#"{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":"gone","errors":["No conversation found with session ID: gone"]}"#,
+            Status::Failed,
+        );
+        assert_eq!((o.status, o.session), (Status::Failed, None));
+        assert_eq!(
+            o.reason.as_deref(),
+            Some("claude: error_during_execution: No conversation found with session ID: gone")
+        );
     }
 
     #[test]

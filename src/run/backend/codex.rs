@@ -2,8 +2,10 @@
 //! prompt on stdin, timeout, idle timeout, stop). The aw MCP server is given as `-c mcp_servers.aw.*`
 //! overrides (required, its tools approved), so the user's configuration files are never
 //! edited. The event stream gives the final text (the last agent message), the failure
-//! (`turn.failed`, `error`) and the tokens (`turn.completed`, summed over turns). Codex
-//! reports no cost.
+//! (`turn.failed`, `error`), the tokens (`turn.completed`, summed over turns) and the
+//! session (`thread.started`): a kept session (`session: keep`) is continued with `codex exec
+//! ... resume ID -`. The tokens of a resumed thread are its whole (those of the runs before
+//! too): a run counts what they grew by since the last. Codex reports no cost.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,8 +35,8 @@ pub struct Codex {
 pub const DELEGATE_KEYS: [&str; 2] = ["features.shell_tool=false", "agents.enabled=false"];
 
 impl Codex {
-    /// The argument vector of one run.
-    pub fn argv(&self) -> Vec<String> {
+    /// The argument vector of one run, continuing the session `resume` when given.
+    pub fn argv(&self, resume: Option<&str>) -> Vec<String> {
         let mut v = vec![self.program.clone(), "exec".into(), "--json".into()];
         let dir = self
             .cwd
@@ -56,6 +58,9 @@ impl Codex {
         if let Some(m) = &self.model {
             v.extend(["-m".into(), m.clone()]);
         }
+        if let Some(id) = resume {
+            v.extend(["resume".into(), id.to_string()]);
+        }
         // The prompt comes on stdin.
         v.push("-".into());
         v
@@ -71,12 +76,16 @@ fn in_git_repository(dir: &Path) -> bool {
 impl Backend for Codex {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let exec = Exec {
-            argv: self.argv(),
+            argv: self.argv(ctx.resume.map(|k| k.id.as_str())),
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             idle_timeout: Some(self.idle_timeout),
         };
-        run_and_read(&exec, ctx, &mut Events::default())
+        let mut events = Events {
+            before: ctx.resume.and_then(|k| k.total.clone()),
+            ..Events::default()
+        };
+        run_and_read(&exec, ctx, &mut events)
     }
 }
 
@@ -87,11 +96,32 @@ struct Events {
     last_message: Option<String>,
     failure: Option<String>,
     turns: u64,
+    /// The thread (session) id `thread.started` gave.
+    thread: Option<String>,
+    /// The thread's tokens before this run, when it resumes one.
+    before: Option<Usage>,
+}
+
+impl Events {
+    /// This run's share of the thread's tokens `total`: what they grew by since `before`
+    /// (all of them when they did not grow from it: another thread).
+    fn own(&self, total: &Usage) -> Usage {
+        match &self.before {
+            Some(b)
+                if total.input_tokens >= b.input_tokens
+                    && total.output_tokens >= b.output_tokens
+                    && total.cache_read_tokens >= b.cache_read_tokens =>
+            {
+                total.minus(b)
+            }
+            _ => total.clone(),
+        }
+    }
 }
 
 impl LineReader for Events {
     fn spent(&self) -> Option<Usage> {
-        (self.turns > 0).then(|| self.usage.clone())
+        (self.turns > 0).then(|| self.own(&self.usage))
     }
 
     fn line(&mut self, line: &[u8]) {
@@ -99,6 +129,7 @@ impl LineReader for Events {
             return;
         };
         match e["type"].as_str() {
+            Some("thread.started") => self.thread = e["thread_id"].as_str().map(str::to_string),
             Some("turn.completed") => {
                 self.turns += 1;
                 add_usage(&mut self.usage, &e["usage"]);
@@ -121,7 +152,10 @@ impl LineReader for Events {
 
     /// Status, final text and usage from the events.
     fn finish(&mut self, out: &mut RunOutcome) {
-        out.usage = Some(std::mem::take(&mut self.usage));
+        out.session = self.thread.take();
+        out.usage = Some(self.own(&self.usage));
+        // A run that reported no tokens leaves the thread's total as it was.
+        out.session_total = Some(std::mem::take(&mut self.usage)).filter(|u| u.tokens() > 0);
         if let Some(why) = self.failure.take() {
             out.status = Status::Failed;
             out.reason = Some(format!("codex: {why}"));
@@ -194,6 +228,38 @@ mod tests {
             (10, 5, 5)
         );
         assert_eq!(u.cost_usd, None);
+        assert_eq!(o.session.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn a_resumed_thread_counts_what_its_tokens_grew_by() {
+        let turn = concat!(
+            r#"{"type":"thread.started","thread_id":"t1"}"#,
+            "\n",
+            r#"{"type":"turn.completed","usage":{"input_tokens":40,"cached_input_tokens":10,"output_tokens":20}}"#,
+        );
+        let before = |input, output| Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        };
+        let read_after = |b: Usage| {
+            let mut e = Events {
+                before: Some(b),
+                ..Events::default()
+            };
+            read_printed(&mut e, turn, Status::Ok)
+        };
+        let o = read_after(before(20, 15));
+        let u = o.usage.unwrap();
+        assert_eq!(
+            (u.input_tokens, u.cache_read_tokens, u.output_tokens),
+            (10, 10, 5)
+        );
+        assert_eq!(o.session_total.unwrap().input_tokens, 30);
+        // Fewer tokens than before: another thread, counted whole.
+        let u = read_after(before(50, 15)).usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens), (30, 20));
     }
 
     #[test]

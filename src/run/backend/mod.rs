@@ -58,6 +58,9 @@ pub struct RunContext<'a> {
     /// Where a program's output goes as it comes, for `aw-ctl runs -f` (see
     /// [`crate::run::attempt_log`]); `None` for none.
     pub log: Option<std::sync::Arc<crate::run::attempt_log::AttemptLog>>,
+    /// The CLI session to continue (`session: keep`, see [`crate::sessions`]); `None` for
+    /// a fresh one. `prompt` is then only what is new since.
+    pub resume: Option<&'a crate::sessions::Kept>,
 }
 
 crate::keyword_enum! {
@@ -88,6 +91,12 @@ pub struct RunOutcome {
     /// A failure another attempt cannot mend (the program cannot start: no such file, not
     /// executable): the run is not retried.
     pub permanent: bool,
+    /// The id of the CLI session the run was in, as the program reported it (`claude`,
+    /// `codex`).
+    pub session: Option<String>,
+    /// The session's whole usage as the program reported it, when it reports that rather
+    /// than the run's own (`codex`); [`RunOutcome::usage`] is then the run's share.
+    pub session_total: Option<Usage>,
 }
 
 impl RunOutcome {
@@ -102,6 +111,8 @@ impl RunOutcome {
             command: Vec::new(),
             usage: None,
             permanent: false,
+            session: None,
+            session_total: None,
         }
     }
 

@@ -83,6 +83,9 @@ pub struct Controller {
     /// `isolation: worktree`: the agent's worktree, made (or made afresh once its work was
     /// merged) before each attempt and removed after one when its work was merged.
     pub worktree: Option<crate::worktree::Spec>,
+    /// `session: keep`: the backend (`claude` or `codex`) whose CLI session each run
+    /// continues (see [`crate::sessions`]).
+    pub session: Option<&'static str>,
 }
 
 /// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
@@ -247,7 +250,11 @@ impl Controller {
         due: &Due,
         attempt: u32,
     ) -> RunOutcome {
-        let text = self.prompt(channel, due, attempt);
+        let kept = self.kept_session();
+        let mut text = match &kept {
+            Some(_) => self.prompt_with(channel, due, attempt, prompt::continued, false),
+            None => self.prompt(channel, due, attempt),
+        };
         let before = channel.last_id().unwrap_or(0);
         let started = crate::time::now();
         self.report_start(report, due, attempt);
@@ -263,8 +270,27 @@ impl Controller {
         });
         let t0 = Instant::now();
         let entered = span.enter();
-        let mut out = self.call(shared, due, attempt, &text);
+        let mut out = self.call(shared, due, attempt, &text, kept.as_ref());
+        if let Some(crate::sessions::Kept { id, .. }) = &kept
+            && out.status == Status::Failed
+            && out.session.is_none()
+            && !out.permanent
+            && !self.stop.is_set()
+        {
+            // The CLI did not take the session up: a fresh one, with the whole prompt.
+            crate::warn::warn(
+                "aw-run",
+                format!(
+                    "{}: session {id} not resumed ({}); a fresh session",
+                    self.agent,
+                    out.reason.as_deref().unwrap_or("failed")
+                ),
+            );
+            text = self.prompt(channel, due, attempt);
+            out = self.call(shared, due, attempt, &text, None);
+        }
         drop(entered);
+        self.keep_session(kept.as_ref(), &out);
         // Counted before the answer is posted, so that an agent the answer wakes sees a
         // budget it went over and starts no run; the budget stop said after the answer.
         match &out.usage {
@@ -295,17 +321,62 @@ impl Controller {
         out
     }
 
+    /// The session this agent's next run continues (`session: keep`): `None` for a fresh
+    /// one, or when the record cannot be read (a warning says why).
+    fn kept_session(&self) -> Option<crate::sessions::Kept> {
+        let backend = self.session?;
+        match crate::sessions::get(&self.inst, &self.agent, backend) {
+            Ok(k) => k,
+            Err(e) => {
+                crate::warn::warn("aw-run", format!("{}: kept session: {e}", self.agent));
+                None
+            }
+        }
+    }
+
+    /// Record the session a run that started from `from` reported, for the next run to
+    /// continue (`session: keep`); not when the record was reset while it ran.
+    fn keep_session(&self, from: Option<&crate::sessions::Kept>, out: &RunOutcome) {
+        let (Some(backend), Some(id)) = (self.session, &out.session) else {
+            return;
+        };
+        let from = from.map(|k| k.id.as_str());
+        let total = out.session_total.as_ref();
+        match crate::sessions::keep(&self.inst, &self.agent, from, (backend, id), total) {
+            Ok(true) => {}
+            Ok(false) => crate::warn::warn_note(
+                "aw-run",
+                &format!("{}: session {id} not kept: reset while it ran", self.agent),
+            ),
+            Err(e) => crate::warn::warn("aw-run", format!("{}: session not kept: {e}", self.agent)),
+        }
+    }
+
     /// The prompt of attempt `attempt` on `due`: the inbox, with the recent channel and the
     /// document when the workflow shares context, and the task's context at the end.
     fn prompt(&self, channel: &Channel, due: &Due, attempt: u32) -> String {
-        let shared_context = self.document.as_deref().map(|name| {
+        self.prompt_with(channel, due, attempt, prompt::build, true)
+    }
+
+    /// The prompt of attempt `attempt` on `due` as `build` makes it, with the recent channel
+    /// and the document when `context` and the workflow shares them, then the run's card and
+    /// the task's context.
+    fn prompt_with(
+        &self,
+        channel: &Channel,
+        due: &Due,
+        attempt: u32,
+        build: fn(&PromptParts) -> String,
+        context: bool,
+    ) -> String {
+        let shared_context = self.document.as_deref().filter(|_| context).map(|name| {
             let recent = channel
                 .tail(prompt::RECENT)
                 .map(|b| b.entries)
                 .unwrap_or_default();
             (recent, name, crate::document::read(&self.inst, name).ok())
         });
-        let text = prompt::build(&PromptParts {
+        let text = build(&PromptParts {
             agent: &self.agent,
             instance: self.inst.name(),
             system: self
@@ -342,9 +413,17 @@ impl Controller {
         report(&ev);
     }
 
-    /// Call the backend with `prompt` (its MCP configuration written afresh first), under
-    /// the budgets; its outcome redacted, an implausible usage failed, and priced.
-    fn call(&mut self, shared: &Shared, due: &Due, attempt: u32, prompt: &str) -> RunOutcome {
+    /// Call the backend with `prompt`, continuing the CLI session `resume` when given (its
+    /// MCP configuration written afresh first), under the budgets; its outcome redacted, an
+    /// implausible usage failed, and priced.
+    fn call(
+        &mut self,
+        shared: &Shared,
+        due: &Due,
+        attempt: u32,
+        prompt: &str,
+        resume: Option<&crate::sessions::Kept>,
+    ) -> RunOutcome {
         let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
         let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
         let ctx = RunContext {
@@ -362,6 +441,7 @@ impl Controller {
             over_budget: &over_budget,
             remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
             log: self.transcripts().attempt_log(self.next_transcript),
+            resume,
         };
         let ready =
             crate::fs::atomic_write_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())

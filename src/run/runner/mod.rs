@@ -327,6 +327,7 @@ fn run_served(
         c.board = def.board_next;
         c.needs = def.needs.as_ref().map(|g| g.value.clone());
         c.worktree = worktree;
+        c.session = def.keeps_session().then(|| def.backend.value.name());
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;

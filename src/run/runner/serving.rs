@@ -118,6 +118,7 @@ impl Serving {
             board: false,
             needs: None,
             worktree: None,
+            session: None,
         })
     }
 

@@ -17,7 +17,7 @@ use crate::run::yaml::{Kind, Node};
 use crate::suggest::suggestion;
 use crate::tools::files::FileTool;
 
-const AGENT_KEYS: [&str; 25] = [
+const AGENT_KEYS: [&str; 26] = [
     "backend",
     "model",
     "system_prompt",
@@ -43,6 +43,7 @@ const AGENT_KEYS: [&str; 25] = [
     "needs",
     "approve_tools",
     "isolation",
+    "session",
 ];
 const MOCK_KEYS: [&str; 5] = ["replies", "fail", "delay", "vote", "usage"];
 
@@ -161,6 +162,13 @@ fn read_agent(r: &mut Reader, name: &Spanned<&str>, node: &Node, dir: &Path) -> 
         isolation: f
             .get("isolation")
             .and_then(|n| super::isolation::read_isolation(r, n, &p("isolation"))),
+        session: f.get("session").and_then(|n| {
+            let (read, names) = (
+                crate::sessions::Mode::from_name,
+                crate::sessions::Mode::NAMES,
+            );
+            r.keyword(n, &p("session"), read, names)
+        }),
     };
     if let Some(n) = f.get("board") {
         agent.board_next = read_board_next(r, n, &p("board"));
@@ -400,6 +408,16 @@ fn check_program_keys(r: &mut Reader, agent: &AgentDef, f: &Fields, path: &str) 
             backend.name()
         );
         r.error(k.pos, &join(path, "permission_mode"), &msg);
+    }
+    if let Some((k, _)) = f
+        .entry("session")
+        .filter(|_| !matches!(backend, BackendKind::Claude | BackendKind::Codex))
+    {
+        let msg = format!(
+            "only for backends claude and codex (this agent's is {})",
+            backend.name()
+        );
+        r.error(k.pos, &join(path, "session"), &msg);
     }
 }
 

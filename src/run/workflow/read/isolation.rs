@@ -3,12 +3,10 @@
 
 use std::path::Component;
 
-use crate::names::sanitize;
 use crate::run::diagnostic::Spanned;
 use crate::run::reader::{Fields, Reader};
 use crate::run::workflow::{Isolation, Workflow};
 use crate::run::yaml::Node;
-use crate::suggest::suggestion;
 
 /// `isolation: none|worktree` at `path`.
 pub(super) fn read_isolation(
@@ -16,21 +14,7 @@ pub(super) fn read_isolation(
     node: &Node,
     path: &str,
 ) -> Option<Spanned<Isolation>> {
-    let text = node.scalar_text();
-    if let Some(i) = text.and_then(Isolation::from_name) {
-        return Some(Spanned::new(i, node.pos));
-    }
-    let found = match text {
-        Some(t) => format!(
-            "'{}'{}",
-            sanitize(t),
-            suggestion(t, Isolation::NAMES.iter().copied())
-        ),
-        None => node.type_name().to_string(),
-    };
-    let msg = format!("expected {}, found {found}", Isolation::NAMES.join(" or "));
-    r.error(node.pos, path, &msg);
-    None
+    r.keyword(node, path, Isolation::from_name, Isolation::NAMES)
 }
 
 /// The top level's `isolation:`; then, for each agent in a worktree, its `cwd` must lie in
