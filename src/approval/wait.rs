@@ -79,10 +79,22 @@ const EXPIRY_SLACK: Duration = Duration::from_millis(20);
 /// outcome. A request that lets replies answer it is decided by an approver's answer in
 /// the channel too. Errors: no such request (66), `timeout` passed (1), `stop` set.
 pub fn wait(inst: &Instance, id: u64, opts: &WaitOptions<'_>) -> Result<(Request, Outcome)> {
+    // Refused (66) before any watch: the folder may not even exist.
+    let kind = store::show(inst, id)?.kind;
+    let span = crate::otel::work::approval(id, kind.name());
+    let done = wait_for(inst, id, opts);
+    let ended = match &done {
+        Ok((r, o)) => Ok((r.id, o.name(), r.decision.as_ref().map(|d| d.by.as_str()))),
+        Err(e) => Err(e.to_string()),
+    };
+    crate::otel::work::end_approval(span, id, ended);
+    done
+}
+
+/// [`wait`], without its span.
+fn wait_for(inst: &Instance, id: u64, opts: &WaitOptions<'_>) -> Result<(Request, Outcome)> {
     let deadline = opts.timeout.map(crate::time::deadline);
     let mut id = id;
-    // Refused (66) before any watch: the folder may not even exist.
-    store::show(inst, id)?;
     let mut waiter: Option<(u64, FileWaiter)> = None;
     let mut replies: Option<Replies> = None;
     loop {

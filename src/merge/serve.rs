@@ -154,6 +154,15 @@ fn serve_one(inst: &Instance, id: u64, stop: Option<&Stop>) -> Result<()> {
         }
         remove_scratch(&r.repo, p);
     }
+    let span = crate::otel::work::merge(&crate::otel::work::Merge {
+        id,
+        agent: &r.agent,
+        branch: &r.branch,
+        into: &r.into,
+        how: r.how.name(),
+        attempt: r.attempts,
+    });
+    let entered = span.enter();
     let log_path = r.log(inst, r.attempts);
     let flags = OFlag::O_RDWR | OFlag::O_CREAT | OFlag::O_TRUNC | OFlag::O_APPEND;
     let outcome = crate::fs::owned::open(&log_path, flags, crate::fs::owned::CREATE)
@@ -173,8 +182,12 @@ fn serve_one(inst: &Instance, id: u64, stop: Option<&Stop>) -> Result<()> {
             }
             a.run()
         });
+    drop(entered);
     let outcome = match outcome {
-        Err(Error::Interrupted) => return Err(Error::Interrupted),
+        Err(Error::Interrupted) => {
+            crate::otel::work::end_merge(span, State::Running.name(), 0);
+            return Err(Error::Interrupted);
+        }
         Err(e) => Outcome::Failed {
             old: None,
             note: e.to_string(),
@@ -185,6 +198,7 @@ fn serve_one(inst: &Instance, id: u64, stop: Option<&Stop>) -> Result<()> {
         record(r, outcome);
         Ok(())
     })?;
+    crate::otel::work::end_merge(span, done.state.name(), done.result.conflicts.len());
     super::approve::settle(inst, &done);
     announce(inst, &done);
     Ok(())

@@ -7,6 +7,7 @@
 //! | `span.rs` | trace contexts (W3C `traceparent`), the current one of a thread and of the process, spans |
 //! | `file.rs` | where spans go: `_state/otel/<host>-<kind>.jsonl`, one OTLP JSON `TracesData` a line, rotated past [`file::MAX_FILE`] |
 //! | `genai.rs` | the spans of aw, with the attributes of the GenAI conventions |
+//! | `work.rs` | the spans of aw's own work: an approval waited for, a merge served |
 //! | `read.rs` | reading those files back: the traces of an instance as trees, for `aw-ctl traces` |
 //!
 //! A span is written when it ends (or is dropped), in one `write` of one line. Spans carry
@@ -16,6 +17,7 @@ pub mod file;
 pub mod genai;
 pub mod read;
 pub mod span;
+pub mod work;
 
 pub use file::{AW_OTEL, enabled, start};
 pub use span::{Context, Kind, Span, Status, Value, current, hex, set_root};

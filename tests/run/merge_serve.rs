@@ -161,6 +161,7 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
     assert_eq!(requests(&s)[0]["state"], "merged", "{}", stderr(&out));
     let merged = git(&r, &["rev-parse", "main"]);
     assert_ne!(merged, before);
+    merge_spans(&s, "merged", "approved", 1);
 
     // Rejected: the target stays, the request is rejected, its agent told why.
     git(&wt, &["rebase", "-q", "main"]);
@@ -184,6 +185,7 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
         "main moved though rejected"
     );
     assert!(!r.join("d.txt").exists());
+    merge_spans(&s, "rejected", "rejected", 2);
     let ch = channel(&s);
     assert!(
         ch.contains(&format!(
@@ -192,6 +194,37 @@ fn a_merge_that_needs_approval_moves_the_target_only_once_approved_and_a_rejecte
         )),
         "{ch}"
     );
+}
+
+/// The traces of the runs so far, read with the official OTLP definitions: the last run's
+/// attempt at merging coder's branch is a span under its `invoke_workflow` root, ended with
+/// `merge` and OTLP status `status` (1 ok, 2 error), and the wait for its approval is a span
+/// under it, ended with `approval` and decided by lead.
+fn merge_spans(s: &Setup, merge: &str, approval: &str, status: u64) {
+    let all = crate::otel::spans(&crate::otel::files(s));
+    let roots: Vec<&serde_json::Value> = all
+        .iter()
+        .filter(|x| x["attrs"]["gen_ai.operation.name"] == "invoke_workflow")
+        .collect();
+    let root = *roots.last().expect("a trace per run");
+    let trace: Vec<&serde_json::Value> =
+        all.iter().filter(|x| x["trace"] == root["trace"]).collect();
+    let named = |name: &str| -> &serde_json::Value {
+        let found: Vec<_> = trace.iter().filter(|x| x["name"] == name).collect();
+        assert_eq!(found.len(), 1, "one {name} span: {trace:#?}");
+        found[0]
+    };
+    let m = named("merge coder");
+    assert_eq!(m["parent"], root["span"], "{m}");
+    assert_eq!(m["attrs"]["aw.merge.outcome"], merge, "{m}");
+    assert_eq!(m["attrs"]["aw.merge.branch"], format!("aw/{INST}/coder"));
+    assert_eq!(m["attrs"]["aw.merge.into"], "main");
+    assert_eq!(m["status"], status, "{m}");
+    let a = named("approval merge");
+    assert_eq!(a["parent"], m["span"], "the wait is part of the merge: {a}");
+    assert_eq!(a["attrs"]["aw.approval.outcome"], approval, "{a}");
+    assert_eq!(a["attrs"]["aw.approval.decided_by"], "lead");
+    assert_eq!(a["status"], status, "{a}");
 }
 
 /// aw-run killed -9 while a merge waits for its approval: started again, it serves the

@@ -64,7 +64,7 @@ for path in sys.argv[1:]:
 "#;
 
 /// The trace files of the instance.
-fn files(s: &Setup) -> Vec<PathBuf> {
+pub(crate) fn files(s: &Setup) -> Vec<PathBuf> {
     let dir = s.root.inst_dir(INST).join("_state/otel");
     let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -76,7 +76,7 @@ fn files(s: &Setup) -> Vec<PathBuf> {
 }
 
 /// Every span of `files`, as the official definitions read them.
-fn spans(files: &[PathBuf]) -> Vec<Value> {
+pub(crate) fn spans(files: &[PathBuf]) -> Vec<Value> {
     let out = Command::new("python3")
         .arg("-c")
         .arg(PARSE)
