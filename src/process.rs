@@ -99,6 +99,32 @@ pub enum Cut {
     Stopped,
 }
 
+/// How the caller's processes are started: `prepare` makes the command its own process
+/// group that dies with the caller (signals, limits), `watch` and `release` tell whoever
+/// kills the groups of a caller that dies of them; `stop`, once it interrupts calls, kills
+/// a program under way (a hook, a merge's verify command).
+pub struct Spawning<'a> {
+    pub prepare: &'a dyn Fn(&mut std::process::Command),
+    pub watch: &'a dyn Fn(u32),
+    pub release: &'a dyn Fn(u32),
+    pub stop: Option<&'a Stop>,
+}
+
+impl Spawning<'static> {
+    /// Its own process group, and nothing else: for a process with no guard of its groups.
+    pub const PLAIN: Spawning<'static> = Spawning {
+        prepare: &own_group,
+        watch: &|_| {},
+        release: &|_| {},
+        stop: None,
+    };
+}
+
+/// Make `c` the leader of a process group of its own.
+fn own_group(c: &mut std::process::Command) {
+    std::os::unix::process::CommandExt::process_group(c, 0);
+}
+
 /// Wait for `child`, the leader of a process group of its own, at most `limit`, and while
 /// `stop` (when given) is not [set](Stop::is_set), even as a stop after the calls: past either the
 /// whole group is killed. Either way, what it left running in its group is killed once it

@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::event::{Event, Kind};
-use crate::process::{Cut, Stop};
+use crate::process::{Cut, Spawning};
 
 /// How long a hook may run when its workflow gives no `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -74,17 +74,6 @@ pub struct Ran {
     pub duration: Duration,
     /// What it wrote on stderr (its first [`MAX_STDERR`] bytes).
     pub stderr: String,
-}
-
-/// How the caller's processes are started: `prepare` makes the command its own process
-/// group that dies with the caller (signals, limits), `watch` and `release` tell whoever
-/// kills the groups of a caller that dies of them; `stop`, once it interrupts calls, kills
-/// a hook under way.
-pub struct Spawning<'a> {
-    pub prepare: &'a dyn Fn(&mut Command),
-    pub watch: &'a dyn Fn(u32),
-    pub release: &'a dyn Fn(u32),
-    pub stop: Option<&'a Stop>,
 }
 
 /// Run `hook` for `ev` from `dir`: it never outlives its timeout (its whole group is
@@ -166,24 +155,13 @@ pub fn run(hook: &Hook, ev: &Event, dir: &Path, how: &Spawning) -> Ran {
 mod tests {
     use super::*;
 
-    fn plain(c: &mut Command) {
-        use std::os::unix::process::CommandExt;
-        c.process_group(0);
-    }
-
     fn go(run: &str, timeout: Duration) -> Ran {
         let hook = Hook {
             run: run.to_string(),
             timeout,
         };
         let ev = Event::new(Kind::RunEnd, "demo").with("agent", "coder");
-        let how = Spawning {
-            prepare: &plain,
-            watch: &|_| {},
-            release: &|_| {},
-            stop: None,
-        };
-        run_in(&hook, &ev, &how)
+        run_in(&hook, &ev, &Spawning::PLAIN)
     }
 
     fn run_in(hook: &Hook, ev: &Event, how: &Spawning) -> Ran {

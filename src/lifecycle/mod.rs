@@ -25,7 +25,7 @@ mod notice;
 mod state;
 
 pub use event::{Event, Kind};
-pub use hook::{Answer, DEFAULT_TIMEOUT, Hook, Hooks, MAX_STDERR, Ran, Spawning, run};
+pub use hook::{Answer, DEFAULT_TIMEOUT, Hook, Hooks, MAX_STDERR, Ran, run};
 pub use log::{LOG, Record, append};
 pub use notice::{Notice, notice};
 pub use state::HookState;

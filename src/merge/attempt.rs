@@ -14,7 +14,7 @@ use super::request::{Request, short};
 use super::verify;
 use crate::error::{Error, Result};
 use crate::instance::Instance;
-use crate::process::Stop;
+use crate::process::Spawning;
 
 /// How many times an attempt starts again when the target moved under it.
 const TRIES: usize = 5;
@@ -60,7 +60,7 @@ pub(super) struct Attempt<'a> {
     pub inst: &'a Instance,
     pub r: &'a Request,
     /// Ends a verify command or a wait for an approval (the request is served again later).
-    pub stop: Option<&'a Stop>,
+    pub how: &'a Spawning<'a>,
     /// The scratch work tree.
     pub scratch: PathBuf,
     /// The attempt's output.
@@ -198,7 +198,7 @@ impl Attempt<'_> {
             }));
         }
         if let Some(cmd) = r.verify.clone() {
-            let v = verify::run(&cmd, &dir, r, &mut self.log, self.stop)?;
+            let v = verify::run(&cmd, &dir, r, &mut self.log, self.how)?;
             if let Some(why) = v.failed {
                 return Ok(Some(Outcome::Verify {
                     old,
@@ -209,7 +209,7 @@ impl Attempt<'_> {
         }
         if let Some(needs) = &r.needs {
             let _ = writeln!(self.log, "# waiting for an approval");
-            match approve::approve(self.inst, r, needs, (&old, &new), self.stop)? {
+            match approve::approve(self.inst, r, needs, (&old, &new), self.how.stop)? {
                 Verdict::Approved => {
                     let _ = writeln!(self.log, "# approved");
                 }

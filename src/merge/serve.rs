@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::fs::Lock;
 use crate::holder::Holder;
 use crate::instance::Instance;
-use crate::process::Stop;
+use crate::process::Spawning;
 
 /// The requests one call of [`serve`] served, by id.
 #[derive(Debug, Default)]
@@ -30,22 +30,24 @@ fn queue_lock(inst: &Instance) -> PathBuf {
 /// nothing is done here: that one serves them). Requests left `running` by a server that is
 /// gone are served again from scratch.
 pub fn serve(inst: &Instance) -> Result<Served> {
-    serve_with(inst, None)
+    serve_with(inst, &Spawning::PLAIN)
 }
 
-/// [`serve`] until `stop` is set: a verify command under way is then killed, and a wait
-/// for an approval ends; the request is left to be served again (from scratch, by the next
-/// process that serves the queue), and the call ends interrupted.
-pub fn serve_until(inst: &Instance, stop: &Stop) -> Result<Served> {
-    serve_with(inst, Some(stop))
+/// [`serve`], its verify commands started as `how` says (a group that dies with the
+/// caller, watched by its guard), until `how.stop` is set: a verify command under way is
+/// then killed, and a wait for an approval ends; the request is left to be served again
+/// (from scratch, by the next process that serves the queue), and the call ends
+/// interrupted.
+pub fn serve_until(inst: &Instance, how: &Spawning) -> Result<Served> {
+    serve_with(inst, how)
 }
 
-fn serve_with(inst: &Instance, stop: Option<&Stop>) -> Result<Served> {
+fn serve_with(inst: &Instance, how: &Spawning) -> Result<Served> {
     if !dir(inst).is_dir() {
         return Ok(Served::default());
     }
     match Lock::try_exclusive(&queue_lock(inst))? {
-        Some(_held) => serve_locked(inst, stop),
+        Some(_held) => serve_locked(inst, how),
         None => Ok(Served::default()),
     }
 }
@@ -83,12 +85,12 @@ pub fn wait(inst: &Instance, id: u64) -> Result<Request> {
         }
         // Held by another server for as long as it serves: wait for it, however long.
         let _held = Lock::exclusive_timeout(&queue_lock(inst), Duration::from_secs(1 << 40))?;
-        serve_locked(inst, None)?;
+        serve_locked(inst, &Spawning::PLAIN)?;
     }
 }
 
 /// Serve every request waiting, the caller holding the queue's lock.
-fn serve_locked(inst: &Instance, stop: Option<&Stop>) -> Result<Served> {
+fn serve_locked(inst: &Instance, how: &Spawning) -> Result<Served> {
     let mut served = Served::default();
     let mut told = Vec::new();
     while let Some(r) = request::list(inst)?
@@ -96,7 +98,7 @@ fn serve_locked(inst: &Instance, stop: Option<&Stop>) -> Result<Served> {
         .find(|r| !r.state.is_final() && mine(inst, r, &mut told))
     {
         served.ids.push(r.id);
-        serve_one(inst, r.id, stop)?;
+        serve_one(inst, r.id, how)?;
     }
     Ok(served)
 }
@@ -123,7 +125,7 @@ fn mine(inst: &Instance, r: &Request, told: &mut Vec<u64>) -> bool {
 
 /// Serve the request `id`: mark it running (this process its holder), attempt it, record
 /// and announce what came of it. Stopped, it is left running, to be served again.
-fn serve_one(inst: &Instance, id: u64, stop: Option<&Stop>) -> Result<()> {
+fn serve_one(inst: &Instance, id: u64, how: &Spawning) -> Result<()> {
     let scratch = dir(inst).join("work").join(id.to_string());
     let mut left: Option<(Option<Holder>, Option<PathBuf>)> = None;
     let r = update(inst, id, |r| {
@@ -170,7 +172,7 @@ fn serve_one(inst: &Instance, id: u64, stop: Option<&Stop>) -> Result<()> {
         .and_then(|log| {
             let mut a = Attempt {
                 inst,
-                stop,
+                how,
                 r: &r,
                 scratch,
                 log,

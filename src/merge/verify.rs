@@ -3,14 +3,13 @@
 
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::request::Request;
 use crate::error::{Error, Result};
-use crate::process::{Cut, Stop};
+use crate::process::{Cut, Spawning};
 
 /// How many lines of the output a failure quotes.
 pub const TAIL_LINES: usize = 20;
@@ -23,14 +22,15 @@ pub(super) struct Verified {
     pub tail: String,
 }
 
-/// Run `cmd` in `dir` for request `r`, its output appended to `log`. When `stop` is set it
-/// is killed, with its process group, and the run ends interrupted.
+/// Run `cmd` in `dir` for request `r`, started as `how` says, its output appended to `log`.
+/// When `how.stop` is set it is killed, with its process group, and the run ends
+/// interrupted.
 pub(super) fn run(
     cmd: &str,
     dir: &Path,
     r: &Request,
     log: &mut File,
-    stop: Option<&Stop>,
+    how: &Spawning,
 ) -> Result<Verified> {
     let _ = writeln!(log, "$ {cmd}");
     let _ = log.flush();
@@ -49,8 +49,8 @@ pub(super) fn run(
         .env("AW_MERGE_ID", r.id.to_string())
         .env("AW_MERGE_BRANCH", &r.branch)
         .env("AW_MERGE_INTO", &r.into)
-        .env("AW_MERGE_AGENT", &r.agent)
-        .process_group(0);
+        .env("AW_MERGE_AGENT", &r.agent);
+    (how.prepare)(&mut c);
     for v in [
         "GIT_DIR",
         "GIT_WORK_TREE",
@@ -60,9 +60,12 @@ pub(super) fn run(
         c.env_remove(v);
     }
     let child = c.spawn().map_err(err)?;
+    let pgid = child.id();
+    (how.watch)(pgid);
     // What it left running in its group goes with it.
     let limit = Duration::from_secs(r.timeout);
-    let (status, cut) = crate::process::wait_killing_group(child, limit, stop);
+    let (status, cut) = crate::process::wait_killing_group(child, limit, how.stop);
+    (how.release)(pgid);
     if cut == Some(Cut::Stopped) {
         let _ = writeln!(log, "# stopped: killed, to be served again");
         return Err(Error::Interrupted);

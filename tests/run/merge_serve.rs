@@ -9,7 +9,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::git;
-use common::runner::{INST, Setup, assert_code, spawn, stderr, wait_for, wait_hang_guarded};
+use common::runner::{INST, Setup, alive, assert_code, spawn, stderr, wait_for, wait_hang_guarded};
 
 /// A repository at `repo` in the working directory, on `main` (checked out), and the branch
 /// of agent `coder` (`aw/w/coder`) with one commit that adds `c.txt`; the work tree of that
@@ -307,6 +307,39 @@ fn a_stopped_aw_run_kills_the_verify_under_way_and_leaves_the_request_to_serve_a
         "{text}"
     );
     assert_eq!(git(&r, &["rev-parse", "main"]), before);
+}
+
+/// aw-run killed with SIGKILL while a verify command runs: the verify command and what it
+/// started in the background do not outlive it (the guard kills their group).
+#[test]
+fn a_verify_command_and_its_children_die_with_aw_run_killed_9() {
+    let s = Setup::new();
+    let _ = repo(&s);
+    let pids = s.dir().join("pids");
+    s.write(
+        "wf.yaml",
+        &workflow(&format!(
+            "{{verify: 'sleep 600 & echo $$ $! > {}; wait'}}",
+            pids.display()
+        )),
+    );
+    s.write("ask", "");
+    let mut run = spawn(s.cmd(&[]));
+    wait_for("the verify command", || {
+        std::fs::read_to_string(&pids).is_ok_and(|p| p.split_whitespace().count() == 2)
+    });
+    let pids: Vec<u32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+    run.kill().unwrap();
+    run.wait().unwrap();
+    wait_for("the verify command and its child gone", || {
+        pids.iter().all(|&p| !alive(p))
+    });
+    assert_eq!(requests(&s)[0]["state"], "running");
 }
 
 /// A merge's approval whose time runs out with `then: skip` leaves it unmerged

@@ -20,11 +20,25 @@ use std::time::Duration;
 use super::attempt::{Controller, Due};
 use super::shared::Shared;
 use crate::instance::Instance;
-use crate::lifecycle::{self, Answer, Event, Kind, Notice, Ran, Record, Spawning};
+use crate::lifecycle::{self, Answer, Event, Kind, Notice, Ran, Record};
+use crate::process::{Spawning, Stop};
 
 /// How many "not yet" in a row of one hook for one agent are posted; past it they are
 /// reported, not posted, so that a hook cannot keep an agent running for ever.
 pub const MAX_NOT_YET: u32 = 10;
+
+/// How aw-run starts a program of its own (a hook, a merge's verify command): the leader
+/// of a process group that dies with the thread that started it, watched by the guard (so
+/// that it does not outlive aw-run killed with SIGKILL either), killed once `stop`
+/// interrupts calls.
+pub fn spawning(stop: Option<&Stop>) -> Spawning<'_> {
+    Spawning {
+        prepare: &prepare,
+        watch: &watch,
+        release: &release,
+        stop,
+    }
+}
 
 fn prepare(c: &mut Command) {
     crate::run::backend::exec::prepare(c, true);
@@ -47,13 +61,7 @@ pub fn fire(inst: &Instance, shared: &Shared, ev: &Event) -> bool {
     if ev.kind != Kind::Budget && shared.lock().stopping {
         return false;
     }
-    let how = Spawning {
-        prepare: &prepare,
-        watch: &watch,
-        release: &release,
-        stop: Some(&shared.stop),
-    };
-    let ran = lifecycle::run(hook, ev, &shared.hooks_dir, &how);
+    let ran = lifecycle::run(hook, ev, &shared.hooks_dir, &spawning(Some(&shared.stop)));
     act(inst, shared, ev, &hook.run, &ran)
 }
 

@@ -35,7 +35,8 @@ pub(super) fn serve_merges(
     let stop = shared.stop.child();
     let thread = std::thread::spawn(move || {
         loop {
-            match crate::merge::serve_until(&inst, &stop) {
+            let how = crate::run::controller::hooks::spawning(Some(&stop));
+            match crate::merge::serve_until(&inst, &how) {
                 Ok(_) => {}
                 Err(Error::Interrupted) => return,
                 Err(e) => crate::warn::warn("aw-run", format!("the merge queue: {e}")),
