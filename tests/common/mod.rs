@@ -22,7 +22,7 @@ pub fn bin(name: &str) -> PathBuf {
 }
 
 /// Environment variables that would change what a tool does; tests start without them.
-const AW_ENV: [&str; 7] = [
+pub const AW_ENV: [&str; 7] = [
     "AW_ROOT",
     "AW_INSTANCE",
     "AW_AGENT",

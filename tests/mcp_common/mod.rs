@@ -36,15 +36,7 @@ pub fn bin(name: &str) -> PathBuf {
 /// no trace context).
 pub fn command(name: &str) -> Command {
     let mut c = Command::new(bin(name));
-    for v in [
-        "AW_ROOT",
-        "AW_INSTANCE",
-        "AW_AGENT",
-        "AW_SYNC",
-        "AW_OTEL",
-        "TRACEPARENT",
-        "TRACESTATE",
-    ] {
+    for v in crate::common::AW_ENV {
         c.env_remove(v);
     }
     c.stdin(Stdio::null());
