@@ -202,53 +202,11 @@ impl Registry {
     /// [`Registry::load`] for a process that reads the registry again and again (a server
     /// resolving the mentions of every reply): the registry read last is given again while
     /// `agents.json` is still that file, unchanged, so that a read costs a `stat`, not a
-    /// parse of every agent. The file read is kept open, so its inode cannot be reused by
-    /// another file while it is remembered; it is the same file, unchanged, when the path
-    /// names the same inode with the same size, modification and change times. (aw replaces
-    /// the registry by rename: a new inode each time.) On a network file system, whose
-    /// clients see another's changes late through `stat`, it is read afresh every time.
+    /// parse of every agent (see [`crate::fs::kept`]).
     pub fn load_shared(inst: &Instance) -> Result<std::sync::Arc<Indexed>> {
-        use std::sync::{Arc, Mutex};
-        /// The registry read last, per file: the open file, what identified it, its value.
-        type Remembered = (std::path::PathBuf, std::fs::File, FileId, Arc<Indexed>);
-        static LAST: Mutex<Vec<Remembered>> = Mutex::new(Vec::new());
-        /// How many registries are remembered (a process serves a few instances).
-        const KEPT: usize = 8;
-        let path = inst.state_file("agents.json");
-        if crate::fs::netfs::is_network_fs(&inst.state_dir()) {
-            return Ok(Arc::new(Indexed::new(state::load(&path)?)));
-        }
-        let Ok(meta) = std::fs::metadata(&path) else {
-            return Ok(Arc::new(Indexed::new(state::load(&path)?)));
-        };
-        let id = FileId::of(&meta);
-        let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, _, reg)) = last.iter().find(|(p, _, i, _)| *p == path && *i == id) {
-            return Ok(reg.clone());
-        }
-        // Opened first, then read through that descriptor: what is remembered is what
-        // the open file held, and its identity is taken from that descriptor.
-        let Ok(file) = crate::fs::owned::open_read(&path) else {
-            return Ok(Arc::new(Indexed::new(state::load(&path)?)));
-        };
-        let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(|e| Error::io(&path, e))?;
-        let reg: Registry = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-            path: path.clone(),
-            why: format!("not valid state JSON: {e}"),
-        })?;
-        let reg = Arc::new(Indexed::new(reg));
-        let id = FileId::of(&meta);
-        // Written to while it was read (never done by aw, but by hand it could be): not kept.
-        if file.metadata().is_ok_and(|m| FileId::of(&m) == id) {
-            last.retain(|(p, ..)| *p != path);
-            if last.len() >= KEPT {
-                last.remove(0);
-            }
-            last.push((path, file, id, reg.clone()));
-        }
-        Ok(reg)
+        /// The registries read last (a process serves a few instances).
+        static KEPT: crate::fs::kept::Kept<Indexed, 8> = crate::fs::kept::Kept::new();
+        KEPT.load(&inst.state_file("agents.json"))
     }
 
     pub fn get(&self, name: &str) -> Option<&Agent> {
@@ -266,18 +224,21 @@ impl Registry {
 
 /// A registry as read, with its agents found by name at once (a server of thousands of
 /// agents asks of each message's sender whether it is an agent).
-#[derive(Debug)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(from = "Registry")]
 pub struct Indexed {
     reg: Registry,
     at: std::collections::HashMap<String, usize>,
 }
 
-impl Indexed {
-    fn new(reg: Registry) -> Indexed {
+impl From<Registry> for Indexed {
+    fn from(reg: Registry) -> Indexed {
         let at = by_name(&reg.agents);
         Indexed { reg, at }
     }
+}
 
+impl Indexed {
     pub fn get(&self, name: &str) -> Option<&Agent> {
         self.at.get(name).map(|&i| &self.reg.agents[i])
     }
@@ -302,26 +263,6 @@ impl std::ops::Deref for Indexed {
 
     fn deref(&self) -> &Registry {
         &self.reg
-    }
-}
-
-/// What tells one version of a file from another without reading it, while the file is
-/// held open (its inode is not reused): device, inode, size, modification and change times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId([i64; 7]);
-
-impl FileId {
-    fn of(m: &std::fs::Metadata) -> FileId {
-        use std::os::unix::fs::MetadataExt;
-        FileId([
-            m.dev() as i64,
-            m.ino() as i64,
-            m.size() as i64,
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec(),
-        ])
     }
 }
 

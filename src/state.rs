@@ -13,10 +13,7 @@ use crate::instance::Instance;
 /// Load a state file; a missing file is the default value.
 pub fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
     match crate::fs::owned::read_fresh(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-            path: path.to_path_buf(),
-            why: format!("not valid state JSON: {e}"),
-        }),
+        Ok(bytes) => crate::fs::kept::parse(path, &bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(T::default()),
         Err(e) => Err(Error::io(path, e)),
     }
@@ -24,11 +21,11 @@ pub fn load<T: DeserializeOwned + Default>(path: &Path) -> Result<T> {
 
 /// Store a state file atomically (the caller holds the state lock).
 pub fn store<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    store_as(path, value, true)
+    store_with(path, value, true)
 }
 
 /// [`store`], flushed to stable storage only when `durable`.
-fn store_as<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<()> {
+pub fn store_with<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value).expect("state serializes");
     bytes.push(b'\n');
     if durable {
@@ -96,7 +93,7 @@ where
     let before = value.clone();
     let r = f(&mut value)?;
     if value != before {
-        store_as(&path, &value, durable)?;
+        store_with(&path, &value, durable)?;
     }
     Ok(r)
 }

@@ -1,8 +1,6 @@
 //! The inbox: unread entries that mention an agent, after its ack cursor
 //! (`_state/cursors.json`, one entry id per agent).
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::index::MentionIndex;
@@ -11,13 +9,8 @@ use super::{Channel, Damage, Entry, SCAN_CHUNK};
 use crate::error::Result;
 use crate::instance::Instance;
 use crate::names;
-use crate::state;
 
-/// Ack cursors: agent → id of the newest acknowledged entry.
-pub type Cursors = BTreeMap<String, u64>;
-
-/// The file of the ack cursors under `_state/`.
-pub const CURSORS: &str = "cursors.json";
+pub use super::cursors::{CURSORS, Cursors};
 
 /// Most inbox messages shown in full at once: by a prompt (the newest unread ones) and by
 /// the `my_inbox` tool (the oldest unread ones); the others are summarised by count and id
@@ -39,13 +32,7 @@ pub struct InboxMessage {
 
 /// The agent's ack cursor (0 when it never acked).
 pub fn cursor(inst: &Instance, agent: &str) -> Result<u64> {
-    let c: Cursors = state::load(&inst.state_file(CURSORS))?;
-    Ok(c.get(agent).copied().unwrap_or(0))
-}
-
-/// All cursors.
-pub fn cursors(inst: &Instance) -> Result<Cursors> {
-    state::load(&inst.state_file(CURSORS))
+    super::cursors::of(inst, agent)
 }
 
 /// Does `e` belong in `agent`'s inbox (ignoring the cursor)?
@@ -391,17 +378,11 @@ pub fn ack(inst: &Instance, agent: &str, until: Option<u64>) -> Result<u64> {
     names::check_agent(agent)?;
     inst.require()?;
     let channel = Channel::new(inst);
-    let durable = cursors_durable(inst);
-    state::update_with(inst, CURSORS, durable, |c: &mut Cursors| {
-        // Read the newest id under the state lock: an entry appended after this read has a
-        // larger id and stays unread.
+    // The newest id is read under the state lock: an entry appended after this read has a
+    // larger id and stays unread.
+    super::cursors::advance(inst, agent, cursors_durable(inst), || {
         let newest = channel.last_id()?;
-        let target = until.unwrap_or(newest).min(newest);
-        let cur = c.entry(agent.to_string()).or_insert(0);
-        if target > *cur {
-            *cur = target;
-        }
-        Ok(*cur)
+        Ok(until.unwrap_or(newest).min(newest))
     })
 }
 

@@ -10,8 +10,10 @@
 //! | `index.rs` | the mention index: who is mentioned where |
 //! | `mention.rs` | `@name` mentions in a text, and message priority |
 //! | `post.rs` | posting: the sender checked, mentions resolved against the registry |
-//! | `inbox.rs` | an agent's unread messages, and its ack cursor |
+//! | `inbox.rs` | an agent's unread messages, and the ack |
+//! | `cursors.rs` | the ack cursors, parsed again only when they changed |
 
+pub mod cursors;
 mod format;
 pub mod inbox;
 mod index;

@@ -2,6 +2,7 @@
 
 pub mod atomic;
 pub mod beneath;
+pub mod kept;
 pub mod lock;
 pub mod netfs;
 pub mod owned;
