@@ -72,7 +72,7 @@ echo "|---:|---|---:|---:|---:|---:|---:|---:|"
 # row K BUILD: the table row of a case.
 row() {
 	total=$(col 1) first=$(col 2) lastp=$(col 3) cpu=$(col 4)
-	per=$(awk -v c="$cpu" -v k="$1" 'BEGIN { if (c + 0 > 0) printf "%.2f", c / k; else print "-" }')
+	per=$(awk -v c="$cpu" -v k="$1" 'BEGIN { if (c ~ /^[0-9]+$/) printf "%.2f", c / k; else print "-" }')
 	ratio=$(awk -v a="$first" -v b="$lastp" 'BEGIN { if (a + 0 > 0) printf "%.1f", b / a; else print "-" }')
 	case $total in "> cap") ratio="> cap" ;; esac
 	printf '| %s | %s | %s ms | %s ms | %s ms | %s | %s ms | %s ms |\n' "$1" "$2" "$total" "$first" \

@@ -184,13 +184,16 @@ fn past_its_cap_a_case_shows_cap_and_its_server_is_stopped() {
 #[test]
 fn chain_sh_runs_a_chain_to_its_last_agent_and_stops_the_server() {
     let cells = measured("chain.sh", "4", &[]);
-    assert_eq!(cells.len(), 6, "{cells:?}");
+    assert_eq!(cells.len(), 8, "{cells:?}");
     assert!(
         !cells.iter().any(|c| c.contains("cap")),
         "the chain ended: {cells:?}"
     );
-    // The total covers the hops, each counted from the entries' timestamps.
+    // The total covers the hops, each counted from the entries' timestamps; aw-run's CPU
+    // time over the chain was read, and divided by the hops.
     assert!(number(&cells[2]) >= number(&cells[3]), "{cells:?}");
+    assert!(cells[6].ends_with(" ms") && cells[7].ends_with(" ms"), "{cells:?}");
+    assert!(number(&cells[6]) >= number(&cells[7]), "{cells:?}");
 }
 
 /// bench/board.sh refuses bad arguments (64) and a missing build (66); a small real run on
