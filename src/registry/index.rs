@@ -16,10 +16,12 @@
 //! whose clients tell another host's changes late through `stat`, the index is neither
 //! written nor read: the registry is read whole, as without an index.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::path::PathBuf;
 
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
 use serde::{Deserialize, Serialize};
 
 use super::agent::{Agent, Registry};
@@ -171,26 +173,53 @@ fn heal(inst: &Instance, name: &str) {
 pub fn update<R>(inst: &Instance, f: impl FnOnce(&mut Registry) -> Result<R>) -> Result<R> {
     let _lock = state::lock(inst)?;
     let path = inst.state_file("agents.json");
-    let mirrored = used(inst) && Stamp::holds(inst, None);
+    let used = used(inst);
+    let mirrored = used && Stamp::holds(inst, None);
     let mut reg: Registry = state::load(&path)?;
     let before = reg.clone();
     let r = f(&mut reg)?;
-    if reg != before {
-        let bytes = state::encode(&reg);
-        crate::fs::atomic_write(&path, &bytes)?;
-        // The registry is stored: an index that could not follow is stale, read around
-        // and rebuilt by the next reader.
-        if used(inst) {
-            let _ = if mirrored {
-                follow(inst, &before, &reg, &bytes)
-            } else {
-                rebuild(inst)
-            };
+    let Some(touched) = touched(&before.agents, &reg.agents) else {
+        // Unchanged: nothing is written, but an index found stale is rebuilt.
+        if used && !mirrored {
+            let _ = rebuild(inst);
         }
-    } else if used(inst) && !mirrored {
-        let _ = rebuild(inst);
+        return Ok(r);
+    };
+    let bytes = state::encode(&reg);
+    crate::fs::atomic_write(&path, &bytes)?;
+    // The registry is stored: an index that could not follow is stale, read around and
+    // rebuilt by the next reader.
+    if used {
+        let _ = if mirrored {
+            follow(inst, &reg, &touched, &bytes)
+        } else {
+            rebuild(inst)
+        };
     }
     Ok(r)
+}
+
+/// The names whose record may differ between the lists `old` and `new`: those of the
+/// agents between their longest common start and their longest common end (a change adds,
+/// replaces or removes a few agents: the rest is compared, not looked up). `None` when the
+/// lists are equal.
+fn touched<'a>(old: &'a [Agent], new: &'a [Agent]) -> Option<BTreeSet<&'a str>> {
+    let start = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    if start == old.len() && start == new.len() {
+        return None;
+    }
+    let most = old.len().min(new.len()) - start;
+    let end = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(most)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let changed = old[start..old.len() - end]
+        .iter()
+        .chain(&new[start..new.len() - end]);
+    Some(changed.map(|a| a.name.as_str()).collect())
 }
 
 /// The record of each name of `agents`, the first of a name as a search from the start
@@ -210,19 +239,31 @@ fn encode(agent: &Agent) -> Vec<u8> {
     state::encode(agent)
 }
 
-/// Bring a folder that mirrored `before` to mirror `after`, just stored as `written`; then
-/// stamp it, if `agents.json` is still what was written.
-fn follow(inst: &Instance, before: &Registry, after: &Registry, written: &[u8]) -> Result<()> {
+/// Bring a folder that mirrored the registry before a change to mirror `after`, just stored
+/// as `written`, by writing (or removing) the files of the `touched` names; then stamp it,
+/// if `agents.json` is still what was written.
+fn follow(
+    inst: &Instance,
+    after: &Registry,
+    touched: &BTreeSet<&str>,
+    written: &[u8],
+) -> Result<()> {
     let dir = open_folder(inst)?;
-    let old = records(&before.agents);
-    let new = records(&after.agents);
-    for (name, agent) in &new {
-        if old.get(name) != Some(agent) {
-            put(&dir, name, &encode(agent))?;
+    // The record each touched name has now: its first in the list.
+    let mut now: HashMap<&str, &Agent> = HashMap::with_capacity(touched.len());
+    for a in &after.agents {
+        if touched.contains(a.name.as_str()) {
+            now.entry(a.name.as_str()).or_insert(a);
+            if now.len() == touched.len() {
+                break;
+            }
         }
     }
-    for name in old.keys().filter(|n| !new.contains_key(*n)) {
-        remove(&dir, name)?;
+    for name in touched.iter().filter(|n| names::is_agent_name(n)) {
+        match now.get(name) {
+            Some(agent) => put(&dir, name, &encode(agent))?,
+            None => remove(&dir, name)?,
+        }
     }
     stamp(inst, written)
 }
@@ -248,19 +289,21 @@ fn rebuild(inst: &Instance) -> Result<()> {
     let want = records(&reg.agents);
     // Only writers under the state lock, which this process holds, write in the folder:
     // whatever is not the file of an agent goes (a temp file a killed writer left too).
+    let mut present = HashSet::new();
     for (entry, _) in dir.entries().map_err(|e| Error::io(dir.path(), e))? {
-        let keep = entry
-            .to_str()
-            .and_then(|e| e.strip_suffix(".json"))
-            .is_some_and(|n| want.contains_key(n));
-        if !keep {
-            let _ = dir.unlink(&entry);
+        let name = entry.to_str().and_then(|e| e.strip_suffix(".json"));
+        match name.filter(|n| want.contains_key(n)) {
+            Some(n) => {
+                present.insert(n.to_string());
+            }
+            None => {
+                let _ = dir.unlink(&entry);
+            }
         }
     }
     for (name, agent) in &want {
         let bytes = encode(agent);
-        let file = dir.path().join(file_name(name));
-        if crate::fs::owned::read(&file).ok().as_deref() != Some(&bytes[..]) {
+        if !present.contains(*name) || read_in(&dir, name).as_deref() != Some(&bytes[..]) {
             put(&dir, name, &bytes)?;
         }
     }
@@ -273,10 +316,34 @@ fn open_folder(inst: &Instance) -> Result<Dir> {
     crate::fs::owned::folder(&path, true).map_err(|e| Error::io(&path, e))
 }
 
-/// Replace the file of `name` in the folder (no flush: a crash of the system changes the
-/// boot, and the index is rebuilt).
+/// The content of the file of `name` in the folder, if it can be read (never waiting: a
+/// FIFO there reads as nothing).
+fn read_in(dir: &Dir, name: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let mut f = dir.open_file(&file_name(name), flags, Mode::empty()).ok()?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Write the file of `name` in the folder: created with its content when there is none,
+/// else replaced atomically. Never flushed: a crash of the system changes the boot, and the
+/// index is rebuilt. A file created and not yet whole (or cut short by a writer killed) is
+/// only seen while the stamp does not match, or fails to parse: the reader falls back.
 fn put(dir: &Dir, name: &str, bytes: &[u8]) -> Result<()> {
-    crate::fs::atomic_write_in(dir, file_name(name).as_ref(), bytes)
+    use std::io::Write;
+    let file = file_name(name);
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC;
+    match dir.open_file(&file, flags, crate::fs::owned::CREATE) {
+        Ok(mut f) => f
+            .write_all(bytes)
+            .map_err(|e| Error::io(dir.path().join(&file), e)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            crate::fs::atomic_write_in(dir, file.as_ref(), bytes)
+        }
+        Err(e) => Err(Error::io(dir.path().join(&file), e)),
+    }
 }
 
 fn remove(dir: &Dir, name: &str) -> Result<()> {
@@ -303,4 +370,40 @@ fn stamp(inst: &Instance, registry: &[u8]) -> Result<()> {
     let mut bytes = serde_json::to_vec(&now).expect("a stamp serializes");
     bytes.push(b'\n');
     crate::fs::atomic_write_unsynced(&inst.state_file(STAMP), &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agents(names: &[&str]) -> Vec<Agent> {
+        names
+            .iter()
+            .map(|n| Agent {
+                name: n.to_string(),
+                backend: "external".into(),
+                ..Agent::default()
+            })
+            .collect()
+    }
+
+    fn set<'a>(names: &[&'a str]) -> Option<BTreeSet<&'a str>> {
+        Some(names.iter().copied().collect())
+    }
+
+    #[test]
+    fn touched_names_are_those_between_the_common_start_and_end() {
+        let abc = agents(&["a", "b", "c"]);
+        assert_eq!(touched(&abc, &abc), None);
+        assert_eq!(touched(&abc, &agents(&["a", "b", "c", "d"])), set(&["d"]));
+        assert_eq!(touched(&abc, &agents(&["a", "c"])), set(&["b"]));
+        assert_eq!(touched(&abc, &agents(&["x", "a", "b", "c"])), set(&["x"]));
+        assert_eq!(touched(&abc, &[]), set(&["a", "b", "c"]));
+        let mut replaced = abc.clone();
+        replaced[1].model = Some("m".into());
+        assert_eq!(touched(&abc, &replaced), set(&["b"]));
+        // A name twice (by hand): the removal of its first is a change of its record.
+        let twice = agents(&["a", "b", "a"]);
+        assert_eq!(touched(&twice, &agents(&["b", "a"])), set(&["a"]));
+    }
 }
