@@ -6,7 +6,10 @@
 # build; beside it, what a change of the registry costs there: `aw-ctl new x` and
 # `aw-ctl rm x` (one agent registered, then removed), and "first", the first command of the
 # build on a registry it did not write (`aw-ctl new b0`: a build with the name index builds
-# it from the whole registry then).
+# it from the whole registry then); last, "send after an edit": a send right after another
+# program changed agents.json (a blank line added; median of 3), which with the name index
+# reads the registry whole and rebuilds the index. The sends are all timed before the
+# changes.
 #
 # Usage: bash bench/names.sh [--sizes "10 10000 100000"] [--reps R] [--before DIR]
 #                            [--after DIR]
@@ -44,11 +47,11 @@ timed() {
 	"$bin/$tool" --root "$ROOT" -i w "$@" >/dev/null 2>"$tmp/err" ||
 		{ echo "$BENCH: $tool $*: $(tail -n 1 "$tmp/err")" >&2; exit 1; }
 	t1=$EPOCHREALTIME
-	ms "$t0" "$t1" >>"$file"
-	echo >>"$file"
+	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", (b - a) * 1000 }' >>"$file"
 }
 
-median() { grep . "$1" | median_or_cap; }
+# median FILE: the median of the times in FILE, in ms with two decimals.
+median() { median_or_cap <"$1" | awk '{ printf "%.2f", $1 }'; }
 
 cases=
 for n in $SIZES; do
@@ -63,35 +66,58 @@ for n in $SIZES; do
 	done
 done
 
-set -- $cases
-for r in $(seq "$REPS"); do
-	# Turn the order: round r starts with case r (mod the number of cases).
-	k=$(((r - 1) % $#))
-	order="${*:$((k + 1))} ${*:1:$k}"
-	for c in $order; do
-		n=${c%.*} set=${c#*.}
-		bin=$AFTER
-		[ "$set" = before ] && bin=$BEFORE
-		ROOT=$tmp/root.$c
-		timed "$tmp/$c.send" "$bin" aw-send -t "a$n" ping
-		timed "$tmp/$c.new" "$bin" aw-ctl new x
-		timed "$tmp/$c.rm" "$bin" aw-ctl rm x
+# rounds: REPS rounds, each running every case once, in an order that turns from round to
+# round (round r starts with case r, modulo their number); for each case, the functions
+# named in the array ops, which time commands of the case's build BIN on its root ROOT.
+rounds() {
+	set -- $cases
+	for r in $(seq "$REPS"); do
+		k=$(((r - 1) % $#))
+		for c in ${*:$((k + 1))} ${*:1:$k}; do
+			n=${c%.*} set=${c#*.}
+			bin=$AFTER
+			[ "$set" = before ] && bin=$BEFORE
+			ROOT=$tmp/root.$c
+			for op in "${ops[@]}"; do "$op"; done
+		done
 	done
-done
+}
+send() { timed "$tmp/$c.send" "$bin" aw-send -t "a$n" ping; }
+change() {
+	timed "$tmp/$c.new" "$bin" aw-ctl new x
+	timed "$tmp/$c.rm" "$bin" aw-ctl rm x
+}
+
+# The sends first, all of them, on a file system with nothing left to flush: a change of
+# the registry is flushed (fsync), and what it leaves to write back would weigh on the
+# command that follows it.
+sync
+ops=(send)
+rounds
+ops=(change)
+rounds
+# Then a registry edited by another program: a blank line added to agents.json, and a send
+# (with the name index, that send rebuilds it). Three times.
+edited() {
+	echo >>"$ROOT/w/_state/agents.json"
+	timed "$tmp/$c.edited" "$bin" aw-send -t "a$n" ping
+}
+ops=(edited)
+REPS=3 rounds
 
 echo "# A send to one of N agents"
 echo
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); nproc $(nproc); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "median of $REPS runs (ms); ratio: the send's median over that of N = ${SIZES%% *}, same build"
+echo "median of $REPS runs (ms; 3 for the send after an edit); ratio: the send's median over that of N = ${SIZES%% *}, same build"
 echo
-echo "| N | build | aw-send -t aN ping | ratio | aw-ctl new | aw-ctl rm | first |"
-echo "|---:|---|---:|---:|---:|---:|---:|"
+echo "| N | build | aw-send -t aN ping | ratio | aw-ctl new | aw-ctl rm | first | send after an edit |"
+echo "|---:|---|---:|---:|---:|---:|---:|---:|"
 for set in $(builds); do
 	base=$(median "$tmp/${SIZES%% *}.$set.send")
 	for n in $SIZES; do
 		c=$n.$set
 		send=$(median "$tmp/$c.send")
 		ratio=$(awk -v a="$send" -v b="$base" 'BEGIN { printf "%.2f", a / b }')
-		echo "| $n | $set | $send | $ratio | $(median "$tmp/$c.new") | $(median "$tmp/$c.rm") | $(median "$tmp/$c.first") |"
+		echo "| $n | $set | $send | $ratio | $(median "$tmp/$c.new") | $(median "$tmp/$c.rm") | $(median "$tmp/$c.first") | $(median "$tmp/$c.edited") |"
 	done
 done

@@ -199,10 +199,10 @@ fn chain_sh_runs_a_chain_to_its_last_agent_and_stops_the_server() {
 #[test]
 fn names_sh_times_a_send_and_a_change_of_the_registry_of_n_agents() {
     let cells = measured("names.sh", "5", &[]);
-    assert_eq!(cells.len(), 7, "{cells:?}");
+    assert_eq!(cells.len(), 8, "{cells:?}");
     // The smallest size is its own base.
     assert_eq!(cells[3], "1.00", "{cells:?}");
-    for c in [&cells[2], &cells[4], &cells[5], &cells[6]] {
+    for c in [&cells[2], &cells[4], &cells[5], &cells[6], &cells[7]] {
         assert!(number(c) > 0.0, "{cells:?}");
     }
 }
