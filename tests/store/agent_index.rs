@@ -1,8 +1,8 @@
 //! The registry's name index (`_state/agents/` and `_state/agents.stamp`): exact after every
 //! change aw makes (register, replace, unregister, concurrent registrations); a registry
 //! edited by hand, and an index damaged, deleted or stamped in another boot, are seen at
-//! once by `aw-send -t` and a mention, and the index is rebuilt; a send that resolves names
-//! with an exact index never opens `agents.json`.
+//! once by `aw-send -t` and a mention, and the index is rebuilt; a send that resolves names,
+//! an inbox read and an ack, with an exact index, never open `agents.json`.
 
 use crate::common;
 
@@ -289,4 +289,23 @@ fn a_link_in_the_index_is_never_followed() {
     assert_exact(&inst);
     assert!(!bob.is_symlink(), "the link was replaced by bob's file");
     assert_eq!(std::fs::read(&outside).unwrap(), b"keep");
+}
+
+#[test]
+fn an_inbox_read_and_an_ack_check_their_agent_in_the_index_too() {
+    let root = team(&["alice", "bob"]);
+    root.send(INST, &["-f", "alice"], "@bob look");
+    let opens = Opens::watch(&state(&root).join("agents.json"));
+    let inbox = root.ok("aw-peek", &["-i", INST, "--inbox", "bob"], None);
+    assert!(inbox.contains("@bob look"), "{inbox}");
+    root.ok("aw-ctl", &["-i", INST, "ack", "bob"], None);
+    assert_eq!(opens.count(), 0, "agents.json was opened");
+    for (tool, args) in [
+        ("aw-peek", &["-i", INST, "--inbox", "nobody"][..]),
+        ("aw-ctl", &["-i", INST, "ack", "nobody"][..]),
+    ] {
+        let out = root.run(tool, args, None);
+        let line = assert_error(&out, tool, 66, "an agent that is not");
+        assert!(line.contains("no agent 'nobody'"), "{line}");
+    }
 }
