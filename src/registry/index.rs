@@ -8,8 +8,9 @@
 //! trusts the folder only when all three are those of now: a registry changed by another
 //! program (or by hand), a file of the folder added or removed by hand, or a crash of the
 //! system since (the index is written without a flush) each make it fall back to reading
-//! `agents.json` whole, and the index is rebuilt under the state lock. So is a file of the
-//! folder that does not hold the record of its name.
+//! `agents.json` whole, and the index is rebuilt under the state lock (by a reader only when
+//! it can take the lock at once). So is a file of the folder that does not hold the record
+//! of its name.
 //!
 //! Every change of `agents.json` goes through [`update`], which writes the files of the
 //! names that changed and then the stamp, under the state lock. On a network file system,
