@@ -1,6 +1,7 @@
 #!/bin/sh
 # Run aw's benchmarks: aw-send per call, reads at 10k/100k/1M entries, follow wake latency,
-# inbox, ls and status growth curves with the channel (bench/mentions.sh), agents per
+# inbox, ls and status growth curves with the channel (bench/mentions.sh), a send to one of
+# 10, 10,000 and 100,000 agents (bench/names.sh), agents per
 # aw-run --keep and a chain of agents (bench/agents.sh, bench/chain.sh, short sizes),
 # aw-mcp start-up and tool round trips, aw-run end to end, wake latency, idle cost and
 # throughput, claiming many agents and a server's descriptors, and `aw-ctl report` at 1,000
@@ -73,16 +74,21 @@ agents="10 100 1000"
 chain="10 100 300"
 report="1000 10000"
 otel=21
+names="10 10000 100000"
+names_reps=21
 if [ -n "$QUICK" ]; then
 	sizes="10000 100000"
 	agents="10 100"
 	chain="10 100"
 	report="1000"
 	otel=5
+	names="10 10000"
+	names_reps=5
 fi
 bin=${AW_BENCH_BIN_DIR:-target/release}
 if [ -x "$bin/aw-send" ]; then
 	bash bench/mentions.sh --after "$bin" --sizes "$sizes" | tee -a "$log"
+	bash bench/names.sh --after "$bin" --sizes "$names" --reps "$names_reps" | tee -a "$log"
 	bash bench/agents.sh --after "$bin" --sizes "$agents" --reps 1 | tee -a "$log"
 	bash bench/chain.sh --after "$bin" --sizes "$chain" --reps 1 | tee -a "$log"
 	bash bench/report.sh --bin "$bin" --sizes "$report" | tee -a "$log"

@@ -18,9 +18,9 @@ use crate::error::{Error, Result};
 use crate::instance::Instance;
 use crate::post::{self, PostOptions};
 use crate::process::Stop;
-use crate::registry::{Agent, BackendKind, Collab, Registry};
+use crate::registry::{self, Agent, BackendKind, Collab, Registry};
 use crate::serve::{self, ControllerState};
-use crate::{inbox, names, state};
+use crate::{inbox, names};
 
 /// Prefix of the names given to workers spawned without one: `worker-1`, `worker-2`, ...
 pub const WORKER_PREFIX: &str = "worker-";
@@ -155,7 +155,7 @@ pub fn spawn(inst: &Instance, caller: &str, limits: Collab, req: SpawnRequest) -
     };
     // A worker no aw-run could run is refused before anything is written.
     crate::spawn::runnable(&worker)?;
-    let name = state::update(inst, "agents.json", |reg: &mut Registry| {
+    let name = registry::update(inst, |reg: &mut Registry| {
         let alive = reg
             .agents
             .iter()
@@ -483,7 +483,7 @@ pub fn close(inst: &Instance, caller: &str, agent: &str) -> Result<&'static str>
 
 /// Mark `agent` closed in the registry.
 fn mark_closed(inst: &Instance, agent: &str) -> Result<()> {
-    state::update(inst, "agents.json", |reg: &mut Registry| {
+    registry::update(inst, |reg: &mut Registry| {
         if let Some(w) = reg.agents.iter_mut().find(|w| w.name == agent) {
             w.closed = true;
         }

@@ -37,8 +37,7 @@ pub fn check_served(inst: &Instance, agent: &str) -> Result<()> {
     let end = crate::time::deadline(REGISTER_WAIT);
     let mut pause = POLL;
     loop {
-        let registry = crate::registry::Registry::load_shared(inst)?;
-        if registry.get(agent).is_some() {
+        if crate::registry::is_agent(inst, agent)? {
             return Ok(());
         }
         if Instant::now() >= end || !serve::is_served(inst, agent) {

@@ -26,13 +26,19 @@ pub fn store<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 
 /// [`store`], flushed to stable storage only when `durable`.
 pub fn store_with<T: Serialize>(path: &Path, value: &T, durable: bool) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).expect("state serializes");
-    bytes.push(b'\n');
+    let bytes = encode(value);
     if durable {
         atomic_write(path, &bytes)
     } else {
         atomic_write_unsynced(path, &bytes)
     }
+}
+
+/// A state file's bytes: `value` as indented JSON with a final newline.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(value).expect("state serializes");
+    bytes.push(b'\n');
+    bytes
 }
 
 /// Take the instance's state lock (creating the instance if needed).

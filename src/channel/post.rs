@@ -97,7 +97,7 @@ pub fn sync_from_env() -> bool {
 pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Result<Posted> {
     check_sender(from)?;
     crate::channel::validate_message(text)?;
-    let (mentions, unknown) = resolve(inst, &mut None, text, opts)?;
+    let (mentions, unknown) = resolve(inst, &mut Known::new(), text, opts)?;
     let created = inst.create_new()?;
     let (entry, damage) =
         Channel::new(inst).append(from, text, mentions, opts.sync || sync_from_env())?;
@@ -128,12 +128,12 @@ pub fn post_many(
     opts: &PostOptions,
 ) -> Result<PostedMany> {
     check_sender(from)?;
-    let mut registry = None;
+    let mut known = Known::new();
     let mut outcomes = Vec::with_capacity(texts.len());
     let mut accepted = Vec::with_capacity(texts.len());
     for text in texts {
         match crate::channel::validate_message(&text)
-            .and_then(|()| resolve(inst, &mut registry, &text, opts))
+            .and_then(|()| resolve(inst, &mut known, &text, opts))
         {
             Ok((mentions, unknown)) => {
                 outcomes.push(Ok(unknown));
@@ -167,30 +167,34 @@ fn check_sender(from: &str) -> Result<()> {
         .map_err(|_| Error::invalid(format!("invalid sender name '{}'", names::sanitize(from))))
 }
 
+/// The names looked up so far, and whether each is an agent.
+type Known = std::collections::HashMap<String, bool>;
+
 /// Resolve the mentions of a valid `text`: the mentions, and the `@names` that are not
-/// registered agents (refused with `strict`). The registry is read (into `registry`, where
-/// it stays for the next text) only for a text with `@names` in it.
+/// registered agents (refused with `strict`). Each `@name` is looked up in the registry's
+/// name index ([`crate::registry::is_agent`]: one small file, whatever the number of
+/// agents), once per post: the answers stay in `known` for the next text. The registry is
+/// read whole only to name the agents in the error of `strict`.
 fn resolve(
     inst: &Instance,
-    registry: &mut Option<std::sync::Arc<crate::registry::Indexed>>,
+    known: &mut Known,
     text: &str,
     opts: &PostOptions,
 ) -> Result<(Vec<String>, Vec<String>)> {
-    if mention::tokens(text).is_empty() {
-        return Ok((Vec::new(), Vec::new()));
+    let tokens = mention::tokens(text);
+    for t in tokens {
+        if !known.contains_key(t) {
+            known.insert(t.to_string(), crate::registry::is_agent(inst, t)?);
+        }
     }
-    let registry = match registry {
-        Some(r) => r.clone(),
-        None => registry.insert(Registry::load_shared(inst)?).clone(),
-    };
-    let (mentions, unknown) = mention::resolve(text, |n| registry.contains(n));
+    let (mentions, unknown) = mention::resolve(text, |n| known.get(n) == Some(&true));
     if opts.strict && !unknown.is_empty() {
         return Err(Error::invalid(format!(
             "unknown agent{} {} in instance '{}' (registered: {})",
             if unknown.len() > 1 { "s" } else { "" },
             at_names(&unknown),
             inst.name(),
-            registered(&registry)
+            registered(&Registry::load(inst)?)
         )));
     }
     Ok((mentions, unknown))

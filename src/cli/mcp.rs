@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::mcp::push::{self, Scope};
 use crate::mcp::{Pushing, Server};
 use crate::names;
-use crate::registry::{self, Agent, Registry};
+use crate::registry::{self, Agent};
 
 /// What `--help` says before the options.
 const ABOUT: &str = "\
@@ -181,7 +181,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         (None, _) => common.instance()?,
     };
     inst.check_new(create)?;
-    if !Registry::load(&inst)?.contains(&name) {
+    if !registry::is_agent(&inst, &name)? {
         registry::register(
             &inst,
             Agent {

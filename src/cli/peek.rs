@@ -355,9 +355,8 @@ fn show_inbox(
     poll: Option<Duration>,
 ) -> Result<u8> {
     inst.require()?;
-    let reg = crate::registry::Registry::load(inst)?;
-    if !reg.contains(agent) {
-        return Err(reg.no_agent(inst, agent));
+    if !crate::registry::is_agent(inst, agent)? {
+        return Err(crate::registry::Registry::load(inst)?.no_agent(inst, agent));
     }
     let waiter = a.follow.then(|| watch(inst, poll)).transpose()?;
     // One read gives both the inbox and the id to follow from, so nothing slips between.

@@ -64,6 +64,14 @@ pub fn atomic_write_unswept(path: &Path, data: &[u8]) -> Result<()> {
     write_in(&dir, name, data, true, None)
 }
 
+/// Replace `name` in the open folder `dir` with neither the flushes to stable storage nor
+/// the sweep of the folder: for a folder of derived files that grows with what it mirrors
+/// (the registry's name index, whose stamp names the boot it was written in, so that a
+/// crash of the system has it rebuilt), swept by its owner with [`sweep_folder`].
+pub fn atomic_write_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
+    write_in(dir, name, data, false, None)
+}
+
 /// Remove the temp files of `folder` (one aw owns) whose writers no longer run, as the first
 /// write of a process into a folder does; for the folders written with
 /// [`atomic_write_unswept`].

@@ -18,27 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
 
+use super::identity::{FileId, read_versioned};
 use crate::error::{Error, Result};
-
-/// What tells one version of a file from another without reading it, while the file is
-/// held open (its inode is not reused): device, inode, size, modification and change times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct FileId([i64; 7]);
-
-impl FileId {
-    fn of(m: &std::fs::Metadata) -> FileId {
-        use std::os::unix::fs::MetadataExt;
-        FileId([
-            m.dev() as i64,
-            m.ino() as i64,
-            m.size() as i64,
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec(),
-        ])
-    }
-}
 
 /// A value remembered: the file's path, the open file, what identified it, the value.
 type Remembered<T> = (PathBuf, File, FileId, Arc<T>);
@@ -77,23 +58,36 @@ impl<T: DeserializeOwned + Default, const N: usize> Kept<T, N> {
         }
         // Opened first, then read through that descriptor: what is remembered is what the
         // open file held, and its identity is taken from that descriptor.
-        let file = match super::owned::open_read(path) {
-            Ok(f) => f,
+        let read = match read_versioned(path) {
+            Ok(r) => r,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(Arc::new(T::default()));
             }
             Err(e) => return Err(Error::io(path, e)),
         };
-        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
-        let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
-        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(|e| Error::io(path, e))?;
-        let value: Arc<T> = Arc::new(parse(path, &bytes)?);
-        let id = FileId::of(&meta);
+        let value: Arc<T> = Arc::new(parse(path, &read.bytes)?);
         // Written to while it was read (never done by aw, but by hand it could be): not kept.
-        if file.metadata().is_ok_and(|m| FileId::of(&m) == id) {
-            keep(&mut last, path, file, id, value.clone(), N);
+        if let Some(id) = read.id {
+            keep(&mut last, path, read.file, id, value.clone(), N);
         }
         Ok(value)
+    }
+
+    /// The value remembered for the file at `path`, when the path still names that version
+    /// of it (a `stat`); at no cost when nothing is remembered.
+    pub fn remembered(&self, path: &Path) -> Option<Arc<T>> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_empty() {
+            return None;
+        }
+        let now = std::fs::metadata(path).ok().map(|m| FileId::of(&m));
+        let at = last.iter().position(|(p, ..)| p == path)?;
+        if Some(last[at].2) == now {
+            return Some(last[at].3.clone());
+        }
+        // Replaced: let the old file go.
+        last.remove(at);
+        None
     }
 
     /// Remember `value` as what the file at `path` holds, by the process that has just

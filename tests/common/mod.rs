@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+pub mod agent_index;
 pub mod fake_api;
 pub mod gluster;
 pub mod runner;

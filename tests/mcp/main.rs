@@ -18,4 +18,5 @@ mod doc_safety;
 mod mcp;
 mod mcp_framing;
 mod merge;
+mod names;
 mod proposal_rules;

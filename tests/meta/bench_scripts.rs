@@ -1,5 +1,5 @@
 //! The benchmark scripts (bench/agents.sh, bench/chain.sh, bench/mentions.sh,
-//! bench/board.sh) as a user runs them: usage errors, a small real run on the binaries under
+//! bench/names.sh, bench/board.sh) as a user runs them: usage errors, a small real run on the binaries under
 //! test, the cap, and no server left behind. Figures are printed, never asserted on.
 
 use crate::common;
@@ -93,7 +93,7 @@ fn number(cell: &str) -> f64 {
 #[test]
 fn growth_curve_scripts_refuse_bad_arguments_with_64_and_a_missing_build_with_66() {
     let tmp = tempfile::tempdir().unwrap();
-    let scripts = ["agents.sh", "chain.sh", "mentions.sh"];
+    let scripts = ["agents.sh", "chain.sh", "mentions.sh", "names.sh"];
     for s in scripts {
         let out = script(s, &["--bogus"], tmp.path());
         assert_code(&out, 64);
@@ -117,6 +117,9 @@ fn growth_curve_scripts_refuse_bad_arguments_with_64_and_a_missing_build_with_66
             stdout(&out)
         );
     }
+    let out = script("names.sh", &["--reps", "0"], tmp.path());
+    assert_code(&out, 64);
+    assert!(stderr(&out).contains("is not a positive whole number"));
     for s in ["agents.sh", "chain.sh"] {
         for bad in [["--reps", "0"], ["--cap", "5s"], ["--sizes", "10 x"]] {
             let out = script(s, &bad, tmp.path());
@@ -192,8 +195,22 @@ fn chain_sh_runs_a_chain_to_its_last_agent_and_stops_the_server() {
     // The total covers the hops, each counted from the entries' timestamps; aw-run's CPU
     // time over the chain was read, and divided by the hops.
     assert!(number(&cells[2]) >= number(&cells[3]), "{cells:?}");
-    assert!(cells[6].ends_with(" ms") && cells[7].ends_with(" ms"), "{cells:?}");
+    assert!(
+        cells[6].ends_with(" ms") && cells[7].ends_with(" ms"),
+        "{cells:?}"
+    );
     assert!(number(&cells[6]) >= number(&cells[7]), "{cells:?}");
+}
+
+#[test]
+fn names_sh_times_a_send_and_a_change_of_the_registry_of_n_agents() {
+    let cells = measured("names.sh", "5", &[]);
+    assert_eq!(cells.len(), 8, "{cells:?}");
+    // The smallest size is its own base.
+    assert_eq!(cells[3], "1.00", "{cells:?}");
+    for c in [&cells[2], &cells[4], &cells[5], &cells[6], &cells[7]] {
+        assert!(number(c) > 0.0, "{cells:?}");
+    }
 }
 
 /// bench/board.sh refuses bad arguments (64) and a missing build (66); a small real run on

@@ -200,7 +200,7 @@ fn a_server_reads_the_registry_again_only_once_it_changed() {
 }
 
 #[test]
-fn a_waiting_send_reads_its_agents_record_alone_and_the_registry_once() {
+fn a_waiting_send_reads_its_agents_record_alone_and_never_the_registry() {
     let s = Setup::new();
     s.write("wf.yaml", &agents(30));
     let server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
@@ -246,8 +246,14 @@ fn a_waiting_send_reads_its_agents_record_alone_and_the_registry_once() {
         }
     }
     assert!(opened("/serve/agent7.json\"") >= 1);
-    // The registry (who is an agent, and is agent7 one) is parsed once.
-    assert_eq!(opened("_state/agents.json\""), 1);
+    // Whether agent7 is an agent: its file of the registry's name index, no other agent's,
+    // and never the whole registry.
+    assert_eq!(opened("_state/agents.json\""), 0);
+    assert!(opened("_state/agents/agent7.json\"") >= 1);
+    for i in (1..=30).filter(|i| *i != 7) {
+        let f = format!("_state/agents/agent{i}.json\"");
+        assert_eq!(opened(&f), 0, "{f} read by aw-send");
+    }
     let out = server.term();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
 }

@@ -1,4 +1,4 @@
-//! The instance on disk: faults, concurrency, crashes, several hosts (namespaces and GlusterFS), inboxes, the mention index, state files and trust.
+//! The instance on disk: faults, concurrency, crashes, several hosts (namespaces and GlusterFS), inboxes, the mention index, the name index of the registry, state files and trust.
 //!
 //! One test binary per concept, each file below a module of it: the crate is linked
 //! once per runner rather than once per file (see BENCHMARKS.md, "Test binaries").
@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent_index;
 mod approval;
 mod board;
 mod channel_faults;

@@ -205,9 +205,8 @@ pub(super) fn ack(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
     let a = Opts::parse(c)?;
     let (name, inst) = agent_instance(a.common, args[0])?;
     inst.require()?;
-    let reg = Registry::load(&inst)?;
-    if !reg.contains(&name) {
-        return Err(reg.no_agent(&inst, &name));
+    if !registry::is_agent(&inst, &name)? {
+        return Err(Registry::load(&inst)?.no_agent(&inst, &name));
     }
     let cursor = inbox::ack(&inst, &name, a.until)?;
     out.line(&cursor.to_string())?;

@@ -59,9 +59,8 @@ pub(super) fn inbox_hook(out: &mut Out, c: &Call, args: &[&str]) -> Result<u8> {
         return Ok(0);
     }
     inst.require()?;
-    let reg = Registry::load(&inst)?;
-    if !reg.contains(&name) {
-        return Err(reg.no_agent(&inst, &name));
+    if !crate::registry::is_agent(&inst, &name)? {
+        return Err(Registry::load(&inst)?.no_agent(&inst, &name));
     }
     let (msgs, _) = inbox::unread(&inst, &name)?;
     let (Some(first), Some(last)) = (msgs.first(), msgs.last()) else {

@@ -1,0 +1,410 @@
+//! The name index of the registry: whether a name is an agent, and its record, at the cost
+//! of one small file whatever the number of agents.
+//!
+//! `_state/agents/NAME.json` holds the record of agent NAME as `agents.json` has it (the
+//! first of that name), and `_state/agents.stamp` says which `agents.json` the folder
+//! mirrors: that file's identity ([`FileId`]: device, inode, size, modification and change
+//! times), the folder's own identity once written, and the boot it was written in. A reader
+//! trusts the folder only when all three are those of now: a registry changed by another
+//! program (or by hand), a file of the folder added or removed by hand, or a crash of the
+//! system since (the index is written without a flush) each make it fall back to reading
+//! `agents.json` whole, and the index is rebuilt under the state lock (by a reader only when
+//! it can take the lock at once). So is a file of the folder that does not hold the record
+//! of its name.
+//!
+//! Every change of `agents.json` goes through [`update`], which writes the files of the
+//! names that changed and then the stamp, under the state lock. On a network file system,
+//! whose clients tell another host's changes late through `stat`, the index is neither
+//! written nor read: the registry is read whole, as without an index.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io;
+use std::path::PathBuf;
+
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+use serde::{Deserialize, Serialize};
+
+use super::agent::{Agent, Registry};
+use crate::error::{Error, Result};
+use crate::fs::Dir;
+use crate::fs::identity::{FileId, read_versioned};
+use crate::instance::Instance;
+use crate::names;
+use crate::state;
+
+/// The folder of the per-agent files, in `_state/`.
+const FOLDER: &str = "agents";
+/// The stamp, in `_state/` beside the folder (a file in the folder would change the
+/// folder's identity as it is written).
+const STAMP: &str = "agents.stamp";
+/// The version of the index written.
+const VERSION: u32 = 1;
+
+/// What the index says, and why it cannot say.
+enum Answer {
+    /// The record of the name, or none: the name is no agent.
+    Known(Option<Box<Agent>>),
+    /// The index does not mirror the registry (or a file of it is damaged): rebuild it.
+    Stale,
+    /// The index is not used here (a network file system, a name no file can have).
+    Unused,
+}
+
+/// `_state/agents.stamp`: which registry the folder mirrors.
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
+struct Stamp {
+    version: u32,
+    /// `agents.json` as the folder mirrors it.
+    registry: FileId,
+    /// The folder once its files were written.
+    folder: FileId,
+    /// The kernel's boot id when it was written.
+    boot: String,
+}
+
+impl Stamp {
+    /// The stamp of now: the registry (whose metadata is `registry`, when known) and the
+    /// folder as they are, this boot; `None` when either is missing or not what it should
+    /// be, or the boot is unknown.
+    fn now(inst: &Instance, registry: Option<std::fs::Metadata>) -> Option<Stamp> {
+        let boot = crate::host::boot_id()?.to_string();
+        let registry = match registry {
+            Some(m) => m,
+            None => std::fs::symlink_metadata(inst.state_file("agents.json")).ok()?,
+        };
+        let folder = std::fs::symlink_metadata(folder(inst)).ok()?;
+        (registry.is_file() && folder.is_dir()).then(|| Stamp {
+            version: VERSION,
+            registry: FileId::of(&registry),
+            folder: FileId::of(&folder),
+            boot,
+        })
+    }
+
+    /// The stamp stored, if it can be read.
+    fn stored(inst: &Instance) -> Option<Stamp> {
+        let bytes = crate::fs::owned::read(&inst.state_file(STAMP)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Does the folder mirror the registry (whose metadata is `registry`, when known) now?
+    fn holds(inst: &Instance, registry: Option<std::fs::Metadata>) -> bool {
+        Stamp::stored(inst).is_some_and(|s| Stamp::now(inst, registry).is_some_and(|n| n == s))
+    }
+}
+
+fn folder(inst: &Instance) -> PathBuf {
+    inst.state_dir().join(FOLDER)
+}
+
+fn file_name(name: &str) -> String {
+    format!("{name}.json")
+}
+
+/// Is the index used for this instance? Not on a network file system.
+fn used(inst: &Instance) -> bool {
+    !crate::fs::netfs::is_network_fs(&inst.state_dir())
+}
+
+/// What the index says of `name`.
+fn lookup(inst: &Instance, name: &str) -> Answer {
+    if !names::is_agent_name(name) || !used(inst) {
+        return Answer::Unused;
+    }
+    let registry = match std::fs::symlink_metadata(inst.state_file("agents.json")) {
+        Ok(m) => m,
+        // No registry: no agent (what a read of it would say).
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Answer::Known(None),
+        Err(_) => return Answer::Unused,
+    };
+    if !Stamp::holds(inst, Some(registry)) {
+        return Answer::Stale;
+    }
+    match crate::fs::owned::read(&folder(inst).join(file_name(name))) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Answer::Known(None),
+        Err(_) => Answer::Stale,
+        Ok(bytes) => match serde_json::from_slice::<Agent>(&bytes) {
+            Ok(a) if a.name == name => Answer::Known(Some(Box::new(a))),
+            _ => Answer::Stale,
+        },
+    }
+}
+
+/// The record of agent `name` of `inst`, or `None` when it has none. Read from the name
+/// index when it mirrors the registry, else from the registry whole (the index is then
+/// rebuilt).
+pub fn find(inst: &Instance, name: &str) -> Result<Option<Agent>> {
+    if let Some(reg) = Registry::remembered(inst) {
+        return Ok(reg.get(name).cloned());
+    }
+    match lookup(inst, name) {
+        Answer::Known(a) => Ok(a.map(|a| *a)),
+        Answer::Stale => {
+            let reg = Registry::load_shared(inst)?;
+            heal(inst, name);
+            Ok(reg.get(name).cloned())
+        }
+        Answer::Unused => Ok(Registry::load_shared(inst)?.get(name).cloned()),
+    }
+}
+
+/// Is `name` a registered agent of `inst`? As [`find`].
+pub fn is_agent(inst: &Instance, name: &str) -> Result<bool> {
+    Ok(find(inst, name)?.is_some())
+}
+
+/// Rebuild the index under the state lock, unless another process did meanwhile. Best
+/// effort, and never waited for: a reader that cannot (the lock is held, by a writer or
+/// by this very process; no right to write) has its answer all the same, and the index is
+/// rebuilt by a later one.
+fn heal(inst: &Instance, name: &str) {
+    let Ok(Some(_lock)) = crate::fs::Lock::try_exclusive(&inst.state_file("state.lock")) else {
+        return;
+    };
+    if matches!(lookup(inst, name), Answer::Stale) {
+        let _ = rebuild(inst);
+    }
+}
+
+/// Read-modify-write `agents.json` under the state lock, as [`state::update`] does, and
+/// keep the name index exact: the files of the names that changed are written (or
+/// removed), then the stamp. An index that did not mirror the registry before is rebuilt
+/// whole. `f` may refuse with an error, in which case nothing is written.
+pub fn update<R>(inst: &Instance, f: impl FnOnce(&mut Registry) -> Result<R>) -> Result<R> {
+    let _lock = state::lock(inst)?;
+    let path = inst.state_file("agents.json");
+    let used = used(inst);
+    let mirrored = used && Stamp::holds(inst, None);
+    let mut reg: Registry = state::load(&path)?;
+    let before = reg.clone();
+    let r = f(&mut reg)?;
+    let Some(touched) = touched(&before.agents, &reg.agents) else {
+        // Unchanged: nothing is written, but an index found stale is rebuilt.
+        if used && !mirrored {
+            let _ = rebuild(inst);
+        }
+        return Ok(r);
+    };
+    let bytes = state::encode(&reg);
+    crate::fs::atomic_write(&path, &bytes)?;
+    // The registry is stored: an index that could not follow is stale, read around and
+    // rebuilt by the next reader.
+    if used {
+        let _ = if mirrored {
+            follow(inst, &reg, &touched, &bytes)
+        } else {
+            rebuild(inst)
+        };
+    }
+    Ok(r)
+}
+
+/// The names whose record may differ between the lists `old` and `new`: those of the
+/// agents between their longest common start and their longest common end (a change adds,
+/// replaces or removes a few agents: the rest is compared, not looked up). `None` when the
+/// lists are equal.
+fn touched<'a>(old: &'a [Agent], new: &'a [Agent]) -> Option<BTreeSet<&'a str>> {
+    let start = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    if start == old.len() && start == new.len() {
+        return None;
+    }
+    let most = old.len().min(new.len()) - start;
+    let end = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(most)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let changed = old[start..old.len() - end]
+        .iter()
+        .chain(&new[start..new.len() - end]);
+    Some(changed.map(|a| a.name.as_str()).collect())
+}
+
+/// The record of each name of `agents`, the first of a name as a search from the start
+/// finds it; names no file can have are left out (the index never answers for them).
+fn records(agents: &[Agent]) -> HashMap<&str, &Agent> {
+    let mut at = HashMap::with_capacity(agents.len());
+    for a in agents {
+        if names::is_agent_name(&a.name) {
+            at.entry(a.name.as_str()).or_insert(a);
+        }
+    }
+    at
+}
+
+/// The bytes of a record's file: as in `agents.json`, indented, with a final newline.
+fn encode(agent: &Agent) -> Vec<u8> {
+    state::encode(agent)
+}
+
+/// Bring a folder that mirrored the registry before a change to mirror `after`, just stored
+/// as `written`, by writing (or removing) the files of the `touched` names; then stamp it,
+/// if `agents.json` is still what was written.
+fn follow(
+    inst: &Instance,
+    after: &Registry,
+    touched: &BTreeSet<&str>,
+    written: &[u8],
+) -> Result<()> {
+    let dir = open_folder(inst)?;
+    // The record each touched name has now: its first in the list.
+    let mut now: HashMap<&str, &Agent> = HashMap::with_capacity(touched.len());
+    for a in &after.agents {
+        if touched.contains(a.name.as_str()) {
+            now.entry(a.name.as_str()).or_insert(a);
+            if now.len() == touched.len() {
+                break;
+            }
+        }
+    }
+    for name in touched.iter().filter(|n| names::is_agent_name(n)) {
+        match now.get(name) {
+            Some(agent) => put(&dir, name, &encode(agent))?,
+            None => remove(&dir, name)?,
+        }
+    }
+    stamp(inst, written)
+}
+
+/// Write the whole index from `agents.json` (the caller holds the state lock): every
+/// record's file whose content differs, no file of a name that is not an agent, then the
+/// stamp.
+fn rebuild(inst: &Instance) -> Result<()> {
+    let path = inst.state_file("agents.json");
+    let read = match read_versioned(&path) {
+        Ok(r) => r,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    if read.id.is_none() {
+        return Ok(());
+    }
+    let reg: Registry = serde_json::from_slice(&read.bytes).map_err(|e| Error::Corrupt {
+        path: path.clone(),
+        why: format!("not valid state JSON: {e}"),
+    })?;
+    let dir = open_folder(inst)?;
+    let want = records(&reg.agents);
+    // Only writers under the state lock, which this process holds, write in the folder:
+    // whatever is not the file of an agent goes (a temp file a killed writer left too).
+    let mut present = HashSet::new();
+    for (entry, _) in dir.entries().map_err(|e| Error::io(dir.path(), e))? {
+        let name = entry.to_str().and_then(|e| e.strip_suffix(".json"));
+        match name.filter(|n| want.contains_key(n)) {
+            Some(n) => {
+                present.insert(n.to_string());
+            }
+            None => {
+                let _ = dir.unlink(&entry);
+            }
+        }
+    }
+    for (name, agent) in &want {
+        let bytes = encode(agent);
+        if !present.contains(*name) || read_in(&dir, name).as_deref() != Some(&bytes[..]) {
+            put(&dir, name, &bytes)?;
+        }
+    }
+    stamp(inst, &read.bytes)
+}
+
+/// The folder of the index, made when missing.
+fn open_folder(inst: &Instance) -> Result<Dir> {
+    let path = folder(inst);
+    crate::fs::owned::folder(&path, true).map_err(|e| Error::io(&path, e))
+}
+
+/// The content of the file of `name` in the folder, if it can be read (never waiting: a
+/// FIFO there reads as nothing).
+fn read_in(dir: &Dir, name: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let mut f = dir.open_file(&file_name(name), flags, Mode::empty()).ok()?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// Write the file of `name` in the folder: created with its content when there is none,
+/// else replaced atomically. Never flushed: a crash of the system changes the boot, and the
+/// index is rebuilt. A file created and not yet whole (or cut short by a writer killed) is
+/// only seen while the stamp does not match, or fails to parse: the reader falls back.
+fn put(dir: &Dir, name: &str, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let file = file_name(name);
+    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC;
+    match dir.open_file(&file, flags, crate::fs::owned::CREATE) {
+        Ok(mut f) => f
+            .write_all(bytes)
+            .map_err(|e| Error::io(dir.path().join(&file), e)),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            crate::fs::atomic_write_in(dir, file.as_ref(), bytes)
+        }
+        Err(e) => Err(Error::io(dir.path().join(&file), e)),
+    }
+}
+
+fn remove(dir: &Dir, name: &str) -> Result<()> {
+    match dir.unlink(file_name(name).as_ref()) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(Error::io(dir.path().join(file_name(name)), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Write the stamp for the folder as it is and the `agents.json` that holds `registry`
+/// (the bytes written or read under the lock); none when `agents.json` is no longer that
+/// (changed by another program meanwhile: the index stays stale).
+fn stamp(inst: &Instance, registry: &[u8]) -> Result<()> {
+    let path = inst.state_file("agents.json");
+    let read = read_versioned(&path).map_err(|e| Error::io(&path, e))?;
+    let Some(id) = read.id.filter(|_| read.bytes == registry) else {
+        return Ok(());
+    };
+    let Some(now) = Stamp::now(inst, None).filter(|n| n.registry == id) else {
+        return Ok(());
+    };
+    let mut bytes = serde_json::to_vec(&now).expect("a stamp serializes");
+    bytes.push(b'\n');
+    crate::fs::atomic_write_unsynced(&inst.state_file(STAMP), &bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agents(names: &[&str]) -> Vec<Agent> {
+        names
+            .iter()
+            .map(|n| Agent {
+                name: n.to_string(),
+                backend: "external".into(),
+                ..Agent::default()
+            })
+            .collect()
+    }
+
+    fn set<'a>(names: &[&'a str]) -> Option<BTreeSet<&'a str>> {
+        Some(names.iter().copied().collect())
+    }
+
+    #[test]
+    fn touched_names_are_those_between_the_common_start_and_end() {
+        let abc = agents(&["a", "b", "c"]);
+        assert_eq!(touched(&abc, &abc), None);
+        assert_eq!(touched(&abc, &agents(&["a", "b", "c", "d"])), set(&["d"]));
+        assert_eq!(touched(&abc, &agents(&["a", "c"])), set(&["b"]));
+        assert_eq!(touched(&abc, &agents(&["x", "a", "b", "c"])), set(&["x"]));
+        assert_eq!(touched(&abc, &[]), set(&["a", "b", "c"]));
+        let mut replaced = abc.clone();
+        replaced[1].model = Some("m".into());
+        assert_eq!(touched(&abc, &replaced), set(&["b"]));
+        // A name twice (by hand): the removal of its first is a change of its record.
+        let twice = agents(&["a", "b", "a"]);
+        assert_eq!(touched(&twice, &agents(&["b", "a"])), set(&["a"]));
+    }
+}
