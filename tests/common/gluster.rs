@@ -227,6 +227,27 @@ impl Volume {
     }
 }
 
+/// The content of `path`, read through a mount of the volume: a file another mount replaced
+/// by rename gives `ESTALE` on this one until its folder is listed again, so on `ESTALE` the
+/// folder is listed and the read tried again (for up to 5 s).
+pub fn read_listed(path: &Path) -> Vec<u8> {
+    let dir = path.parent().expect("a file in a folder");
+    for _ in 0..500 {
+        match std::fs::read(path) {
+            Ok(bytes) => return bytes,
+            Err(e) if e.raw_os_error() == Some(nix::libc::ESTALE) => {
+                let _ = std::fs::read_dir(dir).map(Iterator::count);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => panic!("{}: {e}", path.display()),
+        }
+    }
+    panic!(
+        "{}: still ESTALE after its folder was listed for 5 s",
+        path.display()
+    )
+}
+
 impl Drop for Volume {
     fn drop(&mut self) {
         for at in self.mounted.drain(..).rev() {

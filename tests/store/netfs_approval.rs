@@ -75,9 +75,9 @@ fn asked_on_one_host_decided_on_the_other_the_waiter_returns() {
     assert_code(&out, 1);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "rejected by user\n");
 
-    let file: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(vol.a().join(INST).join("approvals/2.json")).unwrap(),
-    )
+    let file: serde_json::Value = serde_json::from_slice(&common::gluster::read_listed(
+        &vol.a().join(INST).join("approvals/2.json"),
+    ))
     .unwrap();
     assert_eq!(file["state"], "rejected");
 }

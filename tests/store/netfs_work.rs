@@ -64,9 +64,9 @@ fn claimers_on_two_hosts_claim_each_card_exactly_once() {
     assert_eq!(got.len(), CARDS, "{got:?}");
     assert_eq!(empty, 2 * PER_HOST - CARDS);
     for (id, who) in &got {
-        let card: serde_json::Value = serde_json::from_slice(
-            &std::fs::read(vol.b().join(INST).join(format!("board/{id}.json"))).unwrap(),
-        )
+        let card: serde_json::Value = serde_json::from_slice(&common::gluster::read_listed(
+            &vol.b().join(INST).join(format!("board/{id}.json")),
+        ))
         .unwrap();
         assert_eq!(card["state"], "claimed", "{card}");
         assert_eq!(card["holder"]["agent"], who.as_str(), "{card}");
