@@ -244,8 +244,11 @@ fn run_served(
     };
     // Every agent is registered before any is shown as served, so that a message sent
     // once one is served resolves every mention.
-    let mut built = Vec::new();
-    let mut agents = Vec::new();
+    // Sized once: grown by doubling, these would hold up to twice the room of every agent,
+    // and for a moment both the old and the new (a controller is about 1 KB; see
+    // BENCHMARKS.md, "what a served agent costs").
+    let mut built = Vec::with_capacity(wf.agents.len());
+    let mut agents = Vec::with_capacity(wf.agents.len());
     // Those of aw-run's environment, read once for every agent.
     let own_secrets = super::controller::secrets(&[]);
     for def in &wf.agents {
@@ -314,7 +317,7 @@ fn run_served(
     }
     registry::register_all(inst, agents, true)?;
     start::seed_board(inst, &wf.board)?;
-    let mut controllers = Vec::new();
+    let mut controllers = Vec::with_capacity(built.len());
     for (def, system, secrets, backend, worktree) in built {
         let tool_args = crate::tools::client_config::tool_args(def.collab, def.delegate);
         let mut c = serving.controller(&def.name.value, backend, &tool_args)?;
