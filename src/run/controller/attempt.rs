@@ -43,8 +43,9 @@ pub struct Controller {
     pub document: Option<String>,
     pub root: PathBuf,
     pub mcp_config: PathBuf,
-    /// What [`Controller::mcp_config`] holds, written afresh before every attempt: the
-    /// agent's own tools may reach the file, and a rewritten one must never take effect.
+    /// What [`Controller::mcp_config`] holds, checked before every attempt and written
+    /// afresh when it differs: the agent's own tools may reach the file, and a rewritten one
+    /// must never take effect.
     pub mcp_text: String,
     pub timeout: Option<Duration>,
     pub max_runs: u64,
@@ -414,8 +415,8 @@ impl Controller {
     }
 
     /// Call the backend with `prompt`, continuing the CLI session `resume` when given (its
-    /// MCP configuration written afresh first), under the budgets; its outcome redacted, an
-    /// implausible usage failed, and priced.
+    /// MCP configuration checked first, and written afresh when it differs), under the
+    /// budgets; its outcome redacted, an implausible usage failed, and priced.
     fn call(
         &mut self,
         shared: &Shared,
@@ -443,16 +444,18 @@ impl Controller {
             log: self.transcripts().attempt_log(self.next_transcript),
             resume,
         };
-        let ready =
-            crate::fs::atomic_write_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())
-                .map_err(|e| format!("cannot write its MCP configuration: {e}"))
-                .and_then(|()| match &self.worktree {
-                    Some(w) => w
-                        .ensure()
-                        .map(drop)
-                        .map_err(|e| format!("cannot make its worktree: {e}")),
-                    None => Ok(()),
-                });
+        // Read, and written afresh only when it is not what it must be: a configuration
+        // rewritten since (by the agent's own tools, say) never takes effect.
+        let ready = crate::fs::ensure_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())
+            .map(drop)
+            .map_err(|e| format!("cannot write its MCP configuration: {e}"))
+            .and_then(|()| match &self.worktree {
+                Some(w) => w
+                    .ensure()
+                    .map(drop)
+                    .map_err(|e| format!("cannot make its worktree: {e}")),
+                None => Ok(()),
+            });
         let mut out = match ready {
             Ok(()) => self.backend.run(&ctx),
             Err(why) => {
