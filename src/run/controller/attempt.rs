@@ -89,6 +89,17 @@ pub struct Controller {
     pub session: Option<&'static str>,
 }
 
+/// Write a controller's record for `aw-ctl ps` (`_state/serve/AGENT.json`) to `inst`'s; a
+/// failure is a warning.
+pub(super) fn write_state(inst: &Instance, record: &Served) {
+    if let Err(e) = serve::write(inst, record) {
+        crate::warn::warn(
+            "aw-run",
+            format!("{}: state not recorded: {e}", record.agent),
+        );
+    }
+}
+
 /// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
 /// and the run's number.
 pub(super) struct Due {
@@ -109,14 +120,20 @@ impl Due {
 impl Controller {
     /// Record the controller's state for `aw-ctl ps`, when it changed.
     pub(super) fn publish(&mut self, state: ControllerState) {
+        if let Some(record) = self.note(state) {
+            write_state(&self.inst, &record);
+        }
+    }
+
+    /// Take `state` as the controller's: the record to write for `aw-ctl ps` when it
+    /// changed, for the caller to write when it suits (a run's, once its thread is off).
+    pub(super) fn note(&mut self, state: ControllerState) -> Option<Served> {
         if self.published == Some((state, self.served.runs)) {
-            return;
+            return None;
         }
         self.served.state = state;
         self.published = Some((state, self.served.runs));
-        if let Err(e) = serve::write(&self.inst, &self.served) {
-            crate::warn::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
-        }
+        Some(self.served.clone())
     }
 
     /// An event of attempt `attempt` of run `run`, ended with `status` after `duration`.
