@@ -248,6 +248,7 @@ fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) 
         a.board = c.board;
     }
     note_served(&c.agent);
+    crate::process::open_files_for(slots.len() + 1);
     slots.insert(
         c.agent.clone(),
         Slot {
