@@ -91,6 +91,8 @@ stop_watch() {
 # $tmp/appends; returns once its watch is in place.
 start_watch() {
 	: >"$tmp/appends"
+	# Emptied here, not by the redirection below: that one happens in the background.
+	: >"$tmp/watch.out"
 	"${WRAP[@]}" "$tmp/watch" "$1" "$tmp/appends" "${@:2}" >"$tmp/watch.out" &
 	WATCH=$!
 	until [ -s "$tmp/watch.out" ]; do
@@ -111,6 +113,15 @@ idle_after() {
 	until [ "$(jq -r '"\(.state) \(.runs)"' "$ROOT/wake/_state/serve/w.json" 2>/dev/null)" = "idle $1" ]; do
 		[ "$EPOCHSECONDS" -lt "$DEADLINE" ] || return 1
 		sleep 0.002
+	done
+}
+
+# watching_after N: wait until the watcher that starts the program has done so N times and
+# watches again (a change made before would be merged with the last); 1 past DEADLINE.
+watching_after() {
+	until [ "$(wc -l <"$tmp/watch.out")" -gt "$1" ]; do
+		[ "$EPOCHSECONDS" -lt "$DEADLINE" ] || return 1
+		sleep 0.001
 	done
 }
 
@@ -145,7 +156,11 @@ one() {
 		wc -l <"$tmp/appends" >>"$tmp/before-each"
 		"$bin/aw-send" --root "$ROOT" -i wake -f user -t w "ping $i" >/dev/null
 		next_stamp || break
-		[ "$set" = floor ] || idle_after "$i" || break
+		if [ "$set" = floor ]; then
+			watching_after "$i" || break
+		else
+			idle_after "$i" || break
+		fi
 		done=$i
 	done
 	load=$(cut -d' ' -f1 /proc/loadavg)

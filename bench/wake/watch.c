@@ -7,7 +7,8 @@
  * CLOCK_MONOTONIC and appends it, in nanoseconds, as one line to OUT. Prints "ready" on
  * stdout once the watch is in place, then runs until killed. With PROGRAM, it also starts
  * PROGRAM ARG... with posix_spawn after each stamp and waits for it: the floor of a wake,
- * measured the same way (no aw, no bookkeeping, nothing between the event and the spawn).
+ * measured the same way (no aw, no bookkeeping, nothing between the event and the spawn);
+ * it prints "done" once the program has exited and it watches again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +66,9 @@ int main(int argc, char **argv)
 				return 69;
 			}
 			waitpid(pid, NULL, 0);
+			/* Back to the watch: the next change may come. */
+			puts("done");
+			fflush(stdout);
 		}
 	}
 }
