@@ -1,8 +1,10 @@
 # shellcheck shell=bash
 # Helpers of the growth-curve benchmarks (bench/agents.sh, bench/chain.sh, bench/mentions.sh),
 # sourced by them: process figures from /proc, medians, and stopping the servers they start.
-# SERVERS holds the pids of the servers started and not yet stopped.
+# SERVERS holds the pids of the servers started and not yet stopped; WRAP, a command that
+# start_server runs aw-run under (such as `chrt -f 1`), none unless a script sets it.
 SERVERS=
+WRAP=()
 CLK_TCK=$(getconf CLK_TCK)
 
 # ms T0 T1: the milliseconds between two $EPOCHREALTIME values, one decimal.
@@ -107,7 +109,7 @@ checked_setup() {
 	trap 'exit 130' INT TERM
 }
 
-# start_server BIN INSTANCE WORKFLOW: `aw-run --keep --detach` of WORKFLOW on a new root
+# start_server BIN INSTANCE WORKFLOW: `aw-run --keep --detach` of WORKFLOW (under WRAP) on a new root
 # ROOT, within CAP seconds (DEADLINE is set to the end of the cap). Sets PID and returns 0
 # once it serves; returns 1 past the cap, having stopped what it started; exits 1 when
 # aw-run fails. The run limit is set out of reach (--max-runs): it is not measured. The
@@ -119,7 +121,7 @@ start_server() {
 	ROOTS=$((ROOTS + 1))
 	ROOT=$tmp/root.$ROOTS
 	DEADLINE=$(($(date +%s) + CAP))
-	if PID=$(timeout "$CAP" "$1/aw-run" --root "$ROOT" -i "$2" --keep --detach -q \
+	if PID=$(timeout "$CAP" "${WRAP[@]}" "$1/aw-run" --root "$ROOT" -i "$2" --keep --detach -q \
 		--max-runs 1000000 "$3" 2>"$tmp/err"); then
 		SERVERS="$SERVERS $PID"
 		return 0

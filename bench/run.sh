@@ -5,7 +5,8 @@
 # aw-run --keep and a chain of agents (bench/agents.sh, bench/chain.sh, short sizes),
 # aw-mcp start-up and tool round trips, aw-run end to end, wake latency, idle cost and
 # throughput, claiming many agents and a server's descriptors, and `aw-ctl report` at 1,000
-# and 10,000 entries (bench/report.sh), and what writing traces costs a run (bench/otel.sh).
+# and 10,000 entries (bench/report.sh), what writing traces costs a run (bench/otel.sh), and
+# the wake of an exec agent from the append to its program's start (bench/wake.sh).
 # Usage: sh bench/run.sh [--quick]    (make bench runs it after make build)
 # Prints Markdown tables; a copy goes to target/bench-data/last-run.md. Nothing here asserts
 # on time: figures are measured and printed, and BENCHMARKS.md is updated by hand.
@@ -76,6 +77,7 @@ report="1000 10000"
 otel=21
 names="10 10000 100000"
 names_reps=21
+wake=200
 if [ -n "$QUICK" ]; then
 	sizes="10000 100000"
 	agents="10 100"
@@ -84,6 +86,7 @@ if [ -n "$QUICK" ]; then
 	otel=5
 	names="10 10000"
 	names_reps=5
+	wake=50
 fi
 bin=${AW_BENCH_BIN_DIR:-target/release}
 if [ -x "$bin/aw-send" ]; then
@@ -93,6 +96,7 @@ if [ -x "$bin/aw-send" ]; then
 	bash bench/chain.sh --after "$bin" --sizes "$chain" --reps 1 | tee -a "$log"
 	bash bench/report.sh --bin "$bin" --sizes "$report" | tee -a "$log"
 	bash bench/otel.sh --bin "$bin" --reps "$otel" | tee -a "$log"
+	bash bench/wake.sh --after "$bin" --count "$wake" | tee -a "$log"
 else
 	echo "bench/run.sh: no binaries in $bin; growth curves skipped (make build)" | tee -a "$log"
 fi

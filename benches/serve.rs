@@ -67,7 +67,7 @@ fn lock_per_agent(inst: &Instance, agents: &[&str]) -> Vec<std::fs::File> {
 
 fn claims(dir: &Path, opts: &Opts) {
     // The earlier version's way holds one descriptor per agent.
-    aw::process::raise_open_files();
+    aw::process::open_files_for(10_000);
     let mut t = Table::new(&[
         "claims (in process)",
         "n",

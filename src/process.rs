@@ -100,12 +100,13 @@ pub enum Cut {
 }
 
 /// How the caller's processes are started: `prepare` makes the command its own process
-/// group that dies with the caller (signals, limits), `watch` and `release` tell whoever
-/// kills the groups of a caller that dies of them; `stop`, once it interrupts calls, kills
-/// a program under way (a hook, a merge's verify command).
+/// group that dies with the caller (signals, limits) and gives the program a number (0:
+/// none), `watch` (with that number and the group) and `release` tell whoever kills the
+/// groups of a caller that dies of them; `stop`, once it interrupts calls, kills a program
+/// under way (a hook, a merge's verify command).
 pub struct Spawning<'a> {
-    pub prepare: &'a dyn Fn(&mut std::process::Command),
-    pub watch: &'a dyn Fn(u32),
+    pub prepare: &'a dyn Fn(&mut std::process::Command) -> u64,
+    pub watch: &'a dyn Fn(u64, u32),
     pub release: &'a dyn Fn(u32),
     pub stop: Option<&'a Stop>,
 }
@@ -114,15 +115,16 @@ impl Spawning<'static> {
     /// Its own process group, and nothing else: for a process with no guard of its groups.
     pub const PLAIN: Spawning<'static> = Spawning {
         prepare: &own_group,
-        watch: &|_| {},
+        watch: &|_, _| {},
         release: &|_| {},
         stop: None,
     };
 }
 
-/// Make `c` the leader of a process group of its own.
-fn own_group(c: &mut std::process::Command) {
+/// Make `c` the leader of a process group of its own (a program with no number).
+fn own_group(c: &mut std::process::Command) -> u64 {
     std::os::unix::process::CommandExt::process_group(c, 0);
+    0
 }
 
 /// Wait for `child`, the leader of a process group of its own, at most `limit`, and while
@@ -169,26 +171,55 @@ pub fn wait_killing_group(
     (status, cut)
 }
 
-/// The limit of open files (soft, hard) this process started with, when
-/// [`raise_open_files`] raised it.
+/// The limit of open files (soft, hard) this process started with, once
+/// [`open_files_for`] raised it.
 static OPEN_FILES_AT_START: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
 
-/// Raise this process's soft limit of open files to its hard limit: a server's agents open
-/// files as they run, many at once, and a soft limit of 1024 (a common default) is soon
-/// reached. Programs it starts get the limit back
-/// ([`open_files_at_start`]). A failure leaves the limit as it was.
-pub fn raise_open_files() {
+/// Open files counted for the process itself by [`open_files_for`].
+pub const OPEN_FILES_BASE: u64 = 64;
+
+/// Open files counted for each agent served by [`open_files_for`]: a run under way holds its
+/// program's pipes, its log and the files it reads, and all may run at once.
+pub const OPEN_FILES_PER_AGENT: u64 = 16;
+
+/// Make room for the open files of `agents` agents served at once: when the soft limit of
+/// open files is below [`OPEN_FILES_BASE`] and [`OPEN_FILES_PER_AGENT`] for each, raise it to
+/// the hard limit (a soft limit of 1024, a common default, is then soon reached). Programs
+/// started afterwards get the limit back ([`open_files_at_start`]), which costs their start
+/// a child that runs code before its exec: so the limit is raised only when needed, not at
+/// every start. A failure leaves the limit as it was.
+///
+/// Call it as agents are added, before their runs start. A program started by another
+/// thread at the very moment of the raise may inherit the raised limit.
+pub fn open_files_for(agents: usize) {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
-    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
-        && soft < hard
-        && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok()
-    {
-        let _ = OPEN_FILES_AT_START.set((soft, hard));
+    use std::sync::atomic::AtomicUsize;
+    /// The most agents already made room for.
+    static ROOM_FOR: AtomicUsize = AtomicUsize::new(0);
+    if agents <= ROOM_FOR.load(Ordering::Relaxed) || OPEN_FILES_AT_START.get().is_some() {
+        return;
     }
+    let need = OPEN_FILES_BASE.saturating_add(OPEN_FILES_PER_AGENT.saturating_mul(agents as u64));
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    if soft >= need || soft >= hard {
+        // As many as the limit holds: the next agents cost no system call.
+        let holds = soft.saturating_sub(OPEN_FILES_BASE) / OPEN_FILES_PER_AGENT;
+        let holds = usize::try_from(holds).unwrap_or(usize::MAX);
+        ROOM_FOR.fetch_max(
+            if soft >= hard { usize::MAX } else { holds },
+            Ordering::Relaxed,
+        );
+        return;
+    }
+    // Known before the limit changes, so that programs started from now on get it back.
+    let _ = OPEN_FILES_AT_START.set((soft, hard));
+    let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
 }
 
 /// The limit of open files to give back to a program started by this process (soft,
-/// hard), when [`raise_open_files`] changed it.
+/// hard), when [`open_files_for`] changed it.
 pub fn open_files_at_start() -> Option<(u64, u64)> {
     OPEN_FILES_AT_START.get().copied()
 }

@@ -238,7 +238,6 @@ pub fn run(out: &mut Out) -> Result<u8> {
         out.exact();
     }
     a.opts.ready = ready_pipe()?;
-    crate::process::raise_open_files();
     if a.serve {
         let root = a.common.root()?;
         let groups = serve_groups(&a)?
@@ -613,7 +612,7 @@ fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
         .stdin(Stdio::null())
         .stdout(log.try_clone().map_err(|e| Error::io(&log_path, e))?)
         .stderr(log.try_clone().map_err(|e| Error::io(&log_path, e))?);
-    // The server raises the limit of open files again, and gives its programs this one.
+    // The server raises the limit of open files itself when it needs to.
     let open_files = crate::process::open_files_at_start();
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {

@@ -55,6 +55,26 @@ pub fn atomic_write_private_unsynced(path: &Path, data: &[u8]) -> Result<()> {
     write_path(path, data, false, Some(PRIVATE))
 }
 
+/// [`atomic_write_private_unsynced`] unless `path` already holds exactly `data`, privately
+/// (mode 0600) and owned by this user: then nothing is written, and reading a small file
+/// costs far less than replacing it. Whether it was written.
+pub fn ensure_private_unsynced(path: &Path, data: &[u8]) -> Result<bool> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let same = super::owned::open_read(path).is_ok_and(|mut f| {
+        let mut held = Vec::with_capacity(data.len() + 1);
+        f.metadata().is_ok_and(|m| {
+            m.mode() & 0o7777 == PRIVATE && m.uid() == nix::unistd::geteuid().as_raw()
+        }) && f.read_to_end(&mut held).is_ok()
+            && held == data
+    });
+    if same {
+        return Ok(false);
+    }
+    atomic_write_private_unsynced(path, data)?;
+    Ok(true)
+}
+
 /// [`atomic_write`] without the sweep of the folder's abandoned temp files: for a folder
 /// that grows without bound (the cards of a board), where listing it at every process's
 /// first write would cost as much as the folder is large. Its owner sweeps it on its

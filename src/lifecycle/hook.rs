@@ -94,13 +94,13 @@ pub fn run(hook: &Hook, ev: &Event, dir: &Path, how: &Spawning) -> Ran {
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    (how.prepare)(&mut c);
+    let n = (how.prepare)(&mut c);
     let mut child = match c.spawn() {
         Ok(c) => c,
         Err(e) => return failed(format!("cannot start: {e}")),
     };
     let pgid = child.id();
-    (how.watch)(pgid);
+    (how.watch)(n, pgid);
     if let Some(mut stdin) = child.stdin.take() {
         let json = ev.json() + "\n";
         // A hook that does not read its stdin, or exits first, is no error.

@@ -50,7 +50,7 @@ pub(super) fn run(
         .env("AW_MERGE_BRANCH", &r.branch)
         .env("AW_MERGE_INTO", &r.into)
         .env("AW_MERGE_AGENT", &r.agent);
-    (how.prepare)(&mut c);
+    let n = (how.prepare)(&mut c);
     for v in [
         "GIT_DIR",
         "GIT_WORK_TREE",
@@ -61,7 +61,7 @@ pub(super) fn run(
     }
     let child = c.spawn().map_err(err)?;
     let pgid = child.id();
-    (how.watch)(pgid);
+    (how.watch)(n, pgid);
     // What it left running in its group goes with it.
     let limit = Duration::from_secs(r.timeout);
     let (status, cut) = crate::process::wait_killing_group(child, limit, how.stop);

@@ -37,14 +37,13 @@ pub(super) fn shell(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
-    super::backend::exec::prepare(&mut c, true);
+    let n = super::backend::exec::prepare(&mut c, true);
     let mut child = c
         .spawn()
         .map_err(|e| Error::No(format!("{name}: cannot run sh: {e}")))?;
-    let pgid = child.id();
-    super::guard::watch(pgid);
+    let group = super::backend::exec::GroupGuard::watch(n, child.id());
     let ended = super::backend::exec::collect(&mut child, stop, MAX_SHELL_OUTPUT);
-    super::guard::release(pgid);
+    group.release();
     use super::backend::exec::Ended;
     let (status, out) = match ended {
         Err(e) => return Err(Error::No(format!("{name}: cannot wait for sh: {e}"))),

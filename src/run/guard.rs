@@ -1,14 +1,25 @@
-//! The guard: a small process that kills the process groups of aw-run's backends when
+//! The guard: a small process that kills the process groups of aw-run's programs when
 //! aw-run dies, however it dies.
 //!
-//! A backend gets SIGKILL when its parent thread dies (the parent-death signal), but the
-//! programs it started do not: that signal is not inherited. So aw-run starts its own
-//! executable again as a guard (when the first backend group starts: a run that starts no
-//! program starts no guard), in its own process group, with the read end of a pipe on its
-//! stdin and `/dev/null` for stdout and stderr. aw-run writes `+PGID` on the pipe when a
-//! backend's group starts and `-PGID` once the group has been killed; the guard keeps the
-//! set. When the pipe ends (aw-run is gone: every copy of the write end is close-on-exec and
-//! only aw-run holds it), the guard sends SIGKILL to each group left in the set and exits.
+//! aw-run starts its programs with `posix_spawn` (see [`crate::run::backend::exec::prepare`]):
+//! nothing runs in the child between the fork and the exec, so no parent-death signal is
+//! armed there, and the programs a backend starts would not get one anyway. So aw-run starts
+//! its own executable again as a guard (when the first program group starts: a run that
+//! starts no program starts no guard), in its own process group, with the read end of a
+//! pipe on its stdin and `/dev/null` for stdout and stderr. aw-run tells it, on the pipe:
+//!
+//! - `?N` before it starts its program number N, which gets `AW_RUN_SPAWN=PID/N` in its
+//!   environment (PID: aw-run's);
+//! - `+PGID N` once it has started as the group PGID (`+PGID` for a group not announced);
+//! - `-PGID` once the group has been killed.
+//!
+//! The guard keeps the set of groups and the programs announced and not yet started. When
+//! the pipe ends (aw-run is gone: every copy of the write end is close-on-exec and only
+//! aw-run holds it), the guard sends SIGKILL to each group left in the set; and when aw-run
+//! died between the start of a program and its `+PGID N`, it finds the program by its
+//! environment (`/proc/*/environ`) and kills its group too. A child of `posix_spawn` holds a
+//! copy of the write end until its exec, so the pipe cannot end before the program's
+//! environment is in place.
 //!
 //! Each message is one write of a few bytes, less than `PIPE_BUF`, so it reaches the guard
 //! whole or not at all.
@@ -18,16 +29,26 @@ use std::io::{BufRead, PipeWriter, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sys::signal::{self, SigHandler, Signal};
 use nix::unistd::Pid;
 
-/// Set in the environment of the guard process; aw-run started with it is the guard.
+/// Set in the environment of the guard process to aw-run's pid; aw-run started with it is
+/// the guard.
 pub const GUARD: &str = "AW_RUN_GUARD";
 
 /// The guard's `argv[0]` (what `ps` shows).
 pub const ARG0: &str = "aw-run-guard";
+
+/// In the environment of each program aw-run starts in a group of its own: `PID/N`, aw-run's
+/// pid and the program's number, by which the guard finds a program whose start aw-run did
+/// not live to tell.
+pub const SPAWN: &str = "AW_RUN_SPAWN";
+
+/// The number of the last program announced.
+static SPAWNED: AtomicU64 = AtomicU64::new(0);
 
 /// The write end of the pipe to the guard, once started; `None` again after a failed write.
 static PIPE: Mutex<Option<PipeWriter>> = Mutex::new(None);
@@ -76,7 +97,7 @@ fn spawn_guard() -> std::io::Result<PipeWriter> {
     let (reader, writer) = std::io::pipe()?;
     let mut cmd = Command::new(std::env::current_exe()?);
     cmd.arg0(ARG0)
-        .env(GUARD, "1")
+        .env(GUARD, std::process::id().to_string())
         .current_dir("/")
         .stdin(reader)
         .stdout(Stdio::null())
@@ -103,24 +124,37 @@ fn spawn_guard() -> std::io::Result<PipeWriter> {
     Ok(writer)
 }
 
-/// Have the guard kill the process group `pgid` if aw-run dies.
-pub fn watch(pgid: u32) {
-    send('+', pgid);
+/// Announce a program about to start in a group of its own: its number, for
+/// [`watch`], and the value of [`SPAWN`] to put in its environment.
+pub fn announce() -> (u64, String) {
+    let n = SPAWNED.fetch_add(1, Ordering::Relaxed) + 1;
+    send(&format!("?{n}"), true);
+    (n, format!("{}/{n}", std::process::id()))
+}
+
+/// Have the guard kill the process group `pgid` if aw-run dies: the group of the program
+/// [announced](announce) as `n` (0: not announced).
+pub fn watch(n: u64, pgid: u32) {
+    match n {
+        0 => send(&format!("+{pgid}"), true),
+        n => send(&format!("+{pgid} {n}"), true),
+    }
 }
 
 /// The process group `pgid` was killed: the guard forgets it, so a later group with the
 /// same id is not killed.
 pub fn release(pgid: u32) {
-    send('-', pgid);
+    send(&format!("-{pgid}"), false);
 }
 
-fn send(op: char, pgid: u32) {
+/// Write `msg` and a newline to the guard, starting it first when `start` and it is wanted.
+fn send(msg: &str, start: bool) {
     let mut pipe = PIPE.lock().unwrap_or_else(|e| e.into_inner());
-    if op == '+' {
+    if start {
         spawn(&mut pipe);
     }
     let Some(w) = pipe.as_mut() else { return };
-    if let Err(e) = w.write_all(format!("{op}{pgid}\n").as_bytes()) {
+    if let Err(e) = w.write_all(format!("{msg}\n").as_bytes()) {
         *pipe = None;
         crate::warn::warn(
             "aw-run",
@@ -131,25 +165,44 @@ fn send(op: char, pgid: u32) {
     }
 }
 
-/// A message to the guard: a process group to watch (`+PGID`) or to release (`-PGID`).
-/// Process groups 0 and 1 are never valid (`kill` would take them as this group or as
-/// every process).
-fn parse(line: &[u8]) -> Option<(bool, i32)> {
-    let text = std::str::from_utf8(line).ok()?;
-    let (add, num) = match text.split_at_checked(1)? {
-        ("+", n) => (true, n),
-        ("-", n) => (false, n),
-        _ => return None,
-    };
-    if !num.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let pgid: i32 = num.parse().ok()?;
-    (pgid > 1).then_some((add, pgid))
+/// A message to the guard.
+#[derive(Debug, PartialEq, Eq)]
+enum Msg {
+    /// `?N`: program N is about to start.
+    Announce(u64),
+    /// `+PGID` or `+PGID N`: watch the group PGID (program N's).
+    Watch(i32, Option<u64>),
+    /// `-PGID`: the group was killed.
+    Release(i32),
 }
 
-/// The guard process: keep the set of process groups until the pipe on stdin ends, then
-/// kill those left.
+/// Read one message. Process groups 0 and 1 are never valid (`kill` would take them as this
+/// group or as every process), nor is a program number 0.
+fn parse(line: &[u8]) -> Option<Msg> {
+    let text = std::str::from_utf8(line).ok()?;
+    let num = |n: &str| {
+        n.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| n.parse::<u64>().ok())?
+    };
+    let group = |n: &str| {
+        num(n)
+            .and_then(|g| i32::try_from(g).ok())
+            .filter(|g| *g > 1)
+    };
+    match text.split_at_checked(1)? {
+        ("?", n) => num(n).filter(|n| *n > 0).map(Msg::Announce),
+        ("+", rest) => match rest.split_once(' ') {
+            None => Some(Msg::Watch(group(rest)?, None)),
+            Some((g, n)) => Some(Msg::Watch(group(g)?, Some(num(n).filter(|n| *n > 0)?))),
+        },
+        ("-", n) => group(n).map(Msg::Release),
+        _ => None,
+    }
+}
+
+/// The guard process: keep the set of process groups and of programs announced until the
+/// pipe on stdin ends, then kill those left.
 pub fn serve() -> ExitCode {
     // Only aw-run's end stops the guard: not the terminal's signals, nor a stray SIGTERM.
     for sig in [
@@ -161,20 +214,69 @@ pub fn serve() -> ExitCode {
         // SAFETY: ignoring a signal installs no handler.
         let _ = unsafe { signal::signal(sig, SigHandler::SigIgn) };
     }
+    // aw-run's pid, which it put in the guard's environment.
+    let parent = std::env::var(GUARD)
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok());
     let mut groups = HashSet::new();
+    let mut announced = HashSet::new();
     // A read error counts as the end: nothing more can come.
     for line in std::io::stdin().lock().split(b'\n') {
         let Ok(line) = line else { break };
         match parse(&line) {
-            Some((true, pgid)) => groups.insert(pgid),
-            Some((false, pgid)) => groups.remove(&pgid),
-            None => false,
-        };
+            Some(Msg::Announce(n)) => {
+                announced.insert(n);
+            }
+            Some(Msg::Watch(pgid, n)) => {
+                groups.insert(pgid);
+                if let Some(n) = n {
+                    announced.remove(&n);
+                }
+            }
+            Some(Msg::Release(pgid)) => {
+                groups.remove(&pgid);
+            }
+            None => {}
+        }
     }
     for pgid in groups {
         let _ = signal::killpg(Pid::from_raw(pgid), Signal::SIGKILL);
     }
+    if let Some(parent) = parent
+        && !announced.is_empty()
+    {
+        kill_unconfirmed(parent, &announced);
+    }
     ExitCode::SUCCESS
+}
+
+/// Kill the group of every process whose environment says it is one of the programs
+/// `announced` by aw-run `parent` (`AW_RUN_SPAWN=PARENT/N`), or one they started: programs
+/// that aw-run started but did not live to tell the guard of.
+fn kill_unconfirmed(parent: i32, announced: &HashSet<u64>) {
+    let prefix = format!("{SPAWN}={parent}/");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        let ours = env
+            .split(|b| *b == 0)
+            .filter_map(|v| v.strip_prefix(prefix.as_bytes()))
+            .filter_map(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok())
+            .any(|n| announced.contains(&n));
+        if ours && let Ok(pgid) = nix::unistd::getpgid(Some(Pid::from_raw(pid))) {
+            // Never the guard's own group, nor the first two.
+            if pgid.as_raw() > 1 && pgid != nix::unistd::getpgrp() {
+                let _ = signal::killpg(pgid, Signal::SIGKILL);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -182,9 +284,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_name_a_group_above_1() {
-        assert_eq!(parse(b"+1234"), Some((true, 1234)));
-        assert_eq!(parse(b"-1234"), Some((false, 1234)));
+    fn messages_name_a_group_above_1_and_a_program_above_0() {
+        assert_eq!(parse(b"+1234"), Some(Msg::Watch(1234, None)));
+        assert_eq!(parse(b"+1234 7"), Some(Msg::Watch(1234, Some(7))));
+        assert_eq!(parse(b"-1234"), Some(Msg::Release(1234)));
+        assert_eq!(parse(b"?7"), Some(Msg::Announce(7)));
         for bad in [
             &b""[..],
             b"+",
@@ -195,7 +299,15 @@ mod tests {
             b"12",
             b"++12",
             b"+12 ",
+            b"+12 0",
+            b"+12 x",
+            b"+12 7 8",
+            b"-12 7",
+            b"?0",
+            b"?",
+            b"?x",
             b"+\xff",
+            b"+99999999999",
         ] {
             assert_eq!(parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }

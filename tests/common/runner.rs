@@ -204,8 +204,14 @@ pub fn serve_mock(s: &Setup, agent: &str) -> Server {
     c.args(["-i", INST, "new", agent, "--backend", "mock"]);
     assert_code(&super::run_with(c, None), 0);
     let mut c = s.tool_cmd("aw-run");
-    c.args(["-i", INST, "--serve", "--keep", "-q", agent])
-        .stdin(Stdio::null())
+    c.args(["-i", INST, "--serve", "--keep", "-q", agent]);
+    serving_agent(s, c, agent)
+}
+
+/// The server `c` (an aw-run that keeps serving), its input and output thrown away, once
+/// `aw-ctl ps` shows it serving `agent` (killed if the test ends without stopping it).
+pub fn serving_agent(s: &Setup, mut c: Command, agent: &str) -> Server {
+    c.stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
     let server = Server::new(c.spawn().expect("spawn aw-run"));
@@ -213,6 +219,24 @@ pub fn serve_mock(s: &Setup, agent: &str) -> Server {
         serving(s).iter().any(|(a, _)| a == agent)
     });
     server
+}
+
+/// `inner` (a command of the setup) run by `sh` once it has set the soft limit of open files
+/// to `soft`.
+pub fn with_soft_open_files(s: &Setup, inner: &Command, soft: &str) -> Command {
+    let mut c = Command::new("sh");
+    c.arg("-c")
+        .arg(format!("ulimit -Sn {soft} && exec \"$0\" \"$@\""))
+        .arg(inner.get_program())
+        .args(inner.get_args())
+        .current_dir(s.dir());
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c
 }
 
 /// Wait (hang guard only: generous, for a loaded machine and a FUSE mount) until `f` holds.

@@ -1,6 +1,6 @@
 //! The benchmark scripts (bench/agents.sh, bench/chain.sh, bench/mentions.sh,
-//! bench/names.sh, bench/board.sh) as a user runs them: usage errors, a small real run on the binaries under
-//! test, the cap, and no server left behind. Figures are printed, never asserted on.
+//! bench/names.sh, bench/board.sh, bench/merge.sh, bench/wake.sh) as a user runs them: usage
+//! errors, a small real run on the binaries under test, the cap, and no server left behind. Figures are printed, never asserted on.
 
 use crate::common;
 
@@ -213,29 +213,36 @@ fn names_sh_times_a_send_and_a_change_of_the_registry_of_n_agents() {
     }
 }
 
+/// `bash bench/SCRIPT ARGS` exits with `code` and one line on stderr that says `says`, for
+/// each of `cases`.
+fn refuses(name: &str, cases: &[(&[&str], i32, &str)], tmp: &Path) {
+    for (args, code, says) in cases {
+        let out = script(name, args, tmp);
+        assert_code(&out, *code);
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{name} {args:?}: {err}");
+        assert!(err.contains(says), "{name} {args:?}: {err}");
+    }
+}
+
 /// bench/board.sh refuses bad arguments (64) and a missing build (66); a small real run on
 /// the binaries under test prints a figure for each operation and each size, makes its
 /// boards where it is told, and leaves no scratch directory behind.
 #[test]
 fn board_sh_measures_each_operation_on_each_size_and_refuses_bad_arguments() {
     let tmp = tempfile::tempdir().unwrap();
-    for (args, code, says) in [
-        (&["--bogus"][..], 64, "unknown argument '--bogus'"),
-        (&["--sizes"][..], 64, "--sizes needs a value"),
-        (&["--sizes", "3"][..], 64, "a board of 3 cards: at least 4"),
-        (&["--reps", "x"][..], 64, "'x' is not a whole number"),
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--bogus"], 64, "unknown argument '--bogus'"),
+        (&["--sizes"], 64, "--sizes needs a value"),
+        (&["--sizes", "3"], 64, "a board of 3 cards: at least 4"),
+        (&["--reps", "x"], 64, "'x' is not a whole number"),
         (
-            &["--bin", "/nonexistent/aw-bins"][..],
+            &["--bin", "/nonexistent/aw-bins"],
             66,
             "/nonexistent/aw-bins",
         ),
-    ] {
-        let out = script("board.sh", args, tmp.path());
-        assert_code(&out, code);
-        let err = stderr(&out);
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
-    }
+    ];
+    refuses("board.sh", cases, tmp.path());
     let data = tmp.path().join("data");
     let bins = bin_dir();
     let out = script(
@@ -311,4 +318,51 @@ fn merge_sh_merges_each_branch_once_each_way_and_cleans_up() {
         assert_code(&out, code);
         assert!(stderr(&out).contains(said), "{args:?}: {}", stderr(&out));
     }
+}
+
+/// bench/wake.sh builds its two helpers, serves an exec agent that stamps its start, and
+/// prints a row of figures for the floor (the watcher spawning the program itself) and for
+/// the build, each wake counted once per mention; it leaves no process and no scratch
+/// directory, and refuses bad arguments with 64 and a missing build with 66.
+#[test]
+fn wake_sh_stamps_each_mention_of_an_exec_agent_and_cleans_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--bogus"], 64, "unknown argument '--bogus'"),
+        (&["--count"], 64, "--count needs a value"),
+        (&["--count", "0"], 64, "'0' is not a positive whole number"),
+        (&["--rt", "maybe"], 64, "--rt takes yes or no, not 'maybe'"),
+        (
+            &["--after", "/nonexistent/aw-bins"],
+            66,
+            "/nonexistent/aw-bins",
+        ),
+    ];
+    refuses("wake.sh", cases, tmp.path());
+    let bins = bin_dir();
+    let out = script(
+        "wake.sh",
+        &["--after", bins.to_str().unwrap(), "--count", "5"],
+        tmp.path(),
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("5 mentions per run"), "{text}");
+    for build in ["floor", "after"] {
+        let head = format!("| {build} |");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&head))
+            .unwrap_or_else(|| panic!("no row {head} in:\n{text}"));
+        let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+        assert_eq!(cells.len(), 6, "{line}");
+        // p50 <= p90 <= p99 <= max, in ms (the watcher's stamp may come late on a busy
+        // machine: a figure is not asserted on, only their order).
+        let p: Vec<f64> = cells[1..5].iter().map(|c| number(c)).collect();
+        assert!(p.windows(2).all(|w| w[0] <= w[1]), "{line}");
+        assert!(cells[1].ends_with(" ms"), "{line}");
+    }
+    assert!(!text.contains("| before |"), "{text}");
+    assert_eq!(processes_under(tmp.path()), Vec::<String>::new());
+    assert_eq!(scratch_dirs(tmp.path()), Vec::<String>::new());
 }

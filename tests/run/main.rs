@@ -1,4 +1,4 @@
-//! aw-run with real processes: backends, budgets, the dispatcher, hostile programs, interpolation, --iter, lifecycle hooks, live views, modes, OpenTelemetry traces, limits, security, secrets, serving, kept CLI sessions, speed and tasks.
+//! aw-run with real processes: backends, budgets, the dispatcher, hostile programs, interpolation, --iter, lifecycle hooks, live views, modes, OpenTelemetry traces, limits, security, secrets, serving, kept CLI sessions, speed, tasks and the wake of an exec agent.
 //!
 //! One test binary per concept, each file below a module of it: the crate is linked
 //! once per runner rather than once per file (see BENCHMARKS.md, "Test binaries").
@@ -33,4 +33,5 @@ mod serve_several;
 mod session;
 mod speed;
 mod tasks;
+mod wake;
 mod worktree;

@@ -7,7 +7,7 @@ use crate::common;
 
 use std::process::Command;
 
-use common::runner::{Setup, assert_code, run_hang_guarded, stderr};
+use common::runner::{Setup, assert_code, run_hang_guarded, stderr, with_soft_open_files};
 use common::{assert_error, json_lines};
 
 /// A duration no clock can add to now: 10^19 seconds.
@@ -229,20 +229,7 @@ fn a_low_soft_limit_of_open_files_is_raised_and_given_back_to_programs() {
         seen.display()
     ));
     s.write("wf.yaml", &wf);
-    let inner = s.cmd(&[]);
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg("ulimit -Sn 64 && exec \"$0\" \"$@\"")
-        .arg(inner.get_program())
-        .args(inner.get_args())
-        .current_dir(s.dir());
-    for (k, v) in inner.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    let out = run_hang_guarded(c);
+    let out = run_hang_guarded(with_soft_open_files(&s, &s.cmd(&[]), "64"));
     assert_code(&out, 0);
     let got = std::fs::read_to_string(&seen).expect("the probe ran");
     assert_eq!(got.trim(), "64", "the program's soft limit");

@@ -208,6 +208,10 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
     ("src/host.rs", "reads /proc"),
     ("src/run/backend/exec.rs", "reads /proc"),
+    (
+        "src/run/guard.rs",
+        "reads /proc: the environment of programs aw-run started",
+    ),
     ("src/instance.rs", "the root's .gitignore"),
     ("src/run/workflow.rs", "the workflow file the user names"),
     ("src/cli/ctl/agents.rs", "a prompt file the user names"),

@@ -1,9 +1,9 @@
 //! The `exec` backend: run an argument vector (never a shell string) with the prompt on
 //! stdin. Exit 0 is success and stdout is the final reply.
 //!
-//! The child runs in its own process group and gets SIGKILL when the thread that started it
-//! (its controller) dies; the [guard](crate::run::guard) kills the rest of its group if
-//! aw-run dies. One poll(2) loop feeds it the prompt and reads its stdout and
+//! The child runs in its own process group, started with `posix_spawn` (see [`prepare`]);
+//! its group is killed when the thread that waits for it unwinds ([`GroupGuard`]), and the
+//! [guard](crate::run::guard) kills it if aw-run dies. One poll(2) loop feeds it the prompt and reads its stdout and
 //! stderr. On a timeout, a stop, or when it writes nothing on either for its idle timeout,
 //! its whole group gets SIGTERM, then SIGKILL after [`GRACE`].
 //!
@@ -59,36 +59,64 @@ pub struct Exec {
     pub idle_timeout: Option<Duration>,
 }
 
-/// Make a command safe to start from aw-run: signals unblocked (aw-run blocks them in its
-/// threads), and with `own_group` its own process group that dies with its parent thread.
-pub fn prepare(cmd: &mut Command, own_group: bool) {
+/// Make a command safe to start from aw-run: with `own_group` its own process group, which
+/// the [guard](crate::run::guard) kills if aw-run dies (the program's number for
+/// [`guard::watch`](crate::run::guard::watch) is returned; 0 without `own_group`).
+///
+/// Nothing runs in the child between fork and exec, so that std starts it with
+/// `posix_spawn` (the group set through its attributes, the signal mask emptied: aw-run
+/// blocks signals in its threads): no copy of aw-run's memory is made, and the wake of an
+/// agent does not grow with the server. The one exception: when aw-run had to raise its
+/// limit of open files ([`crate::process::open_files_for`]), a program gets the user's
+/// limit back, which only the child can set before its exec.
+pub fn prepare(cmd: &mut Command, own_group: bool) -> u64 {
+    let mut n = 0;
     if own_group {
         cmd.process_group(0);
-        // The guard is there before the group: no instant where it runs unguarded.
+        // The guard is there, and knows the program is coming, before it starts: no instant
+        // where it runs unguarded.
         crate::run::guard::ensure();
+        let (number, marker) = crate::run::guard::announce();
+        cmd.env(crate::run::guard::SPAWN, marker);
+        n = number;
     }
     cmd.env_remove(crate::spawn::READY_FD);
     // The span it runs under, so that a program that traces joins the trace.
     cmd.envs(crate::otel::child_env());
-    let parent = std::process::id() as i32;
-    // The program gets the limit of open files its user set, not the one aw-run raised.
-    let open_files = crate::process::open_files_at_start();
-    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(move || {
-            let empty = signal::SigSet::empty();
-            signal::pthread_sigmask(signal::SigmaskHow::SIG_SETMASK, Some(&empty), None)
-                .map_err(std::io::Error::from)?;
-            crate::process::give_back_open_files(open_files)?;
-            if own_group {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-                // The parent may have died before the signal was armed.
-                if nix::unistd::getppid().as_raw() != parent {
-                    return Err(std::io::Error::other("parent exited"));
-                }
-            }
-            Ok(())
-        });
+    if let Some(open_files) = crate::process::open_files_at_start() {
+        // SAFETY: the closure runs between fork and exec and makes one system call.
+        unsafe {
+            cmd.pre_exec(move || crate::process::give_back_open_files(Some(open_files)));
+        }
+    }
+    n
+}
+
+/// Kills the group of a program started with [`prepare`] if the thread that waits for it
+/// ends without doing so (a panic unwinding it): the parent-death signal did that once.
+pub struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    /// Watch the group `pgid`, the program's number being `n` (see [`prepare`]).
+    pub fn watch(n: u64, pgid: u32) -> GroupGuard {
+        crate::run::guard::watch(n, pgid);
+        GroupGuard(Some(pgid))
+    }
+
+    /// The group has been killed and waited for: the guard forgets it.
+    pub fn release(mut self) {
+        if let Some(pgid) = self.0.take() {
+            crate::run::guard::release(pgid);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            let _ = signal::killpg(Pid::from_raw(pgid as i32), Signal::SIGKILL);
+            crate::run::guard::release(pgid);
+        }
     }
 }
 
@@ -333,7 +361,7 @@ impl Exec {
         if let Some(d) = &self.cwd {
             cmd.current_dir(d);
         }
-        prepare(&mut cmd, true);
+        let n = prepare(&mut cmd, true);
         let mut out = RunOutcome::new(Status::Failed);
         out.command = self.argv.clone();
         let mut child = match cmd.spawn() {
@@ -345,7 +373,7 @@ impl Exec {
             }
         };
         let pgid = child.id();
-        crate::run::guard::watch(pgid);
+        let group = GroupGuard::watch(n, pgid);
         let mut pipes = Pipes::new(&mut child, ctx.prompt.as_bytes());
         pipes.log = ctx.log.clone();
         let started = Instant::now();
@@ -393,7 +421,7 @@ impl Exec {
         // Every way out of the loop sent SIGKILL to the group; what a member was writing
         // when the signal came (a post under way) is in place once the group is gone.
         wait_group_gone(pgid as i32, GRACE);
-        crate::run::guard::release(pgid);
+        group.release();
         pipes.drain(&|| ctx.stop.is_set(), on_stdout);
         if let Some(l) = &pipes.log {
             l.finish();

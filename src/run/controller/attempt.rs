@@ -43,8 +43,9 @@ pub struct Controller {
     pub document: Option<String>,
     pub root: PathBuf,
     pub mcp_config: PathBuf,
-    /// What [`Controller::mcp_config`] holds, written afresh before every attempt: the
-    /// agent's own tools may reach the file, and a rewritten one must never take effect.
+    /// What [`Controller::mcp_config`] holds, checked before every attempt and written
+    /// afresh when it differs: the agent's own tools may reach the file, and a rewritten one
+    /// must never take effect.
     pub mcp_text: String,
     pub timeout: Option<Duration>,
     pub max_runs: u64,
@@ -88,6 +89,17 @@ pub struct Controller {
     pub session: Option<&'static str>,
 }
 
+/// Write a controller's record for `aw-ctl ps` (`_state/serve/AGENT.json`) to `inst`'s; a
+/// failure is a warning.
+pub(super) fn write_state(inst: &Instance, record: &Served) {
+    if let Err(e) = serve::write(inst, record) {
+        crate::warn::warn(
+            "aw-run",
+            format!("{}: state not recorded: {e}", record.agent),
+        );
+    }
+}
+
 /// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
 /// and the run's number.
 pub(super) struct Due {
@@ -108,14 +120,20 @@ impl Due {
 impl Controller {
     /// Record the controller's state for `aw-ctl ps`, when it changed.
     pub(super) fn publish(&mut self, state: ControllerState) {
+        if let Some(record) = self.note(state) {
+            write_state(&self.inst, &record);
+        }
+    }
+
+    /// Take `state` as the controller's: the record to write for `aw-ctl ps` when it
+    /// changed, for the caller to write when it suits (a run's, once its thread is off).
+    pub(super) fn note(&mut self, state: ControllerState) -> Option<Served> {
         if self.published == Some((state, self.served.runs)) {
-            return;
+            return None;
         }
         self.served.state = state;
         self.published = Some((state, self.served.runs));
-        if let Err(e) = serve::write(&self.inst, &self.served) {
-            crate::warn::warn("aw-run", format!("{}: state not recorded: {e}", self.agent));
-        }
+        Some(self.served.clone())
     }
 
     /// An event of attempt `attempt` of run `run`, ended with `status` after `duration`.
@@ -414,8 +432,8 @@ impl Controller {
     }
 
     /// Call the backend with `prompt`, continuing the CLI session `resume` when given (its
-    /// MCP configuration written afresh first), under the budgets; its outcome redacted, an
-    /// implausible usage failed, and priced.
+    /// MCP configuration checked first, and written afresh when it differs), under the
+    /// budgets; its outcome redacted, an implausible usage failed, and priced.
     fn call(
         &mut self,
         shared: &Shared,
@@ -443,16 +461,18 @@ impl Controller {
             log: self.transcripts().attempt_log(self.next_transcript),
             resume,
         };
-        let ready =
-            crate::fs::atomic_write_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())
-                .map_err(|e| format!("cannot write its MCP configuration: {e}"))
-                .and_then(|()| match &self.worktree {
-                    Some(w) => w
-                        .ensure()
-                        .map(drop)
-                        .map_err(|e| format!("cannot make its worktree: {e}")),
-                    None => Ok(()),
-                });
+        // Read, and written afresh only when it is not what it must be: a configuration
+        // rewritten since (by the agent's own tools, say) never takes effect.
+        let ready = crate::fs::ensure_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())
+            .map(drop)
+            .map_err(|e| format!("cannot write its MCP configuration: {e}"))
+            .and_then(|()| match &self.worktree {
+                Some(w) => w
+                    .ensure()
+                    .map(drop)
+                    .map_err(|e| format!("cannot make its worktree: {e}")),
+                None => Ok(()),
+            });
         let mut out = match ready {
             Ok(()) => self.backend.run(&ctx),
             Err(why) => {

@@ -199,6 +199,10 @@ pub fn dispatch(
                 Look::Run(due) => {
                     slot.ended = None;
                     let mut ctl = slot.ctl.take().expect("held");
+                    // Written once the run is under way, off the path from the mention to
+                    // its program's start.
+                    let record = ctl.note(ControllerState::Running);
+                    let inst = record.as_ref().map(|_| ctl.inst.clone());
                     let (shared, mailbox, report) =
                         (shared.clone(), mailbox.clone(), report.clone());
                     let last = due.last();
@@ -220,6 +224,9 @@ pub fn dispatch(
                         };
                         mailbox.send(&shared, ended);
                     });
+                    if let (Some(record), Some(inst)) = (record, inst) {
+                        super::attempt::write_state(&inst, &record);
+                    }
                 }
             }
         }
@@ -241,6 +248,7 @@ fn add(shared: &Shared, slots: &mut BTreeMap<String, Slot>, c: Box<Controller>) 
         a.board = c.board;
     }
     note_served(&c.agent);
+    crate::process::open_files_for(slots.len() + 1);
     slots.insert(
         c.agent.clone(),
         Slot {

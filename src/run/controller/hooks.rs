@@ -40,12 +40,12 @@ pub fn spawning(stop: Option<&Stop>) -> Spawning<'_> {
     }
 }
 
-fn prepare(c: &mut Command) {
-    crate::run::backend::exec::prepare(c, true);
+fn prepare(c: &mut Command) -> u64 {
+    crate::run::backend::exec::prepare(c, true)
 }
 
-fn watch(pgid: u32) {
-    crate::run::guard::watch(pgid);
+fn watch(n: u64, pgid: u32) {
+    crate::run::guard::watch(n, pgid);
 }
 
 fn release(pgid: u32) {

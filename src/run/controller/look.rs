@@ -162,7 +162,7 @@ impl Waiting {
         st.ran.insert(ctl.agent.clone());
         drop(st);
         ctl.served.runs = run;
-        ctl.publish(ControllerState::Running);
+        // Its record says running once the run's thread is off (see `dispatch`).
         Look::Run(Due {
             msgs,
             older,
