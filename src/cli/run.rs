@@ -303,7 +303,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
         a.opts.iter = plan(&a, &wf, agent, &tmp.0)?;
         start_guard();
         out.flush()?;
-        return runner::run(&wf, &inst, &tmp.0, vars, &a.opts);
+        return runner::run(wf, &inst, &tmp.0, vars, &a.opts);
     }
     let (root, inst) = place(&a, &wf, &vars)?;
     // An instance named on purpose (-i, AW_INSTANCE) next to one with a near name is
@@ -318,7 +318,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     }
     start_guard();
     out.flush()?;
-    runner::run(&wf, &inst, root.path(), vars, &a.opts)
+    runner::run(wf, &inst, root.path(), vars, &a.opts)
 }
 
 /// Which agents of which instances `--serve` serves, by instance in the order first named:

@@ -44,7 +44,7 @@ impl<'n> Fields<'n> {
         self.entries.iter().find(|(k, _)| k.value == key).cloned()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &(Spanned<&'n str>, &'n Node)> {
+    pub fn iter(&self) -> std::slice::Iter<'_, (Spanned<&'n str>, &'n Node)> {
         self.entries.iter()
     }
 }
@@ -148,16 +148,20 @@ impl<'d> Reader<'d> {
             .map_err(|m| self.error(node.pos, path, &m))
             .ok()?;
         let mut fields = Fields::default();
+        // The line of each key seen: a mapping of many keys (10,000 agents) costs what each
+        // key does, not what each pair of keys does.
+        let mut seen = std::collections::HashMap::with_capacity(pairs.len());
         for (key, value) in pairs {
             let Some(name) = key.scalar_text() else {
                 self.error(key.pos, path, "a key must be a name, not a list or mapping");
                 continue;
             };
-            if let Some((first, _)) = fields.entry(name) {
-                let msg = format!("duplicate key '{name}' (first at line {})", first.pos.line);
+            if let Some(line) = seen.get(name) {
+                let msg = format!("duplicate key '{name}' (first at line {line})");
                 self.error(key.pos, path, &msg);
                 continue;
             }
+            seen.insert(name, key.pos.line);
             fields.entries.push((Spanned::new(name, key.pos), value));
         }
         Some(fields)

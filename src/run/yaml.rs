@@ -64,8 +64,49 @@ pub enum Scalar {
 pub struct Document {
     text: String,
     /// Byte offset of each character of `text`, plus one for the end.
-    byte_at: Vec<usize>,
+    byte_at: Offsets,
     pub root: Option<Node>,
+}
+
+/// The byte offset of each character of a text, and of its end. None is kept for an ASCII
+/// text, where they are the same: a workflow of 10,000 agents is 400 KB, and 8 bytes per
+/// character would be 3 MB more while it is read.
+#[derive(Debug)]
+struct Offsets {
+    /// `None` for an ASCII text.
+    of: Option<Vec<usize>>,
+    /// The text's length in bytes.
+    len: usize,
+}
+
+impl Offsets {
+    fn new(text: &str) -> Offsets {
+        let of = (!text.is_ascii()).then(|| {
+            let mut v: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
+            v.push(text.len());
+            v
+        });
+        Offsets {
+            of,
+            len: text.len(),
+        }
+    }
+
+    /// The byte offset of character `i` (the text's length for the one past the last).
+    fn get(&self, i: usize) -> Option<usize> {
+        match &self.of {
+            Some(v) => v.get(i).copied(),
+            None => (i <= self.len).then_some(i),
+        }
+    }
+
+    /// [`Offsets::get`], an index past the end taken as the end.
+    fn clamped(&self, i: usize) -> usize {
+        match &self.of {
+            Some(v) => v[i.min(v.len() - 1)],
+            None => i.min(self.len),
+        }
+    }
 }
 
 /// A syntax error: where and what.
@@ -84,8 +125,7 @@ impl Document {
 
     /// The source text a node was read from (with its quotes or block indentation).
     pub fn raw(&self, node: &Node) -> &str {
-        let at = |i: usize| self.byte_at[i.min(self.byte_at.len() - 1)];
-        &self.text[at(node.start)..at(node.end)]
+        &self.text[self.byte_at.clamped(node.start)..self.byte_at.clamped(node.end)]
     }
 
     /// Where the `nth` occurrence (from 0) of `needle` in a scalar's value was written.
@@ -190,7 +230,7 @@ struct Builder<'a> {
     parser: Parser<'a, StrInput<'a>>,
     text: &'a str,
     /// Byte offset of each character of `text`, plus one for the end.
-    byte_at: Vec<usize>,
+    byte_at: Offsets,
     /// The flow collections (`[`, `{`) open where the parser is, innermost last.
     open: Vec<(Pos, char)>,
     /// Where the text ends: no position is past it.
@@ -210,8 +250,7 @@ struct Size {
 
 impl<'a> Builder<'a> {
     fn new(text: &'a str) -> Builder<'a> {
-        let mut byte_at: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
-        byte_at.push(text.len());
+        let byte_at = Offsets::new(text);
         Builder {
             parser: Parser::new_from_str(text),
             text,
@@ -241,7 +280,7 @@ impl<'a> Builder<'a> {
 
     /// The character at character index `i`, if any.
     fn char_at(&self, i: usize) -> Option<char> {
-        let at = *self.byte_at.get(i)?;
+        let at = self.byte_at.get(i)?;
         self.text[at..].chars().next()
     }
 
@@ -272,7 +311,7 @@ impl<'a> Builder<'a> {
     /// Is the quote `q` at character index `i` closed before its line ends? (`\"` and `''`
     /// are escapes, not ends.)
     fn closed_on_its_line(&self, i: usize, q: char) -> bool {
-        let rest = &self.text[self.byte_at[i] + q.len_utf8()..];
+        let rest = &self.text[self.byte_at.clamped(i) + q.len_utf8()..];
         let line = rest.split('\n').next().unwrap_or("");
         let mut chars = line.chars().peekable();
         while let Some(c) = chars.next() {
@@ -291,7 +330,7 @@ impl<'a> Builder<'a> {
     }
 
     /// The root node, and the byte offset of each character of the text.
-    fn document(mut self) -> Result<(Option<Node>, Vec<usize>), SyntaxError> {
+    fn document(mut self) -> Result<(Option<Node>, Offsets), SyntaxError> {
         let mut root = None;
         loop {
             let (ev, span) = self.next()?;
@@ -409,6 +448,8 @@ impl<'a> Builder<'a> {
         loop {
             let (ev, span) = self.next()?;
             if let Event::SequenceEnd = ev {
+                // No spare room kept: a workflow of many agents holds many small lists.
+                items.shrink_to_fit();
                 return Ok((items, span.end.index()));
             }
             items.push(self.node(ev, span, depth + 1)?);
@@ -420,6 +461,7 @@ impl<'a> Builder<'a> {
         loop {
             let (ev, span) = self.next()?;
             if let Event::MappingEnd = ev {
+                entries.shrink_to_fit();
                 return Ok((entries, span.end.index()));
             }
             let key = self.node(ev, span, depth + 1)?;

@@ -3,7 +3,7 @@
 //! reply, the acknowledgement, the transcript and what it spent) and the events it
 //! reports, and the state it publishes for `aw-ctl ps`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,21 +32,24 @@ pub struct Retry {
     pub backoff: Duration,
 }
 
-/// Everything one controller needs.
+/// Everything one controller needs. What every controller of a server has alike (the
+/// instance, the root, the document, the server's part of the record, the secrets of
+/// aw-run's own environment, where MCP configurations go) is held once and shared: a server
+/// of many agents pays for each agent only what is its own (see BENCHMARKS.md, "what a
+/// served agent costs").
 pub struct Controller {
-    pub inst: Instance,
+    pub inst: Arc<Instance>,
     pub agent: String,
     pub backend: Box<dyn Backend>,
     pub system: Option<String>,
     /// The entry document; `None` when the workflow has no shared context (`context:
     /// false`): the prompt then shows neither the recent channel nor a document.
-    pub document: Option<String>,
-    pub root: PathBuf,
-    pub mcp_config: PathBuf,
-    /// What [`Controller::mcp_config`] holds, checked before every attempt and written
-    /// afresh when it differs: the agent's own tools may reach the file, and a rewritten one
-    /// must never take effect.
-    pub mcp_text: String,
+    pub document: Option<Arc<str>>,
+    pub root: Arc<Path>,
+    /// Where the agent's MCP configuration goes and what it runs.
+    pub mcp: Arc<Mcp>,
+    /// The arguments of `aw-mcp` besides the agent (its collab tools and their limits).
+    pub tool_args: Vec<String>,
     pub timeout: Option<Duration>,
     pub max_runs: u64,
     pub reply_fallback: bool,
@@ -56,16 +59,19 @@ pub struct Controller {
     /// After a run failed for good, how long before its messages are tried again (unless
     /// something new arrives first).
     pub cooldown: Duration,
-    /// What `aw-ctl ps` shows of this controller.
-    pub served: Served,
+    /// The server's part of what `aw-ctl ps` shows of this controller; the agent, its state
+    /// and its runs are the controller's own.
+    pub record: Arc<Served>,
+    /// Runs started since the server started.
+    pub runs: u64,
     /// The state and run count last recorded.
     pub published: Option<(ControllerState, u64)>,
     /// Values that transcripts and replies never show (see [`secrets`](crate::run::redact::secrets)).
-    pub secrets: Vec<String>,
+    pub secrets: Arc<[String]>,
     /// What this agent's own runs may spend.
     pub budget: Budget,
     /// The prices of the agent's model: they price a run whose backend reports no cost.
-    pub price: Option<Price>,
+    pub price: Option<Box<Price>>,
     /// Text added at the end of every prompt, read as each prompt is built: an iterative
     /// run's task and progress (see [`crate::run::iter`]).
     pub task_context: Option<Arc<Mutex<String>>>,
@@ -80,13 +86,21 @@ pub struct Controller {
     /// [`cards`](super::cards)).
     pub board: bool,
     /// `needs: approval`: each run waits for an approval first.
-    pub needs: Option<crate::run::workflow::Gate>,
+    pub needs: Option<Box<crate::run::workflow::Gate>>,
     /// `isolation: worktree`: the agent's worktree, made (or made afresh once its work was
     /// merged) before each attempt and removed after one when its work was merged.
-    pub worktree: Option<crate::worktree::Spec>,
+    pub worktree: Option<Box<crate::worktree::Spec>>,
     /// `session: keep`: the backend (`claude` or `codex`) whose CLI session each run
     /// continues (see [`crate::sessions`]).
     pub session: Option<&'static str>,
+}
+
+/// Where a server's agents' MCP configurations go (a private folder, made) and the
+/// `aw-mcp` they run with which root: the same for every agent of the server.
+pub struct Mcp {
+    pub dir: PathBuf,
+    pub aw_mcp: PathBuf,
+    pub root: Arc<Path>,
 }
 
 /// Write a controller's record for `aw-ctl ps` (`_state/serve/AGENT.json`) to `inst`'s; a
@@ -127,13 +141,35 @@ impl Controller {
 
     /// Take `state` as the controller's: the record to write for `aw-ctl ps` when it
     /// changed, for the caller to write when it suits (a run's, once its thread is off).
-    pub(super) fn note(&mut self, state: ControllerState) -> Option<Served> {
-        if self.published == Some((state, self.served.runs)) {
+    pub fn note(&mut self, state: ControllerState) -> Option<Served> {
+        if self.published == Some((state, self.runs)) {
             return None;
         }
-        self.served.state = state;
-        self.published = Some((state, self.served.runs));
-        Some(self.served.clone())
+        self.published = Some((state, self.runs));
+        Some(Served {
+            agent: self.agent.clone(),
+            state,
+            runs: self.runs,
+            ..(*self.record).clone()
+        })
+    }
+
+    /// The agent's MCP configuration: its path.
+    pub fn mcp_config(&self) -> PathBuf {
+        self.mcp.dir.join(format!("{}.json", self.agent))
+    }
+
+    /// What [`Controller::mcp_config`] holds (`aw-mcp --agent NAME@INSTANCE` and the tool
+    /// arguments), checked before every attempt and written afresh when it differs: the
+    /// agent's own tools may reach the file, and a rewritten one must never take effect.
+    /// Made when needed: most agents of a large server never run.
+    pub fn mcp_text(&self) -> String {
+        crate::tools::client_config::claude_json(
+            &self.mcp.aw_mcp,
+            &self.mcp.root,
+            &format!("{}@{}", self.agent, self.inst.name()),
+            &self.tool_args,
+        )
     }
 
     /// An event of attempt `attempt` of run `run`, ended with `status` after `duration`.
@@ -442,8 +478,9 @@ impl Controller {
         prompt: &str,
         resume: Option<&crate::sessions::Kept>,
     ) -> RunOutcome {
-        let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_ref());
+        let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_deref());
         let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
+        let mcp_config = self.mcp_config();
         let ctx = RunContext {
             inst: &self.inst,
             agent: &self.agent,
@@ -453,7 +490,7 @@ impl Controller {
             prompt_messages: due.msgs.len(),
             card: due.card.as_ref().map(|c| c.id),
             root: &self.root,
-            mcp_config: &self.mcp_config,
+            mcp_config: &mcp_config,
             timeout: self.timeout,
             stop: &self.stop,
             over_budget: &over_budget,
@@ -463,7 +500,7 @@ impl Controller {
         };
         // Read, and written afresh only when it is not what it must be: a configuration
         // rewritten since (by the agent's own tools, say) never takes effect.
-        let ready = crate::fs::ensure_private_unsynced(&self.mcp_config, self.mcp_text.as_bytes())
+        let ready = crate::fs::ensure_private_unsynced(&mcp_config, self.mcp_text().as_bytes())
             .map(drop)
             .map_err(|e| format!("cannot write its MCP configuration: {e}"))
             .and_then(|()| match &self.worktree {
@@ -481,7 +518,7 @@ impl Controller {
                 out
             }
         };
-        if let Some(Err(e)) = self.worktree.as_ref().map(crate::worktree::Spec::tidy) {
+        if let Some(Err(e)) = self.worktree.as_deref().map(crate::worktree::Spec::tidy) {
             crate::warn::warn("aw-run", format!("{}: its worktree: {e}", self.agent));
         }
         // A reason may quote what a service sent back, a key among it.

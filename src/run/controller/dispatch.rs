@@ -140,7 +140,7 @@ pub fn dispatch(
                     let name = ctl.agent.clone();
                     if let Some(slot) = slots.get_mut(&name) {
                         slot.waiting.finished(&ctl, &shared, ok, last, busy);
-                        slot.ended = Some((ctl.served.runs, ok));
+                        slot.ended = Some((ctl.runs, ok));
                         if let Some(end) = slot.waiting.cooldown_end {
                             timers.push(Reverse((end, name.clone())));
                         }

@@ -161,7 +161,7 @@ impl Waiting {
         let run = a.total;
         st.ran.insert(ctl.agent.clone());
         drop(st);
-        ctl.served.runs = run;
+        ctl.runs = run;
         // Its record says running once the run's thread is off (see `dispatch`).
         Look::Run(Due {
             msgs,

@@ -39,7 +39,7 @@ mod rate;
 mod shared;
 mod transcripts;
 
-pub use attempt::{Controller, Retry, STDERR_TAIL_CHARS};
+pub use attempt::{Controller, Mcp, Retry, STDERR_TAIL_CHARS};
 pub use dispatch::{Mail, Mailbox, dispatch};
 pub use event::{Event, Report};
 pub use rate::{DEFAULT_PAIR, DEFAULT_RATE, Rate};

@@ -64,7 +64,7 @@ pub(super) fn drive(
     // were taken) goes when the serving ends.
     let _listed = serve::Listed(inst);
     // What aw-run never echoes: the secrets of every agent.
-    let secrets = crate::run::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
+    let secrets = crate::run::redact::union(controllers.iter().map(|c| &c.secrets[..]));
     // Block the stop signals in every thread; one thread of the process waits for them.
     signals::block()?;
     let shared = shared_state(&serving, &mut controllers)?;
@@ -340,7 +340,7 @@ fn work(
     if let Err(e) = start.begin(inst, shared) {
         return (e.exit_code(), Some(e.to_string()), None);
     }
-    if let Some(ready) = &opts.ready {
+    if opts.ready.is_some() || opts.keep {
         // Ready once every inbox was looked at: what the server does from then on is what
         // new entries ask of it.
         let st = shared.lock();
@@ -350,7 +350,15 @@ fn work(
                 .wait_while(st, |s| s.handled == 0 && !s.stopping)
                 .unwrap_or_else(|e| e.into_inner()),
         );
-        let _ = (&**ready).write_all(b"1");
+        if opts.keep {
+            // What the start read and built and no longer needs goes back to the system
+            // before a server that stays up waits (see BENCHMARKS.md, "what a served agent
+            // costs").
+            crate::process::release_free_memory();
+        }
+        if let Some(ready) = &opts.ready {
+            let _ = (&**ready).write_all(b"1");
+        }
     }
     let mut outcome = None;
     let done = match (&start.tasks, &start.iter) {

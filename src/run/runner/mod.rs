@@ -174,8 +174,8 @@ fn limits(
 
 /// Run the workflow on `inst` until the work is done (or, with `keep`, until stopped); the
 /// exit code.
-pub fn run(wf: &Workflow, inst: &Instance, root: &Path, vars: Vars, opts: &Options) -> Result<u8> {
-    preflight(wf, &vars)?;
+pub fn run(wf: Workflow, inst: &Instance, root: &Path, vars: Vars, opts: &Options) -> Result<u8> {
+    preflight(&wf, &vars)?;
     crate::warn::noting_created("aw-run", root, || inst.create())?;
     let names: Vec<&str> = wf.agent_names().collect();
     let locks = serve::take(inst, &names)?;
@@ -186,16 +186,18 @@ pub fn run(wf: &Workflow, inst: &Instance, root: &Path, vars: Vars, opts: &Optio
     code
 }
 
-/// [`run`] once its agents' serving locks are taken (`claims`), under the run's trace.
+/// [`run`] once its agents' serving locks are taken (`claims`), under the run's trace. The
+/// agents' definitions are dropped one by one as their controllers are made: a server of
+/// many agents never holds both.
 fn run_served(
-    wf: &Workflow,
+    mut wf: Workflow,
     inst: &Instance,
     root: &Path,
     mut vars: Vars,
     opts: &Options,
     claims: Vec<serve::Claim>,
 ) -> Result<u8> {
-    let names: Vec<&str> = wf.agent_names().collect();
+    let names: Vec<String> = wf.agent_names().map(str::to_string).collect();
     let mut locks = claims.into_iter();
     serve::forget_stop(inst);
     // The workflow's merge settings are the instance's, for every way of asking.
@@ -213,7 +215,7 @@ fn run_served(
         inst.name(),
         Some((&inst.channel_path(), &doc_path)),
     );
-    setup(wf, inst, &mut vars, opts.timeout)?;
+    setup(&wf, inst, &mut vars, opts.timeout)?;
     // From here the agents are shown as served: a stop signal is held for the signal thread
     // (a clean stop), never the default that kills the process. (Not before: the setup
     // tasks' programs inherit the mask.)
@@ -237,21 +239,27 @@ fn run_served(
         refused: Default::default(),
         tethers: Vec::new(),
         caps: caps(opts),
-        mcp: Default::default(),
+        common: Default::default(),
         merges: wf.merge.is_some(),
         hooks: wf.lifecycle_hooks(),
         hooks_dir: std::path::absolute(&wf.dir).map_err(|e| Error::io(&wf.dir, e))?,
     };
     // Every agent is registered before any is shown as served, so that a message sent
-    // once one is served resolves every mention.
-    // Sized once: grown by doubling, these would hold up to twice the room of every agent,
-    // and for a moment both the old and the new (a controller is about 1 KB; see
-    // BENCHMARKS.md, "what a served agent costs").
-    let mut built = Vec::with_capacity(wf.agents.len());
-    let mut agents = Vec::with_capacity(wf.agents.len());
+    // once one is served resolves every mention. Sized once: grown by doubling, these
+    // would hold up to twice the room of every agent, and for a moment both the old and the
+    // new (see BENCHMARKS.md, "what a served agent costs").
+    let defs = std::mem::take(&mut wf.agents);
+    // What the iterations need of their agent's definition, kept before it goes.
+    let iter_cwd = opts.iter.as_ref().and_then(|plan| {
+        let def = defs.iter().find(|d| d.name.value == plan.agent)?;
+        Some(def.cwd_written.clone().unwrap_or_default())
+    });
+    let mut controllers = Vec::with_capacity(defs.len());
+    let mut agents = Vec::with_capacity(defs.len());
     // Those of aw-run's environment, read once for every agent.
-    let own_secrets = super::controller::secrets(&[]);
-    for def in &wf.agents {
+    let own_secrets = serving.common()?.secrets.clone();
+    for def in defs {
+        let def = &def;
         let name = def.name.value.as_str();
         let system = def
             .system_prompt
@@ -259,7 +267,7 @@ fn run_served(
             .map(|s| s.template.value.render(&vars))
             .transpose()?;
         let mut env = agent_env(def, &vars)?;
-        let worktree = isolate(wf, def, inst)?;
+        let worktree = isolate(&wf, def, inst)?;
         let cwd = match &worktree {
             Some(w) => {
                 env.extend(serving::worktree_env(w));
@@ -271,18 +279,22 @@ fn run_served(
             None => def.cwd.as_ref().map(|c| c.value.clone()),
         };
         let named = &def.secrets;
-        let own = match named.is_empty() {
-            true => own_secrets.clone(),
-            false => super::controller::secrets(named),
+        let of_env = super::redact::values(&env, named);
+        // Shared with the other agents unless the agent has secrets of its own.
+        let secrets: Arc<[String]> = match (named.is_empty(), of_env.is_empty()) {
+            (true, true) => own_secrets.clone(),
+            (true, false) => super::redact::union([&own_secrets[..], &of_env]).into(),
+            (false, _) => {
+                super::redact::union([&super::controller::secrets(named)[..], &of_env]).into()
+            }
         };
-        let secrets = super::redact::union([own.as_slice(), &super::redact::values(&env, named)]);
-        let backend = backend(wf, def, &vars, env, &serving.root, inst.name(), cwd)?;
+        let backend = backend(&wf, def, &vars, env, &serving.root, inst.name(), cwd)?;
         serving.trusted.insert(
             name.to_string(),
             Trusted {
                 backend: def.backend.value.name().to_string(),
                 command: match def.backend.value {
-                    BackendKind::Exec => exec_argv(wf, def, &vars)?,
+                    BackendKind::Exec => exec_argv(&wf, def, &vars)?,
                     _ => Vec::new(),
                 },
                 collab: def.collab,
@@ -299,7 +311,7 @@ fn run_served(
             limits: limits(def),
             // What `aw-run --serve` and an exec agent's workers run; never a secret.
             command: match def.backend.value {
-                BackendKind::Exec => Some(exec_argv(wf, def, &vars)?)
+                BackendKind::Exec => Some(exec_argv(&wf, def, &vars)?)
                     .filter(|argv| {
                         !argv
                             .iter()
@@ -313,14 +325,8 @@ fn run_served(
             delegate: def.delegate,
             ..Agent::default()
         });
-        built.push((def, system, secrets, backend, worktree));
-    }
-    registry::register_all(inst, agents, true)?;
-    start::seed_board(inst, &wf.board)?;
-    let mut controllers = Vec::with_capacity(built.len());
-    for (def, system, secrets, backend, worktree) in built {
         let tool_args = crate::tools::client_config::tool_args(def.collab, def.delegate);
-        let mut c = serving.controller(&def.name.value, backend, &tool_args)?;
+        let mut c = serving.controller(name, backend, tool_args)?;
         c.system = system;
         c.timeout = def.timeout.as_ref().map(|t| t.value);
         if let Some(m) = &def.max_runs {
@@ -328,13 +334,13 @@ fn run_served(
         }
         c.reply_fallback = def.reply_fallback;
         c.board = def.board_next;
-        c.needs = def.needs.as_ref().map(|g| g.value.clone());
-        c.worktree = worktree;
+        c.needs = def.needs.as_ref().map(|g| Box::new(g.value.clone()));
+        c.worktree = worktree.map(Box::new);
         c.session = def.keeps_session().then(|| def.backend.value.name());
         c.serving_lock = locks.next();
         c.secrets = secrets;
         c.budget = def.budget;
-        c.price = def.price(&wf.pricing);
+        c.price = def.price(&wf.pricing).map(Box::new);
         if let Some(plan) = &opts.iter {
             // The iteration limit bounds the runs.
             c.max_runs = u64::MAX;
@@ -342,6 +348,13 @@ fn run_served(
         }
         controllers.push(c);
     }
+    registry::register_all(inst, agents, true)?;
+    start::seed_board(inst, &wf.board)?;
+    for c in &mut controllers {
+        serving.show_served(c)?;
+    }
+    // The agents' definitions are gone: their pages go back before the serving starts.
+    crate::process::release_free_memory();
     let before = Channel::new(inst).last_id().unwrap_or(0);
     if let Some(plan) = &opts.iter {
         super::iter::clear_inbox(inst, &plan.agent, before)?;
@@ -352,10 +365,13 @@ fn run_served(
             None
         }
         Some(DocumentOwner::Election) if names.len() == 1 => {
-            registry::set_document_owner(inst, Some(names[0]))?;
+            registry::set_document_owner(inst, Some(&names[0]))?;
             None
         }
-        Some(DocumentOwner::Election) => Some(start_election(inst, &names)?),
+        Some(DocumentOwner::Election) => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            Some(start_election(inst, &names)?)
+        }
         None => None,
     };
     let kickoff = wf
@@ -370,19 +386,17 @@ fn run_served(
             let worktree = controllers
                 .iter()
                 .find(|c| c.agent == plan.agent)
-                .and_then(|c| c.worktree.as_ref());
-            if let (Some(w), Some(def)) = (worktree, wf.agent(&plan.agent)) {
+                .and_then(|c| c.worktree.as_deref());
+            if let (Some(w), Some(written)) = (worktree, &iter_cwd) {
                 // Its iterations commit in its worktree, on its branch.
-                let cwd = w
-                    .path
-                    .join(def.cwd_written.as_deref().unwrap_or(Path::new("")));
+                let cwd = w.path.join(written);
                 plan.repo = super::iter::git::Repo::find(&cwd, root);
                 if let Some(r) = &plan.repo {
                     r.check_index()?;
                 }
             }
             plan.document = serving.document.clone();
-            plan.secrets = super::redact::union(controllers.iter().map(|c| c.secrets.as_slice()));
+            plan.secrets = super::redact::union(controllers.iter().map(|c| &c.secrets[..]));
             (None, Some((plan, task)))
         }
         (_, kickoff) => (kickoff, None),
@@ -564,7 +578,7 @@ fn prepare_serve(
         refused,
         tethers,
         caps: caps(opts),
-        mcp: Default::default(),
+        common: Default::default(),
         merges: false,
         hooks: Default::default(),
         hooks_dir: PathBuf::new(),

@@ -2,7 +2,8 @@
 //! agent it serves: its MCP configuration, its record under `_state/serve/`, its defaults.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::backends::registered_backend;
@@ -14,7 +15,7 @@ use crate::models::Pricing;
 use crate::process::sibling;
 use crate::registry::Agent;
 use crate::run::backend::Backend;
-use crate::run::controller::Controller;
+use crate::run::controller::{Controller, Mcp};
 use crate::serve::{self, ControllerState, Served};
 use crate::transcript::next_transcript;
 use crate::worktree::Spec;
@@ -38,9 +39,8 @@ pub(super) struct Serving {
     pub(super) tethers: Vec<(String, String)>,
     /// The caps a detached server started for a worker is given.
     pub(super) caps: serve::Caps,
-    /// The folder of the agents' MCP configurations, made, and the `aw-mcp` they run: the
-    /// same for every agent, found once.
-    pub(super) mcp: std::sync::OnceLock<(PathBuf, PathBuf)>,
+    /// What every controller of this server shares, made with the first one.
+    pub(super) common: std::sync::OnceLock<Common>,
     /// It serves the merge queue of the instance (the workflow has a `merge:` key).
     pub(super) merges: bool,
     /// The workflow's lifecycle hooks, and the directory they run from.
@@ -48,68 +48,48 @@ pub(super) struct Serving {
     pub(super) hooks_dir: PathBuf,
 }
 
+/// What every controller of one server shares, held once (see [`Controller`]).
+pub(super) struct Common {
+    pub(super) inst: Arc<Instance>,
+    pub(super) document: Option<Arc<str>>,
+    pub(super) mcp: Arc<Mcp>,
+    /// The server's part of each controller's record.
+    pub(super) record: Arc<Served>,
+    /// The secrets of aw-run's own environment.
+    pub(super) secrets: Arc<[String]>,
+}
+
 impl Serving {
-    /// Write the agent's MCP configuration (`aw-mcp --agent NAME@INSTANCE` and `tool_args`)
-    /// and build its controller, with the server's defaults.
+    /// Build the controller of `name` with the server's defaults, not yet shown as served
+    /// ([`Serving::show_served`]). Its MCP configuration is written before each attempt,
+    /// not here: a server of many agents starts without a file written for each.
     pub(super) fn controller(
         &self,
         name: &str,
         backend: Box<dyn Backend>,
-        tool_args: &[String],
+        tool_args: Vec<String>,
     ) -> Result<Controller> {
+        let common = self.common()?;
         let inst = &self.inst;
-        let (mcp_dir, aw_mcp) = match self.mcp.get() {
-            Some(found) => found,
-            None => {
-                // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
-                let d = std::path::absolute(inst.state_dir().join("mcp"))
-                    .map_err(|e| Error::io(inst.state_dir(), e))?;
-                // Private, whatever the umask: a configuration may hold what an agent's
-                // tools need.
-                crate::fs::private_dir(&d)?;
-                self.mcp.get_or_init(|| (d, sibling("aw-mcp")))
-            }
-        };
-        // Written before every attempt, not here: a server of many agents starts without a
-        // file written for each.
-        let mcp_path = mcp_dir.join(format!("{name}.json"));
-        let mcp_text = crate::tools::client_config::claude_json(
-            aw_mcp,
-            &self.root,
-            &format!("{name}@{}", inst.name()),
-            tool_args,
-        );
-        let served = Served {
-            instance: inst.name().to_string(),
-            agent: name.to_string(),
-            pid: std::process::id(),
-            host: Some(crate::host::this().name.clone()),
-            host_id: Some(crate::host::this().id.clone()),
-            state: ControllerState::Idle,
-            runs: 0,
-            workflow: self.workflow.clone(),
-            started: self.started.clone(),
-            caps: Some(self.caps.clone()),
-        };
-        serve::write(inst, &served)?;
         Ok(Controller {
-            inst: inst.clone(),
+            inst: common.inst.clone(),
             agent: name.to_string(),
             backend,
             system: None,
-            document: self.document.clone(),
-            root: self.root.clone(),
-            mcp_config: mcp_path,
-            mcp_text,
+            document: common.document.clone(),
+            root: common.mcp.root.clone(),
+            mcp: common.mcp.clone(),
+            tool_args,
             timeout: None,
             max_runs: self.opts.max_runs,
             reply_fallback: true,
             retry: self.opts.retry,
             next_transcript: next_transcript(inst, name),
             cooldown: self.opts.cooldown,
-            served,
-            published: Some((ControllerState::Idle, 0)),
-            secrets: crate::run::controller::secrets(&[]),
+            record: common.record.clone(),
+            runs: 0,
+            published: None,
+            secrets: common.secrets.clone(),
             budget: Default::default(),
             price: None,
             task_context: None,
@@ -122,6 +102,52 @@ impl Serving {
         })
     }
 
+    /// Show `c` as served: its record under `_state/serve/`, idle.
+    pub(super) fn show_served(&self, c: &mut Controller) -> Result<()> {
+        match c.note(ControllerState::Idle) {
+            Some(record) => serve::write(&self.inst, &record),
+            None => Ok(()),
+        }
+    }
+
+    /// What every controller of this server shares: made (with the folder of the MCP
+    /// configurations) by the first call.
+    pub(super) fn common(&self) -> Result<&Common> {
+        if let Some(c) = self.common.get() {
+            return Ok(c);
+        }
+        let inst = &self.inst;
+        // Absolute: an exec agent with its own cwd gets it in AW_MCP_CONFIG.
+        let dir = std::path::absolute(inst.state_dir().join("mcp"))
+            .map_err(|e| Error::io(inst.state_dir(), e))?;
+        // Private, whatever the umask: a configuration may hold what an agent's tools need.
+        crate::fs::private_dir(&dir)?;
+        let root: Arc<Path> = Arc::from(self.root.as_path());
+        let record = Served {
+            instance: inst.name().to_string(),
+            agent: String::new(),
+            pid: std::process::id(),
+            host: Some(crate::host::this().name.clone()),
+            host_id: Some(crate::host::this().id.clone()),
+            state: ControllerState::Idle,
+            runs: 0,
+            workflow: self.workflow.clone(),
+            started: self.started.clone(),
+            caps: Some(self.caps.clone()),
+        };
+        Ok(self.common.get_or_init(|| Common {
+            inst: Arc::new(inst.clone()),
+            document: self.document.as_deref().map(Arc::from),
+            mcp: Arc::new(Mcp {
+                dir,
+                aw_mcp: sibling("aw-mcp"),
+                root,
+            }),
+            record: Arc::new(record),
+            secrets: crate::run::controller::secrets(&[]).into(),
+        }))
+    }
+
     /// The controller of an agent of the registry (`aw-ctl new`, or a worker), in the
     /// worktree `worktree` when it works in one.
     pub(super) fn registered(&self, a: &Agent, worktree: Option<Spec>) -> Result<Controller> {
@@ -130,7 +156,7 @@ impl Serving {
             .map(|w| (w.path.clone(), worktree_env(w).to_vec()));
         let backend = registered_backend(a, &self.root, self.inst.name(), place)?;
         let tool_args = crate::tools::client_config::tool_args(a.collab, a.delegate);
-        let mut c = self.controller(&a.name, backend, &tool_args)?;
+        let mut c = self.controller(&a.name, backend, tool_args)?;
         c.system = a.system_prompt.clone();
         // The registry may have been edited by hand: a bad value is refused, not a panic.
         c.timeout = match a.limits.get("timeout_secs") {
@@ -149,8 +175,13 @@ impl Serving {
         if let Some(m) = a.limits.get("max_runs").and_then(|v| v.as_u64()) {
             c.max_runs = m;
         }
-        c.price = a.model.as_deref().and_then(|m| self.pricing.price(m));
-        c.worktree = worktree;
+        c.price = a
+            .model
+            .as_deref()
+            .and_then(|m| self.pricing.price(m))
+            .map(Box::new);
+        c.worktree = worktree.map(Box::new);
+        self.show_served(&mut c)?;
         Ok(c)
     }
 }

@@ -63,10 +63,15 @@ pub(super) fn read_agents(r: &mut Reader, top: &Fields, dir: &Path) -> Vec<Agent
     let Some(entries) = r.entries(node, "agents") else {
         return Vec::new();
     };
-    entries
-        .iter()
-        .filter_map(|(name, def)| read_agent(r, name, def, dir))
-        .collect()
+    // Sized once: an agent's definition is about 1 KB, and a list grown by doubling would
+    // hold up to twice the room of every agent.
+    let mut agents = Vec::with_capacity(entries.iter().len());
+    agents.extend(
+        entries
+            .iter()
+            .filter_map(|(name, def)| read_agent(r, name, def, dir)),
+    );
+    agents
 }
 
 fn check_agent_name(r: &mut Reader, name: &Spanned<&str>) {
