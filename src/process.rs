@@ -236,6 +236,20 @@ pub fn give_back_open_files(at_start: Option<(u64, u64)>) -> std::io::Result<()>
     }
 }
 
+/// Have every thread of the process allocate from one pool. glibc gives threads pools of
+/// their own, so that they do not wait for each other's allocations: a server's threads
+/// allocate little at once, and with pools of their own the memory the start freed is not
+/// used again by the dispatcher's thread, which grows a pool of its own instead (10 MB and
+/// more at 10,000 agents; see BENCHMARKS.md, "what a served agent costs"). Call it before
+/// any thread starts.
+pub fn one_allocation_pool() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` takes no pointer; it sets how many pools the allocator may make.
+    unsafe {
+        nix::libc::mallopt(nix::libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// Give back to the system the memory freed so far that the allocator keeps for reuse. The
 /// start of a large server frees what it read (the parsed workflow, the registry it
 /// wrote) in many small pieces among those it keeps: glibc's allocator would hold those

@@ -237,6 +237,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     if a.opts.json {
         out.exact();
     }
+    crate::process::one_allocation_pool();
     a.opts.ready = ready_pipe()?;
     if a.serve {
         let root = a.common.root()?;
