@@ -9,7 +9,10 @@
 # entry minus that of the message, both written by aw: 1 ms resolution).
 #
 # Usage: bash bench/agents.sh [--sizes "10 100 1000 10000"] [--msgs M] [--idle SECS]
-#                             [--reps R] [--cap SECS] [--before DIR] [--after DIR]
+#                             [--reps R] [--cap SECS] [--kind mock|exec]
+#                             [--before DIR] [--after DIR]
+# --kind exec serves exec agents instead (each runs `echo ok`, whose output aw-run posts as
+# its reply) to weigh what a program's agent costs the server.
 # DIR holds the aw-* binaries to measure; every build given is measured, each on its own
 # root (without --before or --after: --after target/release). Each case (one N, one build)
 # starts R servers, one after another; every figure is the median over them (wake: the
@@ -26,15 +29,20 @@ MSGS=20
 IDLE=5
 REPS=3
 CAP=300
+KIND=mock
 BEFORE=
 AFTER=
-parse_args "sizes msgs idle reps cap before after" "$@"
+parse_args "sizes msgs idle reps cap kind before after" "$@"
+case $KIND in mock | exec) ;; *) usage "--kind takes mock or exec, not '$KIND'" ;; esac
 checked_setup "$SIZES" "$MSGS" "$IDLE" "$REPS" "$CAP"
 
-# The workflow of N mock agents a1 .. aN, each answering every message with "ok".
+# The workflow of N agents a1 .. aN, each answering every message with "ok": mock agents,
+# or with --kind exec programs.
 workflow() {
-	awk -v n="$1" 'BEGIN { print "name: scale"; print "agents:"
-		for (i = 1; i <= n; i++) printf "  a%d:\n    mock:\n      replies: [\"ok\"]\n", i }' >"$tmp/agents-$1.yaml"
+	awk -v n="$1" -v kind="$KIND" 'BEGIN { print "name: scale"; print "agents:"
+		for (i = 1; i <= n; i++)
+			if (kind == "exec") printf "  a%d:\n    command: [echo, ok]\n", i
+			else printf "  a%d:\n    mock:\n      replies: [\"ok\"]\n", i }' >"$tmp/agents-$1.yaml"
 }
 
 # One server of N agents with build BIN: prints "ready_ms rss_kb hwm_kb threads fds idle_ms_per_s
@@ -76,7 +84,7 @@ one() {
 	stop_pid "$pid"
 }
 
-echo "# aw-run --keep: agents per server"
+echo "# aw-run --keep: $KIND agents per server"
 echo
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); nproc $(nproc); load $(cut -d' ' -f1-3 /proc/loadavg); descriptors $(ulimit -n)"
 echo "$REPS servers per case, $MSGS messages each, idle over $IDLE s, cap $CAP s; medians"
