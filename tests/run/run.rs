@@ -552,6 +552,9 @@ fn second_runner_for_a_served_agent_is_refused_and_sigint_stops_the_first() {
     // The attempt's output log is opened just after the state is published.
     let log = s.root.inst_dir(INST).join("_state/runs/alice/1.log");
     wait_for("the attempt's log", || log.exists());
+    // And its MCP configuration, written as the run starts, in any order with the log.
+    let mcp = s.root.inst_dir(INST).join("_state/mcp/alice.json");
+    wait_for("the attempt's MCP configuration", || mcp.exists());
     let before = common::snapshot(&s.root.inst_dir(INST));
     let out = run_with(s.cmd(&[]), None);
     let line = assert_error(&out, "aw-run", 75, "second runner");
