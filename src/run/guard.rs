@@ -10,7 +10,11 @@
 //!
 //! - `?N` before it starts its program number N, which gets `AW_RUN_SPAWN=PID/N` in its
 //!   environment (PID: aw-run's);
-//! - `+PGID N` once it has started as the group PGID (`+PGID` for a group not announced);
+//! - `+PGID N` once it has started as the group PGID (`+PGID` for a group not announced),
+//!   in the same write as `?N+1` for the next program: one write per start, not two. A
+//!   number announced that no program takes costs the guard, if aw-run dies, one look in
+//!   `/proc` that finds nothing; a number is handed to a program only once the guard has
+//!   been told of it;
 //! - `-PGID` once the group has been killed.
 //!
 //! The guard keeps the set of groups and the programs announced and not yet started. When
@@ -49,6 +53,9 @@ pub const SPAWN: &str = "AW_RUN_SPAWN";
 
 /// The number of the last program announced.
 static SPAWNED: AtomicU64 = AtomicU64::new(0);
+
+/// A number announced with the last [`watch`] and not yet handed to a program (0: none).
+static AHEAD: AtomicU64 = AtomicU64::new(0);
 
 /// The write end of the pipe to the guard, once started; `None` again after a failed write.
 static PIPE: Mutex<Option<PipeWriter>> = Mutex::new(None);
@@ -127,18 +134,45 @@ fn spawn_guard() -> std::io::Result<PipeWriter> {
 /// Announce a program about to start in a group of its own: its number, for
 /// [`watch`], and the value of [`SPAWN`] to put in its environment.
 pub fn announce() -> (u64, String) {
-    let n = SPAWNED.fetch_add(1, Ordering::Relaxed) + 1;
-    send(&format!("?{n}"), true);
+    let n = match AHEAD.swap(0, Ordering::AcqRel) {
+        0 => {
+            let n = SPAWNED.fetch_add(1, Ordering::Relaxed) + 1;
+            send(&format!("?{n}"), true);
+            n
+        }
+        // Announced with the last group watched, the guard being there then.
+        n => n,
+    };
     (n, format!("{}/{n}", std::process::id()))
 }
 
 /// Have the guard kill the process group `pgid` if aw-run dies: the group of the program
 /// [announced](announce) as `n` (0: not announced).
+/// A program's start is followed by the next one's, so the next number is announced with
+/// it unless one is announced already.
 pub fn watch(n: u64, pgid: u32) {
-    match n {
-        0 => send(&format!("+{pgid}"), true),
-        n => send(&format!("+{pgid} {n}"), true),
+    if n == 0 || AHEAD.load(Ordering::Acquire) != 0 {
+        send(&watch_message(n, pgid, None), true);
+        return;
     }
+    let next = SPAWNED.fetch_add(1, Ordering::Relaxed) + 1;
+    if send(&watch_message(n, pgid, Some(next)), true) {
+        // Another thread's number announced meanwhile is left to no program: harmless.
+        let _ = AHEAD.compare_exchange(0, next, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+/// The lines that tell the guard to watch `pgid`, program `n`'s group (0: not announced),
+/// and announce program `next`.
+fn watch_message(n: u64, pgid: u32, next: Option<u64>) -> String {
+    let mut msg = match n {
+        0 => format!("+{pgid}"),
+        n => format!("+{pgid} {n}"),
+    };
+    if let Some(next) = next {
+        msg.push_str(&format!("\n?{next}"));
+    }
+    msg
 }
 
 /// The process group `pgid` was killed: the guard forgets it, so a later group with the
@@ -147,13 +181,16 @@ pub fn release(pgid: u32) {
     send(&format!("-{pgid}"), false);
 }
 
-/// Write `msg` and a newline to the guard, starting it first when `start` and it is wanted.
-fn send(msg: &str, start: bool) {
+/// Write `msg` and a newline to the guard, starting it first when `start` and it is wanted:
+/// whether the guard got it.
+fn send(msg: &str, start: bool) -> bool {
     let mut pipe = PIPE.lock().unwrap_or_else(|e| e.into_inner());
     if start {
         spawn(&mut pipe);
     }
-    let Some(w) = pipe.as_mut() else { return };
+    let Some(w) = pipe.as_mut() else {
+        return false;
+    };
     if let Err(e) = w.write_all(format!("{msg}\n").as_bytes()) {
         *pipe = None;
         crate::warn::warn(
@@ -162,7 +199,9 @@ fn send(msg: &str, start: bool) {
                 "the guard process is gone ({e}): what backends start may outlive a killed aw-run"
             ),
         );
+        return false;
     }
+    true
 }
 
 /// A message to the guard.
@@ -311,5 +350,17 @@ mod tests {
         ] {
             assert_eq!(parse(bad), None, "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn a_start_and_the_next_announcement_are_one_write_the_guard_reads_as_two_messages() {
+        let msg = watch_message(7, 1234, Some(8));
+        let lines: Vec<_> = msg.split('\n').map(|l| parse(l.as_bytes())).collect();
+        assert_eq!(
+            lines,
+            [Some(Msg::Watch(1234, Some(7))), Some(Msg::Announce(8))]
+        );
+        assert!(msg.len() < 512, "under PIPE_BUF: {msg}");
+        assert_eq!(watch_message(0, 1234, None), "+1234");
     }
 }
