@@ -4,7 +4,9 @@
 //!
 //! On a network file system (NFS, SMB, Ceph, FUSE, 9P, Lustre, GPFS, AFS, ...; see
 //! [`is_network_fs`]) inotify sees only the writes of this machine: there a waiter watches
-//! with inotify *and* polls every [`NETFS_POLL`]. A poll reads the file's last block with
+//! with inotify *and* polls: every [`NETFS_POLL_FAST`] for [`NETFS_HOT`] after it started or
+//! saw the file change (a conversation in progress), then slower and slower, down to every
+//! [`NETFS_POLL`] while nothing changes. A poll reads the file's last block with
 //! `O_DIRECT`, which the client serves from the server rather than from its attribute cache
 //! (on GlusterFS another mount's append is seen in milliseconds; a stat sees it only after
 //! the attribute cache expires, up to a second); where `O_DIRECT` is refused it compares
@@ -35,12 +37,33 @@ use crate::error::{Error, Result};
 pub const DEFAULT_POLL: Duration = Duration::from_millis(250);
 
 /// Polling interval of a waiter on a network file system (beside inotify, which sees this
-/// machine's writes at once): a remote write wakes it within this, plus the file system's
-/// own latency.
+/// machine's writes at once) once nothing has changed for a while: a remote write wakes it
+/// within this, plus the file system's own latency. An idle waiter costs one poll per
+/// interval.
 pub const NETFS_POLL: Duration = Duration::from_millis(100);
 
+/// Polling interval of a waiter on a network file system for [`NETFS_HOT`] after it started
+/// or saw a change: while agents answer each other, a reply from another host wakes it
+/// within this. Past [`NETFS_HOT`] the interval doubles at each poll up to [`NETFS_POLL`].
+pub const NETFS_POLL_FAST: Duration = Duration::from_millis(10);
+
+/// How long a waiter on a network file system polls every [`NETFS_POLL_FAST`] after it
+/// started or saw a change.
+pub const NETFS_HOT: Duration = Duration::from_secs(1);
+
+/// The polling interval of a waiter on a network file system that last started or saw a
+/// change `quiet` ago and polled at `every` last: fast while hot, then doubling up to
+/// [`NETFS_POLL`].
+fn netfs_interval(every: Duration, quiet: Duration) -> Duration {
+    if quiet < NETFS_HOT {
+        NETFS_POLL_FAST
+    } else {
+        (every * 2).clamp(NETFS_POLL_FAST, NETFS_POLL)
+    }
+}
+
 /// Environment variable that chooses how waiters wait: unset or `auto` (inotify, plus
-/// polling every [`NETFS_POLL`] on a network file system), `inotify` (never poll), or a
+/// polling on a network file system, see [`NETFS_POLL`]), `inotify` (never poll), or a
 /// number of seconds in (0, 3600] (poll only, at that interval, like `--poll`).
 pub const POLL_ENV: &str = "AW_POLL";
 
@@ -207,11 +230,13 @@ enum Mode {
         every: Duration,
         probe: Probe,
     },
-    /// inotify for this machine's writers, polling for the other hosts'.
+    /// inotify for this machine's writers, polling for the other hosts' (at `every`, see
+    /// [`netfs_interval`]; `since`: when the waiter started or last saw a change).
     Both {
         watch: Watch,
         every: Duration,
         probe: Probe,
+        since: Instant,
     },
 }
 
@@ -427,8 +452,9 @@ impl FileWaiter {
             Policy::Auto | Policy::Inotify => match Watch::new(named, &dir) {
                 Ok(watch) if policy == Policy::Auto => Mode::Both {
                     watch,
-                    every: NETFS_POLL,
+                    every: NETFS_POLL_FAST,
                     probe: Probe::new(&file, !folder),
+                    since: Instant::now(),
                 },
                 Ok(watch) => Mode::Inotify { watch },
                 Err(e) => {
@@ -527,10 +553,22 @@ impl FileWaiter {
         let got = loop {
             let every = match &mut self.mode {
                 Mode::Inotify { .. } => None,
-                Mode::Poll { every, probe } | Mode::Both { every, probe, .. } => {
+                Mode::Poll { every, probe } => {
                     if probe.changed() {
                         break true;
                     }
+                    Some(*every)
+                }
+                Mode::Both {
+                    every,
+                    probe,
+                    since,
+                    ..
+                } => {
+                    if probe.changed() {
+                        break true;
+                    }
+                    *every = netfs_interval(*every, since.elapsed());
                     Some(*every)
                 }
             };
@@ -548,6 +586,12 @@ impl FileWaiter {
         };
         // Coalesce a burst of events into one wake-up.
         self.drain();
+        if let (true, Mode::Both { every, since, .. }) = (got, &mut self.mode) {
+            // Something moved (a remote or local append, or the owner's own reason): an
+            // answer may follow soon.
+            *every = NETFS_POLL_FAST;
+            *since = Instant::now();
+        }
         got
     }
 
@@ -599,6 +643,20 @@ mod tests {
         assert!(watches.contains("fs.inotify.max_user_watches"), "{watches}");
         let other = inotify_failure(Errno::EACCES);
         assert!(!other.contains("fs.inotify"), "{other}");
+    }
+
+    #[test]
+    fn a_network_waiter_polls_fast_while_hot_then_slows_down_to_the_idle_interval() {
+        let ms = Duration::from_millis;
+        assert_eq!(netfs_interval(NETFS_POLL, ms(0)), NETFS_POLL_FAST);
+        assert_eq!(netfs_interval(NETFS_POLL, ms(999)), NETFS_POLL_FAST);
+        let mut every = NETFS_POLL_FAST;
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            every = netfs_interval(every, NETFS_HOT);
+            seen.push(every.as_millis());
+        }
+        assert_eq!(seen, [20, 40, 80, 100, 100, 100]);
     }
 
     #[test]

@@ -712,8 +712,8 @@ fn switches_while_idle(pid: u32) -> u64 {
 
 /// An idle `aw-run --keep` (10 agents) and an idle `aw-peek --follow`: on a local disk
 /// nothing polls (inotify only: no thread of theirs wakes up while nothing is written);
-/// on the network file system the follower polls, some ten times a second. `AW_POLL`
-/// forces either mode.
+/// on the network file system the follower polls, some ten times a second, and a hundred
+/// times a second for a second after a change. `AW_POLL` forces either mode.
 #[test]
 fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
     let root = common::Root::new();
@@ -774,10 +774,30 @@ fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
         &["-i", INST, "--from", "alice", "hello"],
         "",
     );
-    let (mut remote, _rx) = follow_on(vol.a(), None);
+    let (mut remote, rx) = follow_on(vol.a(), None);
+    let pid = remote.child().id();
+    let idle = switches_while_idle(pid);
+    assert!(idle >= 3, "an idle aw-peek --follow on GlusterFS polls");
+    // Right after a change from the other host it polls fast (every 10 ms: a reply may
+    // follow), and slows down again (every 100 ms) once nothing changed for a while.
+    ok_on(
+        &vol,
+        Host::B,
+        cwd.path(),
+        "aw-send",
+        &["--from", "bob", "hi"],
+        "",
+    );
+    next_line(&rx, "bob's entry");
+    let before = switches(pid);
+    std::thread::sleep(Duration::from_millis(500));
+    let hot = switches(pid) - before;
+    let idle_again = switches_while_idle(pid);
+    eprintln!("idle {idle} hot {hot} idle again {idle_again}");
     assert!(
-        switches_while_idle(remote.child().id()) >= 3,
-        "an idle aw-peek --follow on GlusterFS polls"
+        hot >= 2 * idle_again.max(idle),
+        "a follower on GlusterFS right after a change: {hot} switches in 0.5 s; \
+         idle: {idle} and {idle_again} in 1 s"
     );
     // AW_POLL=inotify turns polling off, even on a network file system.
     let (mut inotify, _rx) = follow_on(vol.a(), Some("inotify"));
