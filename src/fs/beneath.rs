@@ -275,10 +275,22 @@ pub fn instance_folder(inst: &Path, name: &str, create: bool) -> Result<Option<D
         Err(e) if missing(&e) => return Ok(None),
         Err(e) => return Err(Error::io(inst, e)),
     };
-    let opened = if create {
-        base.dir_create(name)
-    } else {
-        base.dir(name)
+    // Made by another host just now (an instance created by two hosts at once), the folder
+    // may be a stale handle here until the instance is listed again.
+    let mut tries = 0;
+    let opened = loop {
+        let r = if create {
+            base.dir_create(name)
+        } else {
+            base.dir(name)
+        };
+        match r {
+            Err(e) if super::netfs::is_stale(&e) && tries < super::netfs::STALE_RETRIES => {
+                tries += 1;
+                super::netfs::refresh(inst);
+            }
+            r => break r,
+        }
     };
     match opened {
         Ok(d) => Ok(Some(d)),
