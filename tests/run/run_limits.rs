@@ -190,11 +190,17 @@ fn quiet_json_prints_the_runs_and_the_summary_but_no_entry() {
     };
     let out = run_hang_guarded(s.cmd(&["--json"]));
     assert_code(&out, 0);
-    // The attempt's start comes between the entries or before them, as the threads go.
+    // The attempt's start and its end come before, between or after the entries, as the
+    // threads go; the summary is last.
     let all = kinds(&out);
-    let others: Vec<&String> = all.iter().filter(|k| *k != "start").collect();
-    assert_eq!(others, ["entry", "entry", "run", "summary"]);
-    assert_eq!(all.iter().filter(|k| *k == "start").count(), 1);
+    let count = |k: &str| all.iter().filter(|x| *x == k).count();
+    assert_eq!(
+        (count("entry"), count("start"), count("run")),
+        (2, 1, 1),
+        "{all:?}"
+    );
+    assert_eq!(all.len(), 5, "{all:?}");
+    assert_eq!(all.last().map(String::as_str), Some("summary"), "{all:?}");
     std::fs::remove_dir_all(s.root.inst_dir("w")).unwrap();
     let out = run_hang_guarded(s.cmd(&["-q", "--json"]));
     assert_code(&out, 0);
