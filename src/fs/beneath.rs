@@ -277,21 +277,13 @@ pub fn instance_folder(inst: &Path, name: &str, create: bool) -> Result<Option<D
     };
     // Made by another host just now (an instance created by two hosts at once), the folder
     // may be a stale handle here until the instance is listed again.
-    let mut tries = 0;
-    let opened = loop {
-        let r = if create {
+    let opened = super::netfs::unstale(inst, || {
+        if create {
             base.dir_create(name)
         } else {
             base.dir(name)
-        };
-        match r {
-            Err(e) if super::netfs::is_stale(&e) && tries < super::netfs::STALE_RETRIES => {
-                tries += 1;
-                super::netfs::refresh(inst);
-            }
-            r => break r,
         }
-    };
+    });
     match opened {
         Ok(d) => Ok(Some(d)),
         Err(e) if missing(&e) => Ok(None),

@@ -118,15 +118,25 @@ pub fn is_stale(e: &io::Error) -> bool {
 /// on a network file system (`network`), after a listing of `dir`, and again after a new
 /// listing while it meets a stale file handle, [`STALE_RETRIES`] times at most. On a local
 /// disk, `f` once.
-pub fn fresh<T>(dir: &Path, network: bool, mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+pub fn fresh<T>(dir: &Path, network: bool, f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     if !network {
+        let mut f = f;
         return f();
     }
+    refresh(dir);
+    unstale(dir, f)
+}
+
+/// Run `f` (an open in `dir`), and again after a new listing of `dir` while it meets a stale
+/// file handle, [`STALE_RETRIES`] times at most: for a name another host may have just made.
+pub fn unstale<T>(dir: &Path, mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let mut tries = 0;
     loop {
-        refresh(dir);
         match f() {
-            Err(e) if is_stale(&e) && tries < STALE_RETRIES => tries += 1,
+            Err(e) if is_stale(&e) && tries < STALE_RETRIES => {
+                tries += 1;
+                refresh(dir);
+            }
             r => return r,
         }
     }
