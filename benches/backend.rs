@@ -28,7 +28,7 @@ use aw::run::backend::api::Settings;
 use aw::run::backend::claude::Claude;
 use aw::run::backend::codex::Codex;
 use aw::run::backend::openai;
-use aw::run::backend::{Backend, RunContext, Status};
+use aw::run::backend::{Backend, Later, RunContext, Status};
 use aw::usage::Usage;
 use common::{Opts, Stats, Table, mono_ns};
 use serde_json::{Value, json};
@@ -151,12 +151,16 @@ fn serve(s: TcpStream, busy: &Mutex<Duration>, script: &[Value], next: &Mutex<us
 fn run_once(b: &mut dyn Backend, inst: &Instance, root: &Path, n: u64) -> Duration {
     let stop = Stop::default();
     let over = |_: &Usage| None;
+    let prompt: Later<String> = Later::new(Box::new(|| {
+        "You are alice.\n\nFrom @user: @alice look at this and answer briefly.\n".into()
+    }));
+    let log: Later<_> = Later::new(Box::new(|| None));
     let ctx = RunContext {
         inst,
         agent: "alice",
         run: n,
         attempt: 1,
-        prompt: "You are alice.\n\nFrom @user: @alice look at this and answer briefly.\n",
+        prompt: &prompt,
         prompt_messages: 1,
         card: None,
         root,
@@ -165,7 +169,8 @@ fn run_once(b: &mut dyn Backend, inst: &Instance, root: &Path, n: u64) -> Durati
         stop: &stop,
         over_budget: &over,
         remaining_usd: None,
-        log: None,
+        log: &log,
+        started: &|| {},
         resume: None,
     };
     let t = Instant::now();

@@ -55,7 +55,6 @@ pub struct Attempt<'a> {
     pub attempt: u32,
     pub woken_by: &'a [u64],
     pub card: Option<u64>,
-    pub prompt_bytes: usize,
 }
 
 /// The `invoke_agent` span of an attempt, a child of the current span (the run's).
@@ -77,7 +76,6 @@ pub fn agent(a: &Attempt) -> Span {
     if let Some(c) = a.card {
         s.set("aw.card", c);
     }
-    s.set("aw.prompt_bytes", a.prompt_bytes as u64);
     s
 }
 
@@ -95,9 +93,17 @@ pub fn usage(s: &mut Span, u: &Usage) {
     }
 }
 
-/// End an attempt's span: its outcome (`ok`, `failed`, `timeout`, `killed`) and the reason
-/// (already redacted) when it did not succeed.
-pub fn end_agent(mut s: Span, outcome: &str, reason: Option<&str>, u: Option<&Usage>) {
+/// End an attempt's span: the size of its prompt (built once the program runs, so known
+/// only now), its outcome (`ok`, `failed`, `timeout`, `killed`) and the reason (already
+/// redacted) when it did not succeed.
+pub fn end_agent(
+    mut s: Span,
+    prompt_bytes: usize,
+    outcome: &str,
+    reason: Option<&str>,
+    u: Option<&Usage>,
+) {
+    s.set("aw.prompt_bytes", prompt_bytes as u64);
     if let Some(u) = u {
         usage(&mut s, u);
     }

@@ -257,6 +257,9 @@ fn cut(mut text: String) -> String {
 
 impl<D: Dialect> Backend for Api<D> {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        (ctx.started)();
+        // Made at the start, as a program's is once it runs: `aw-ctl runs -f` finds it.
+        let _ = &**ctx.log;
         let deadline = ctx.timeout.and_then(|t| Instant::now().checked_add(t));
         // A tool that waits (`channel_send` with `wait_for`) is stopped by the run's timeout
         // as by a stop.
@@ -296,7 +299,7 @@ impl<D: Dialect> Api<D> {
             ..Caller::new(ctx.inst.clone(), ctx.agent)
         };
         let tools = self.tools();
-        let mut messages = self.dialect.start(ctx.prompt);
+        let mut messages = self.dialect.start(ctx.prompt.as_str());
         let mut usage = Usage::default();
         let mut log = String::new();
         let mut retries = 0;
@@ -452,7 +455,7 @@ impl<D: Dialect> Api<D> {
         if retries > 0 {
             log_line(&mut log, ctx, &json!({"retries": retries}));
         }
-        if let Some(l) = &ctx.log {
+        if let Some(l) = &**ctx.log {
             l.finish();
         }
         out.stdout = Capture::of(log.as_bytes());
@@ -465,7 +468,7 @@ impl<D: Dialect> Api<D> {
 /// `aw-ctl runs -f`.
 fn log_line(log: &mut String, ctx: &RunContext, v: &Value) {
     let line = format!("{v}\n");
-    if let Some(l) = &ctx.log {
+    if let Some(l) = &**ctx.log {
         l.push(crate::run::attempt_log::Stream::Stdout, line.as_bytes());
     }
     log.push_str(&line);

@@ -374,8 +374,10 @@ impl Exec {
         };
         let pgid = child.id();
         let group = GroupGuard::watch(n, pgid);
+        (ctx.started)();
+        // Made now that the program runs: its stdin and stdout wait in their pipes.
         let mut pipes = Pipes::new(&mut child, ctx.prompt.as_bytes());
-        pipes.log = ctx.log.clone();
+        pipes.log = (**ctx.log).clone();
         let started = Instant::now();
         let deadline = ctx.timeout.map(|t| crate::time::after(started, t));
         let mut last_output = started;

@@ -31,6 +31,9 @@ impl Backend for Mock {
 
 impl Mock {
     fn outcome(&mut self, ctx: &RunContext) -> RunOutcome {
+        (ctx.started)();
+        // Made at the start, as a program's is once it runs.
+        let log = (**ctx.log).clone();
         self.runs += 1;
         if let Some(d) = self.def.delay
             && !ctx.stop.sleep(d)
@@ -53,7 +56,7 @@ impl Mock {
             }
             len => self.def.replies[k.min(len) - 1].value.clone(),
         };
-        if let Some(l) = &ctx.log {
+        if let Some(l) = &log {
             l.push(Stream::Stdout, format!("{text}\n").as_bytes());
             l.finish();
         }

@@ -1,5 +1,5 @@
-//! Backends: what runs an agent once. A controller builds the prompt, calls
-//! [`Backend::run`], and reads the [`RunOutcome`]. Each backend is in its own module.
+//! Backends: what runs an agent once. A controller gives the prompt (built when the backend
+//! reads it), calls [`Backend::run`], and reads the [`RunOutcome`]. Each backend is in its own module.
 //!
 //! | module | backend |
 //! |--------|---------|
@@ -12,6 +12,7 @@
 //!
 //! `approve_tools` holds the approval that a class of an API agent's tool calls waits for.
 
+use std::ops::Deref;
 use std::time::Duration;
 
 use crate::instance::Instance;
@@ -29,6 +30,11 @@ pub mod http;
 pub mod mock;
 pub mod openai;
 
+/// A value made when it is first read, once: a run's prompt and the log of its output,
+/// which an exec program needs only once it has started (its prompt goes to its stdin), are
+/// made after its start, off the path from the mention to it.
+pub type Later<'a, T> = std::cell::LazyCell<T, Box<dyn FnOnce() -> T + 'a>>;
+
 /// Everything a backend needs for one run.
 pub struct RunContext<'a> {
     pub inst: &'a Instance,
@@ -37,7 +43,8 @@ pub struct RunContext<'a> {
     pub run: u64,
     /// 1-based attempt of this run.
     pub attempt: u32,
-    pub prompt: &'a str,
+    /// Made when the backend first reads it (a [`Later`]).
+    pub prompt: &'a dyn Deref<Target = String>,
     /// How many inbox messages the prompt shows.
     pub prompt_messages: usize,
     /// The id of the card the run starts from (`board: next`).
@@ -56,8 +63,13 @@ pub struct RunContext<'a> {
     /// own spending cap).
     pub remaining_usd: Option<f64>,
     /// Where a program's output goes as it comes, for `aw-ctl runs -f` (see
-    /// [`crate::run::attempt_log`]); `None` for none.
-    pub log: Option<std::sync::Arc<crate::run::attempt_log::AttemptLog>>,
+    /// [`crate::run::attempt_log`]); `None` for none. Made when the backend first reads it
+    /// (a [`Later`]), once its program has started.
+    pub log: &'a dyn Deref<Target = Option<std::sync::Arc<crate::run::attempt_log::AttemptLog>>>,
+    /// Called by the backend once its run is under way (an exec program started, an API
+    /// run begun): the bookkeeping that waits until then, such as the record that says the
+    /// agent runs.
+    pub started: &'a dyn Fn(),
     /// The CLI session to continue (`session: keep`, see [`crate::sessions`]); `None` for
     /// a fresh one. `prompt` is then only what is new since.
     pub resume: Option<&'a crate::sessions::Kept>,

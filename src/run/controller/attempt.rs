@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::budget::{Account, over_budget, priced, remaining_usd};
 use super::event::{Event, Report};
+pub(super) use super::prompting::Due;
+use super::prompting::PromptSource;
 use super::shared::Shared;
 use super::transcripts::{Record, Transcripts};
 use crate::channel::Channel;
@@ -17,8 +19,7 @@ use crate::instance::Instance;
 use crate::models::Price;
 use crate::post::{self, PostOptions};
 use crate::process::Stop;
-use crate::run::backend::{Backend, RunContext, RunOutcome, Status};
-use crate::run::prompt::{self, PromptParts};
+use crate::run::backend::{Backend, Later, RunContext, RunOutcome, Status};
 use crate::run::redact::redact;
 use crate::serve::{self, ControllerState, Served};
 use crate::usage::{Budget, Usage};
@@ -114,23 +115,6 @@ pub(super) fn write_state(inst: &Instance, record: &Served) {
     }
 }
 
-/// A run the dispatcher starts: the messages its prompt shows, the older ones summarised,
-/// and the run's number.
-pub(super) struct Due {
-    pub msgs: Vec<inbox::InboxMessage>,
-    pub older: Option<prompt::Older>,
-    pub run: u64,
-    /// The card the run starts from, claimed for the agent (`board: next`).
-    pub card: Option<Box<crate::board::Card>>,
-}
-
-impl Due {
-    /// The newest message the run is on: acknowledged with the others when it succeeds.
-    pub(super) fn last(&self) -> u64 {
-        self.msgs.last().map_or(0, |m| m.entry.id)
-    }
-}
-
 impl Controller {
     /// Record the controller's state for `aw-ctl ps`, when it changed.
     pub(super) fn publish(&mut self, state: ControllerState) {
@@ -207,6 +191,20 @@ impl Controller {
         }
     }
 
+    /// What this agent's prompts are made of besides the run.
+    fn prompt_source(&self) -> PromptSource {
+        PromptSource {
+            inst: self.inst.clone(),
+            agent: self.agent.clone(),
+            system: self
+                .system
+                .clone()
+                .filter(|_| !self.backend.takes_system_prompt()),
+            document: self.document.clone(),
+            task_context: self.task_context.clone(),
+        }
+    }
+
     /// Where this agent's attempts leave their logs and transcripts.
     fn transcripts(&self) -> Transcripts<'_> {
         Transcripts {
@@ -217,7 +215,25 @@ impl Controller {
     }
 
     /// One run with its retries; `true` when an attempt succeeded (and the inbox was acked).
-    pub(super) fn one_run(&mut self, shared: &Shared, report: &Report, due: &Due) -> bool {
+    /// `running`: the record that says the agent runs, written once the backend's run is
+    /// under way (off the path from the mention to its program's start), or before the run
+    /// waits for its approval.
+    pub(super) fn one_run(
+        &mut self,
+        shared: &Shared,
+        report: &Report,
+        due: &Due,
+        running: Option<Served>,
+    ) -> bool {
+        let (running, inst) = (std::cell::Cell::new(running), self.inst.clone());
+        let started = || {
+            if let Some(r) = running.take() {
+                write_state(&inst, &r);
+            }
+        };
+        if self.needs.is_some() {
+            started();
+        }
         match self.approved(due) {
             Some(true) => {}
             // Rejected, expired or skipped: its messages are handled without a run.
@@ -237,7 +253,7 @@ impl Controller {
             if self.stop.is_set() || self.account().check_budgets(shared) {
                 return false;
             }
-            let out = self.attempt(shared, report, &channel, due, attempt);
+            let out = self.attempt(shared, report, (&channel, &started), due, attempt);
             if out.status == Status::Ok {
                 return true;
             }
@@ -295,19 +311,22 @@ impl Controller {
     }
 
     /// Attempt `attempt` of the run `due`: build its prompt, call the backend, answer and
-    /// acknowledge, record it, and report its start and end; what it came to.
+    /// acknowledge, record it, and report its start and end; what it came to. `on_start` is
+    /// called once the backend's run is under way.
     fn attempt(
         &mut self,
         shared: &Shared,
         report: &Report,
-        channel: &Channel,
+        (channel, on_start): (&Channel, &dyn Fn()),
         due: &Due,
         attempt: u32,
     ) -> RunOutcome {
         let kept = self.kept_session();
-        let mut text = match &kept {
-            Some(_) => self.prompt_with(channel, due, attempt, prompt::continued, false),
-            None => self.prompt(channel, due, attempt),
+        let source = self.prompt_source();
+        // Built when the backend reads it: for a program, once it has started.
+        let mut prompt: Later<String> = match &kept {
+            Some(_) => Later::new(Box::new(|| source.continued(channel, due, attempt))),
+            None => Later::new(Box::new(|| source.full(channel, due, attempt))),
         };
         let before = channel.last_id().unwrap_or(0);
         let started = crate::time::now();
@@ -320,11 +339,10 @@ impl Controller {
             attempt,
             woken_by: &woken_by,
             card: due.card.as_ref().map(|c| c.id),
-            prompt_bytes: text.len(),
         });
         let t0 = Instant::now();
         let entered = span.enter();
-        let mut out = self.call(shared, due, attempt, &text, kept.as_ref());
+        let mut out = self.call(shared, (due, attempt), &prompt, on_start, kept.as_ref());
         if let Some(crate::sessions::Kept { id, .. }) = &kept
             && out.status == Status::Failed
             && out.session.is_none()
@@ -340,10 +358,11 @@ impl Controller {
                     out.reason.as_deref().unwrap_or("failed")
                 ),
             );
-            text = self.prompt(channel, due, attempt);
-            out = self.call(shared, due, attempt, &text, None);
+            prompt = Later::new(Box::new(|| source.full(channel, due, attempt)));
+            out = self.call(shared, (due, attempt), &prompt, on_start, None);
         }
         drop(entered);
+        let text = prompt.as_str();
         self.keep_session(kept.as_ref(), &out);
         // Counted before the answer is posted, so that an agent the answer wakes sees a
         // budget it went over and starts no run; the budget stop said after the answer.
@@ -363,11 +382,12 @@ impl Controller {
             duration: t0.elapsed(),
             msgs: &due.msgs,
             replies: &replies,
-            prompt: &text,
+            prompt: text,
         };
         self.record(shared, report, &record);
         crate::otel::genai::end_agent(
             span,
+            text.len(),
             out.status.name(),
             out.reason.as_deref(),
             out.usage.as_ref(),
@@ -406,53 +426,6 @@ impl Controller {
         }
     }
 
-    /// The prompt of attempt `attempt` on `due`: the inbox, with the recent channel and the
-    /// document when the workflow shares context, and the task's context at the end.
-    fn prompt(&self, channel: &Channel, due: &Due, attempt: u32) -> String {
-        self.prompt_with(channel, due, attempt, prompt::build, true)
-    }
-
-    /// The prompt of attempt `attempt` on `due` as `build` makes it, with the recent channel
-    /// and the document when `context` and the workflow shares them, then the run's card and
-    /// the task's context.
-    fn prompt_with(
-        &self,
-        channel: &Channel,
-        due: &Due,
-        attempt: u32,
-        build: fn(&PromptParts) -> String,
-        context: bool,
-    ) -> String {
-        let shared_context = self.document.as_deref().filter(|_| context).map(|name| {
-            let recent = channel
-                .tail(prompt::RECENT)
-                .map(|b| b.entries)
-                .unwrap_or_default();
-            (recent, name, crate::document::read(&self.inst, name).ok())
-        });
-        let text = build(&PromptParts {
-            agent: &self.agent,
-            instance: self.inst.name(),
-            system: self
-                .system
-                .as_deref()
-                .filter(|_| !self.backend.takes_system_prompt()),
-            inbox: &due.msgs,
-            older: due.older,
-            recent: shared_context.as_ref().map(|c| c.0.as_slice()),
-            document: shared_context.as_ref().map(|c| (c.1, c.2.as_deref())),
-            attempt,
-        });
-        let text = match &due.card {
-            Some(c) => text + &super::cards::prompt_section(c),
-            None => text,
-        };
-        match &self.task_context {
-            Some(c) => text + &c.lock().unwrap_or_else(|e| e.into_inner()),
-            None => text,
-        }
-    }
-
     /// Report that attempt `attempt` on `due` starts, with what woke the agent.
     fn report_start(&self, report: &Report, due: &Due, attempt: u32) {
         let mut ev = self.event(due.run, attempt, Status::Ok, Duration::ZERO, None);
@@ -473,14 +446,22 @@ impl Controller {
     fn call(
         &mut self,
         shared: &Shared,
-        due: &Due,
-        attempt: u32,
-        prompt: &str,
+        (due, attempt): (&Due, u32),
+        prompt: &Later<String>,
+        on_start: &dyn Fn(),
         resume: Option<&crate::sessions::Kept>,
     ) -> RunOutcome {
         let (agent, own, price) = (self.agent.as_str(), &self.budget, self.price.as_deref());
         let over_budget = |partial: &Usage| over_budget(shared, agent, own, price, partial);
         let mcp_config = self.mcp_config();
+        let n = self.next_transcript;
+        let transcripts = Transcripts {
+            inst: &self.inst,
+            agent: &self.agent,
+            secrets: &self.secrets,
+        };
+        // Made once the program has started: what it prints waits in its pipe meanwhile.
+        let log: Later<_> = Later::new(Box::new(move || transcripts.attempt_log(n)));
         let ctx = RunContext {
             inst: &self.inst,
             agent: &self.agent,
@@ -495,7 +476,8 @@ impl Controller {
             stop: &self.stop,
             over_budget: &over_budget,
             remaining_usd: remaining_usd(&shared.lock(), shared, agent, own),
-            log: self.transcripts().attempt_log(self.next_transcript),
+            log: &log,
+            started: on_start,
             resume,
         };
         // Read, and written afresh only when it is not what it must be: a configuration

@@ -199,17 +199,16 @@ pub fn dispatch(
                 Look::Run(due) => {
                     slot.ended = None;
                     let mut ctl = slot.ctl.take().expect("held");
-                    // Written once the run is under way, off the path from the mention to
-                    // its program's start.
+                    // Written by the run once it is under way, off the path from the
+                    // mention to its program's start.
                     let record = ctl.note(ControllerState::Running);
-                    let inst = record.as_ref().map(|_| ctl.inst.clone());
                     let (shared, mailbox, report) =
                         (shared.clone(), mailbox.clone(), report.clone());
                     let last = due.last();
                     shared.lock().in_flight += 1;
                     std::thread::spawn(move || {
                         let t0 = Instant::now();
-                        let ok = ctl.one_run(&shared, &*report, &due);
+                        let ok = ctl.one_run(&shared, &*report, &due, record);
                         let busy = t0.elapsed();
                         // Its hooks answer before the agent is given back.
                         let kept = super::hooks::after_run(&ctl, &shared, &due, ok, busy);
@@ -224,9 +223,6 @@ pub fn dispatch(
                         };
                         mailbox.send(&shared, ended);
                     });
-                    if let (Some(record), Some(inst)) = (record, inst) {
-                        super::attempt::write_state(&inst, &record);
-                    }
                 }
             }
         }

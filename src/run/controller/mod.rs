@@ -22,6 +22,7 @@
 //! | `cards`       | the card a run of an agent that works the board starts from: taken, shown, given back, renewed |
 //! | `event`       | [`Event`]: what a controller reports |
 //! | `hooks`       | the workflow's lifecycle hooks: fired after a run, when an agent is idle, on what the channel tells of; their answers acted on |
+//! | `prompting`   | `Due`, the run a look decided on, and what its prompt is made of: built once its program runs |
 //! | `transcripts` | an attempt's log and transcript |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
 //! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
@@ -35,6 +36,7 @@ mod event;
 pub mod hooks;
 mod look;
 mod loop_guard;
+mod prompting;
 mod rate;
 mod shared;
 mod transcripts;

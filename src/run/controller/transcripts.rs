@@ -38,7 +38,7 @@ pub(super) struct Record<'a> {
 }
 
 impl Transcripts<'_> {
-    /// The log of the attempt about to start (`_state/runs/<agent>/<n>.log`, `n` its
+    /// The log of the attempt under way (`_state/runs/<agent>/<n>.log`, `n` its
     /// transcript's number), when it can be created.
     pub(super) fn attempt_log(&self, n: u64) -> Option<Arc<crate::run::attempt_log::AttemptLog>> {
         let dir = transcript_dir(self.inst, self.agent);
