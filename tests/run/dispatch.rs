@@ -61,7 +61,8 @@ fn a_kept_server_has_as_many_threads_for_200_agents_as_for_10() {
     // Both answer, and each agent that ran is idle again.
     ask(&small, "agent10", "@agent10 ping", 1);
     ask(&large, "agent200", "@agent200 ping", 1);
-    // The run's own thread ends once the run is over: then both have the same threads.
+    // The run's own thread waits for the next run once this one is over (a few such
+    // threads at most): both have the same threads.
     wait_for("the two servers to have the same number of threads", || {
         threads(a.pid()) == threads(b.pid())
     });

@@ -2,9 +2,10 @@
 //! number. A new channel entry concerns only the agents it mentions: the channel watcher
 //! reads what is new ([`Shared::note_new_entries`]) and names them in [`State::pending`];
 //! the dispatcher looks at those inboxes alone and starts each run that is due on a
-//! thread of its own, which gives the controller back when the run ends. Idle agents cost
-//! no thread, no descriptor and no work per message; threads grow with the runs under
-//! way, not with the agents.
+//! thread of its own (one a run before left waiting, see [`super::spare`]), which gives the
+//! controller back when the run ends. Idle agents cost no thread, no descriptor and no
+//! work per message; threads grow with the runs under way (and the few kept for the next),
+//! not with the agents.
 //!
 //! The dispatcher tells the runner where it is: [`State::handled`] is the generation it
 //! has looked at everything up to, and [`State::in_flight`] counts the runs it has started
@@ -20,6 +21,7 @@ use super::event::Report;
 use super::look::{Look, Waiting};
 use super::loop_guard::{note_served, note_unserved};
 use super::shared::{Shared, State};
+use super::spare::Spares;
 use crate::lifecycle::Kind;
 use crate::registry::Registry;
 use crate::serve::ControllerState;
@@ -88,6 +90,8 @@ pub fn dispatch(
     }
     // Cooldowns, soonest first (an entry whose slot moved on is skipped when it comes up).
     let mut timers: BinaryHeap<Reverse<(Instant, String)>> = BinaryHeap::new();
+    // Where runs start: on a thread a run before left waiting, or on a new one.
+    let spares = Arc::new(Spares::default());
     loop {
         let mut st = shared.lock();
         loop {
@@ -206,7 +210,7 @@ pub fn dispatch(
                         (shared.clone(), mailbox.clone(), report.clone());
                     let last = due.last();
                     shared.lock().in_flight += 1;
-                    std::thread::spawn(move || {
+                    spares.run(Box::new(move || {
                         let t0 = Instant::now();
                         let ok = ctl.one_run(&shared, &*report, &due, record);
                         let busy = t0.elapsed();
@@ -222,7 +226,7 @@ pub fn dispatch(
                             busy,
                         };
                         mailbox.send(&shared, ended);
-                    });
+                    }));
                 }
             }
         }

@@ -25,6 +25,7 @@
 //! | `prompting`   | `Due`, the run a look decided on, and what its prompt is made of: built once its program runs |
 //! | `transcripts` | an attempt's log and transcript |
 //! | `budget`      | what the runs spend, the ledger, and the checks against the budgets |
+//! | `spare`       | threads a run left waiting for the next, so that a run starts without creating one |
 //! | `shared`      | [`Shared`], [`State`], [`AgentState`]: what the runner and the controllers share |
 //! | `rate`        | [`Rate`]: the loop guard's limits and their defaults |
 
@@ -39,6 +40,7 @@ mod loop_guard;
 mod prompting;
 mod rate;
 mod shared;
+mod spare;
 mod transcripts;
 
 pub use attempt::{Controller, Mcp, Retry, STDERR_TAIL_CHARS};
