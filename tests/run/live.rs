@@ -498,6 +498,39 @@ fn a_mock_attempt_logs_its_reply_and_runs_f_shows_it() {
 }
 
 #[test]
+fn an_attempt_whose_program_cannot_start_has_an_empty_log_and_runs_f_tells_of_it() {
+    let s = Setup::new();
+    // Its first run takes the program away: the second cannot start it.
+    s.script(
+        "once.sh",
+        "cat > /dev/null\nrm -- \"$0\"\necho '@echo hi'\n",
+    );
+    let wf = "agents:\n  bot:\n    command: ['./once.sh']\n  echo:\n    mock: {replies: ['@bot again']}\n\
+              kickoff: '@bot go'\n";
+    assert_code(&s.run(wf, &["-q"]), 1);
+    assert_eq!(s.statuses("bot", 1), ["ok"]);
+    let t = s.transcript("bot", 2);
+    assert_eq!(t["status"], "failed");
+    assert!(
+        t["reason"].as_str().unwrap().contains("cannot start"),
+        "{t}"
+    );
+    let log = s.root.inst_dir(INST).join("_state/runs/bot/2.log");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+    let out = run_hang_guarded({
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["-i", INST, "runs", "-f", "bot"]);
+        c
+    });
+    assert_code(&out, 0);
+    assert!(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .ends_with("--- bot: attempt 2 ---\n--- bot: attempt 2 ended: failed ---\n")
+    );
+}
+
+#[test]
 fn an_api_attempt_logs_each_answer_and_its_tool_calls_redacted_while_it_runs() {
     use common::fake_api::{FakeApi, Reply};
     use serde_json::json;

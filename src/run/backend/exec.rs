@@ -367,6 +367,8 @@ impl Exec {
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
+                // Made all the same, empty: `aw-ctl runs -f` tells of every attempt by it.
+                let _ = &**ctx.log;
                 out.reason = Some(format!("cannot start {}: {e}", self.argv[0]));
                 out.permanent = cannot_start(&e);
                 return out;
