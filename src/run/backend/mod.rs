@@ -1,5 +1,6 @@
 //! Backends: what runs an agent once. A controller gives the prompt (built when the backend
-//! reads it), calls [`Backend::run`], and reads the [`RunOutcome`]. Each backend is in its own module.
+//! reads it), calls [`Backend::run`], and reads the [`RunOutcome`]. Each backend is in its
+//! own module.
 //!
 //! | module | backend |
 //! |--------|---------|

@@ -3,7 +3,7 @@
 //! run by waking a thread rather than creating one: off the path from a mention to the
 //! start of its program. Dropping the [`Spares`] ends the threads that wait.
 
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 /// How many threads wait for a run at most: a server's threads still grow with the runs
@@ -22,8 +22,7 @@ impl Spares {
     }
 
     /// Run `job` on a waiting thread, or on a new one when none waits.
-    pub fn run(self: &Arc<Self>, job: Job) {
-        let mut job = job;
+    pub fn run(self: &Arc<Self>, mut job: Job) {
         while let Some(spare) = self.waiting().pop() {
             match spare.send(job) {
                 Ok(()) => return,
@@ -44,7 +43,7 @@ impl Spares {
     /// Take the calling thread in among those that wait, when fewer than [`SPARE`] do:
     /// where its next run comes from.
     fn wait(self: Arc<Self>) -> Option<Job> {
-        let rx: Receiver<Job> = {
+        let rx = {
             let mut waiting = self.waiting();
             if waiting.len() >= SPARE {
                 return None;
