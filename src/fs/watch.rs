@@ -337,6 +337,16 @@ impl Probe {
 
     /// Has the file changed since the last call?
     fn changed(&mut self) -> bool {
+        if self.direct.is_none() && !self.refused {
+            // Not there yet (a channel nobody wrote to, a stop request that never comes): a
+            // stat asks the server, while an open would list the folder first.
+            let now = signature(&self.path);
+            if now == Signature::default() {
+                let changed = now != self.last;
+                self.last = now;
+                return changed;
+            }
+        }
         self.open();
         if self.direct.is_some() {
             let Some(len) = self.direct_len() else {
