@@ -116,15 +116,29 @@ impl Dir {
     /// Open the file `rel` beneath this one. `O_NOFOLLOW`, `O_NOCTTY` and `O_CLOEXEC` are
     /// always added; `mode` applies when `flags` create the file.
     pub fn open_file(&self, rel: &str, flags: OFlag, mode: Mode) -> io::Result<File> {
+        self.open_file_as(rel, flags, mode, true)
+    }
+
+    /// [`Dir::open_file`] for a file that is never replaced by a rename and whose content
+    /// is not read as another host wrote it (a lock file): on a network file system its
+    /// folder is listed only after a stale handle, not before every open.
+    pub fn open_file_in_place(&self, rel: &str, flags: OFlag, mode: Mode) -> io::Result<File> {
+        self.open_file_as(rel, flags, mode, false)
+    }
+
+    fn open_file_as(&self, rel: &str, flags: OFlag, mode: Mode, list: bool) -> io::Result<File> {
         let flags = flags | OFlag::O_NOFOLLOW | OFlag::O_NOCTTY | OFlag::O_CLOEXEC;
         // Another host may have replaced the file: see the one the server has now.
         let parent = match rel.rsplit_once('/') {
             Some((p, _)) => self.path.join(p),
             None => self.path.clone(),
         };
-        let fd = super::netfs::fresh(&parent, self.network, || {
-            self.open_beneath(rel, flags, mode)
-        })?;
+        let open = || self.open_beneath(rel, flags, mode);
+        let fd = if list {
+            super::netfs::fresh(&parent, self.network, open)?
+        } else {
+            super::netfs::unstale(&parent, open)?
+        };
         Ok(File::from(fd))
     }
 

@@ -22,9 +22,18 @@ pub struct Lock {
 }
 
 impl Lock {
-    fn open(path: &Path) -> Result<File> {
-        owned::open(path, OFlag::O_RDWR | OFlag::O_CREAT, CREATE)
-            .map_err(|e| Error::create(path, e))
+    /// Open (create) the lock file at `path`. `content`: its content will be read (a claim,
+    /// which another host may have just written): on a network file system its folder is
+    /// listed first. Else a lock file is opened as is: it is never replaced, and its lock
+    /// is kept by the server.
+    fn open(path: &Path, content: bool) -> Result<File> {
+        let flags = OFlag::O_RDWR | OFlag::O_CREAT;
+        if content {
+            owned::open(path, flags, CREATE)
+        } else {
+            owned::open_in_place(path, flags, CREATE)
+        }
+        .map_err(|e| Error::create(path, e))
     }
 
     /// Take the exclusive lock, waiting up to [`LOCK_TIMEOUT`].
@@ -34,7 +43,7 @@ impl Lock {
 
     /// Take the exclusive lock, waiting up to `timeout`.
     pub fn exclusive_timeout(path: &Path, timeout: Duration) -> Result<Lock> {
-        let file = Self::open(path)?;
+        let file = Self::open(path, false)?;
         // Fast path: uncontended.
         match file.try_lock() {
             Ok(()) => {
@@ -68,9 +77,11 @@ impl Lock {
         }
     }
 
-    /// Try the exclusive lock without waiting; `Ok(None)` when another holder has it.
+    /// Try the exclusive lock without waiting; `Ok(None)` when another holder has it. The
+    /// holder may read the file (a claim): on a network file system it is opened as the
+    /// server has it now.
     pub fn try_exclusive(path: &Path) -> Result<Option<Lock>> {
-        let file = Self::open(path)?;
+        let file = Self::open(path, true)?;
         match file.try_lock() {
             Ok(()) => Ok(Some(Lock {
                 file,

@@ -106,17 +106,35 @@ fn split(path: &Path) -> io::Result<(PathBuf, String)> {
 /// folder, no link followed, and only when it is a regular file: a link on the way, or a
 /// file of another kind, is a [`Refused`] error. A FIFO is never waited for.
 pub fn open(path: &Path, flags: OFlag, mode: Mode) -> io::Result<File> {
+    open_as(path, flags, mode, true)
+}
+
+/// [`open`] for a file aw never replaces by a rename and whose content it does not read as
+/// another host wrote it: a lock file (its lock is kept by the server). On a network file
+/// system its folder is not listed before the open (see [`Dir::open_file_in_place`]).
+/// Not for a channel's log or index, though they are only appended to: on GlusterFS the
+/// listing is also what makes the client's `O_DIRECT` reads give another host's last
+/// append instead of what it cached.
+pub fn open_in_place(path: &Path, flags: OFlag, mode: Mode) -> io::Result<File> {
+    open_as(path, flags, mode, false)
+}
+
+fn open_as(path: &Path, flags: OFlag, mode: Mode, list: bool) -> io::Result<File> {
     let (base, rel) = split(path)?;
     let dir = Dir::open(&base)?;
-    let f = dir
-        .open_file(&rel, flags | OFlag::O_NONBLOCK, mode)
-        .map_err(|e| {
-            if is_symlink_error(&e) {
-                refused(LINK)
-            } else {
-                e
-            }
-        })?;
+    let flags = flags | OFlag::O_NONBLOCK;
+    let f = if list {
+        dir.open_file(&rel, flags, mode)
+    } else {
+        dir.open_file_in_place(&rel, flags, mode)
+    };
+    let f = f.map_err(|e| {
+        if is_symlink_error(&e) {
+            refused(LINK)
+        } else {
+            e
+        }
+    })?;
     if Kind::of_file(&f)? != Kind::File {
         return Err(refused(NOT_REGULAR));
     }
