@@ -189,6 +189,35 @@ impl Volume {
         }
     }
 
+    /// Count the file operations the brick serves from now on (`gluster volume profile`:
+    /// started, and its counts cleared).
+    pub fn count_operations(&self) {
+        // Started already: fine, the counts are cleared below.
+        let _ = gluster(&["volume", "profile", &self.name, "start"]);
+        if let Err(e) = gluster(&["volume", "profile", &self.name, "info", "clear"]) {
+            panic!("{e}");
+        }
+    }
+
+    /// How many times the brick served the operation `fop` (`OPENDIR`, `LOOKUP`, ...)
+    /// since [`Volume::count_operations`].
+    pub fn operations(&self, fop: &str) -> u64 {
+        let said = match gluster(&["volume", "profile", &self.name, "info", "cumulative"]) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        // Rows end with the number of calls and the operation's name.
+        said.lines()
+            .filter_map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                match w.as_slice() {
+                    [.., n, name] if *name == fop => n.parse::<u64>().ok(),
+                    _ => None,
+                }
+            })
+            .sum()
+    }
+
     /// Host A's mount point.
     pub fn a(&self) -> &Path {
         &self.a

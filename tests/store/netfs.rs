@@ -806,3 +806,46 @@ fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
         "aw-peek --follow with AW_POLL=inotify polls on GlusterFS"
     );
 }
+
+/// A server waits for files that may never exist (the channel before the first entry, a
+/// request to stop): on GlusterFS it asks for them with a lookup per poll, and lists no
+/// folder while it waits (a listing per poll tripled an idle server's CPU).
+#[test]
+fn an_idle_server_on_glusterfs_lists_no_folder_while_its_files_do_not_exist() {
+    let vol = Volume::new();
+    let cwd = tempfile::tempdir().unwrap();
+    let mut wf = String::from("agents:\n");
+    for a in 0..10 {
+        wf.push_str(&format!(
+            "  a{a}:\n    command: [sh, -c, 'cat >/dev/null']\n"
+        ));
+    }
+    std::fs::write(cwd.path().join("wf.yaml"), wf).unwrap();
+    let mut keep = Command::new(common::bin("aw-run"));
+    keep.env_remove("AW_POLL")
+        .current_dir(cwd.path())
+        .arg("--root")
+        .arg(vol.a())
+        .args(["-i", INST, "--create", "--keep", "-q", "wf.yaml"]);
+    let _keep = Server::new(spawn(keep));
+    let inst = vol.a().join(INST);
+    wait_for("10 agents to be served", || {
+        inst.join("_state/serve/a9.json").exists()
+    });
+    assert!(!inst.join("channel.md").exists(), "no entry yet");
+    // Past the fast polling that follows the start.
+    std::thread::sleep(Duration::from_secs(2));
+    vol.count_operations();
+    std::thread::sleep(Duration::from_secs(2));
+    let lookups = vol.operations("LOOKUP");
+    let listings = vol.operations("OPENDIR");
+    // Two waiters (the channel, the stop request) at ten polls a second: about 40 each.
+    assert!(
+        lookups >= 10,
+        "the idle server polls: {lookups} lookups in 2 s"
+    );
+    assert!(
+        listings <= 2,
+        "the idle server lists folders: {listings} in 2 s ({lookups} lookups)"
+    );
+}
