@@ -719,20 +719,7 @@ fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
     let root = common::Root::new();
     root.send(INST, &[], "hello");
     let cwd = tempfile::tempdir().unwrap();
-    let mut wf = String::from("agents:\n");
-    for a in 0..10 {
-        wf.push_str(&format!(
-            "  a{a}:\n    command: [sh, -c, 'cat >/dev/null']\n"
-        ));
-    }
-    std::fs::write(cwd.path().join("wf.yaml"), wf).unwrap();
-    let mut keep = Command::new(common::bin("aw-run"));
-    keep.env_remove("AW_POLL")
-        .current_dir(cwd.path())
-        .arg("--root")
-        .arg(root.path())
-        .args(["-i", INST, "--keep", "-q", "wf.yaml"]);
-    let mut keep = Server::new(spawn(keep));
+    let mut keep = keep_ten_idle_agents(root.path(), cwd.path(), &[]);
     let last = root.inst_dir(INST).join("_state/serve/a9.json");
     wait_for("10 agents to be served", || last.exists());
     let pid = keep.child().id();
@@ -807,6 +794,27 @@ fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
     );
 }
 
+/// `aw-run --keep` (with `args`) of agents a0 to a9 that read their prompt and answer
+/// nothing, in instance [`INST`] under `root`, polling as it chooses.
+fn keep_ten_idle_agents(root: &Path, cwd: &Path, args: &[&str]) -> Server {
+    let mut wf = String::from("agents:\n");
+    for a in 0..10 {
+        wf.push_str(&format!(
+            "  a{a}:\n    command: [sh, -c, 'cat >/dev/null']\n"
+        ));
+    }
+    std::fs::write(cwd.join("wf.yaml"), wf).unwrap();
+    let mut keep = Command::new(common::bin("aw-run"));
+    keep.env_remove("AW_POLL")
+        .current_dir(cwd)
+        .arg("--root")
+        .arg(root)
+        .args(["-i", INST])
+        .args(args)
+        .args(["--keep", "-q", "wf.yaml"]);
+    Server::new(spawn(keep))
+}
+
 /// A server waits for files that may never exist (the channel before the first entry, a
 /// request to stop): on GlusterFS it asks for them with a lookup per poll, and lists no
 /// folder while it waits (a listing per poll tripled an idle server's CPU).
@@ -814,20 +822,7 @@ fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
 fn an_idle_server_on_glusterfs_lists_no_folder_while_its_files_do_not_exist() {
     let vol = Volume::new();
     let cwd = tempfile::tempdir().unwrap();
-    let mut wf = String::from("agents:\n");
-    for a in 0..10 {
-        wf.push_str(&format!(
-            "  a{a}:\n    command: [sh, -c, 'cat >/dev/null']\n"
-        ));
-    }
-    std::fs::write(cwd.path().join("wf.yaml"), wf).unwrap();
-    let mut keep = Command::new(common::bin("aw-run"));
-    keep.env_remove("AW_POLL")
-        .current_dir(cwd.path())
-        .arg("--root")
-        .arg(vol.a())
-        .args(["-i", INST, "--create", "--keep", "-q", "wf.yaml"]);
-    let _keep = Server::new(spawn(keep));
+    let _keep = keep_ten_idle_agents(vol.a(), cwd.path(), &["--create"]);
     let inst = vol.a().join(INST);
     wait_for("10 agents to be served", || {
         inst.join("_state/serve/a9.json").exists()
