@@ -202,10 +202,8 @@ impl Volume {
     /// How many times the brick served the operation `fop` (`OPENDIR`, `LOOKUP`, ...)
     /// since [`Volume::count_operations`].
     pub fn operations(&self, fop: &str) -> u64 {
-        let said = match gluster(&["volume", "profile", &self.name, "info", "cumulative"]) {
-            Ok(s) => s,
-            Err(e) => panic!("{e}"),
-        };
+        let said = gluster(&["volume", "profile", &self.name, "info", "cumulative"])
+            .unwrap_or_else(|e| panic!("{e}"));
         // Rows end with the number of calls and the operation's name.
         said.lines()
             .filter_map(|l| {

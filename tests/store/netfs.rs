@@ -834,7 +834,7 @@ fn an_idle_server_on_glusterfs_lists_no_folder_while_its_files_do_not_exist() {
     std::thread::sleep(Duration::from_secs(2));
     let lookups = vol.operations("LOOKUP");
     let listings = vol.operations("OPENDIR");
-    // Two waiters (the channel, the stop request) at ten polls a second: about 40 each.
+    // Two waiters (the channel, the stop request) at ten polls a second: about 40 in all.
     assert!(
         lookups >= 10,
         "the idle server polls: {lookups} lookups in 2 s"
