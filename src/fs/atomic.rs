@@ -92,6 +92,19 @@ pub fn atomic_write_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
     write_in(dir, name, data, false, None)
 }
 
+/// [`atomic_write_unsynced`] of `name` in the open folder `dir` (swept as a first write
+/// there is), for a file that is most often not there yet: the records a server writes for
+/// its agents as it starts, one folder for all. A new file gets its name at once, with no
+/// temp name and no rename (a link never replaces a file, so a reader still sees all of it
+/// or nothing); a file already there is replaced as [`atomic_write_unsynced`] does.
+pub fn atomic_create_unsynced_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
+    sweep(dir);
+    if !write_anonymous_as(dir, name, data, false, None, true)? {
+        write_named_mode(dir, name, data, false, None)?;
+    }
+    Ok(())
+}
+
 /// Remove the temp files of `folder` (one aw owns) whose writers no longer run, as the first
 /// write of a process into a folder does; for the folders written with
 /// [`atomic_write_unswept`].
@@ -115,7 +128,7 @@ fn write_path(path: &Path, data: &[u8], sync: bool, mode: Option<u32>) -> Result
 
 /// Replace `name` in `dir`, as [`write_path`] says, the folder swept or not.
 fn write_in(dir: &Dir, name: &OsStr, data: &[u8], sync: bool, mode: Option<u32>) -> Result<()> {
-    if !write_anonymous_mode(dir, name, data, sync, mode)? {
+    if !write_anonymous_as(dir, name, data, sync, mode, false)? {
         write_named_mode(dir, name, data, sync, mode)?;
     }
     if sync {
@@ -193,17 +206,18 @@ pub fn atomic_write_at(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
 /// Write `data` to an anonymous file in `dir`, then name it and rename it over `name`.
 /// `Ok(false)` when anonymous files cannot be used here.
 fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<bool> {
-    write_anonymous_mode(dir, name, data, sync, None)
+    write_anonymous_as(dir, name, data, sync, None, false)
 }
 
 /// [`write_anonymous`], the file of exactly `mode` when one is given (else 0666 less the
-/// umask).
-fn write_anonymous_mode(
+/// umask); with `new_first`, linked under `name` itself when nothing has that name yet.
+fn write_anonymous_as(
     dir: &Dir,
     name: &OsStr,
     data: &[u8],
     sync: bool,
     mode: Option<u32>,
+    new_first: bool,
 ) -> Result<bool> {
     let target = dir.path().join(name);
     let flags = OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
@@ -223,11 +237,25 @@ fn write_anonymous_mode(
     if sync {
         f.sync_all().at(&target)?;
     }
-    let tmp = temp_name(name);
-    let _hold = HoldSignals::new();
     // Giving an anonymous file a name needs its /proc link, or CAP_DAC_READ_SEARCH for
     // AT_EMPTY_PATH; without either, write a named temp file instead.
     let proc_link = format!("/proc/self/fd/{}", f.as_raw_fd());
+    // Linked under its own name, it leaves no temp name behind whenever the process dies.
+    // Refused (the name is there, or the link is), it takes the way of a replacement.
+    if new_first
+        && linkat(
+            AT_FDCWD,
+            proc_link.as_str(),
+            dir.fd(),
+            name,
+            AtFlags::AT_SYMLINK_FOLLOW,
+        )
+        .is_ok()
+    {
+        return Ok(true);
+    }
+    let tmp = temp_name(name);
+    let _hold = HoldSignals::new();
     let linked = linkat(
         AT_FDCWD,
         proc_link.as_str(),
@@ -488,6 +516,22 @@ mod tests {
         write_named(&dir, OsStr::new("x"), b"one", true).unwrap();
         write_named(&dir, OsStr::new("x"), b"two", false).unwrap();
         assert_eq!(fs::read(d.path().join("x")).unwrap(), b"two");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_new_file_is_linked_under_its_name_and_one_there_replaced() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = Dir::open(d.path()).unwrap();
+        atomic_create_unsynced_in(&dir, OsStr::new("x.json"), b"one").unwrap();
+        let first = fs::metadata(d.path().join("x.json")).unwrap();
+        assert_eq!(fs::read(d.path().join("x.json")).unwrap(), b"one");
+        assert_eq!(first.nlink(), 1);
+        atomic_create_unsynced_in(&dir, OsStr::new("x.json"), b"two").unwrap();
+        let second = fs::metadata(d.path().join("x.json")).unwrap();
+        assert_eq!(fs::read(d.path().join("x.json")).unwrap(), b"two");
+        assert_ne!(first.ino(), second.ino(), "replaced, not written in place");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use nix::fcntl::OFlag;
 
+use super::beneath::Dir;
 use super::owned::{self, CREATE};
 use crate::error::{Error, Result};
 
@@ -81,14 +82,23 @@ impl Lock {
     /// holder may read the file (a claim): on a network file system it is opened as the
     /// server has it now.
     pub fn try_exclusive(path: &Path) -> Result<Option<Lock>> {
-        let file = Self::open(path, true)?;
+        Self::try_file(Self::open(path, true)?, path.to_path_buf())
+    }
+
+    /// [`Lock::try_exclusive`] of the lock file `name` in `dir`, a folder opened with
+    /// [`owned::folder`]: for many lock files of one folder in a row.
+    pub fn try_exclusive_in(dir: &Dir, name: &str) -> Result<Option<Lock>> {
+        let path = dir.path().join(name);
+        let file = owned::open_in(dir, name, OFlag::O_RDWR | OFlag::O_CREAT, CREATE)
+            .map_err(|e| Error::create(&path, e))?;
+        Self::try_file(file, path)
+    }
+
+    fn try_file(file: File, path: PathBuf) -> Result<Option<Lock>> {
         match file.try_lock() {
-            Ok(()) => Ok(Some(Lock {
-                file,
-                path: path.to_path_buf(),
-            })),
+            Ok(()) => Ok(Some(Lock { file, path })),
             Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(Error::io(path, e)),
+            Err(TryLockError::Error(e)) => Err(Error::io(&path, e)),
         }
     }
 

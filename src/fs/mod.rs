@@ -11,9 +11,10 @@ pub mod records;
 pub mod watch;
 
 pub use atomic::{
-    atomic_write, atomic_write_at, atomic_write_in, atomic_write_private,
-    atomic_write_private_unsynced, atomic_write_unswept, atomic_write_unsynced,
-    ensure_private_unsynced, fsync_dir, make_private, private_dir, sweep_folder,
+    atomic_create_unsynced_in, atomic_write, atomic_write_at, atomic_write_in,
+    atomic_write_private, atomic_write_private_unsynced, atomic_write_unswept,
+    atomic_write_unsynced, ensure_private_unsynced, fsync_dir, make_private, private_dir,
+    sweep_folder,
 };
 pub use beneath::Dir;
 pub use lock::Lock;

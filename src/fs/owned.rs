@@ -121,12 +121,22 @@ pub fn open_in_place(path: &Path, flags: OFlag, mode: Mode) -> io::Result<File> 
 
 fn open_as(path: &Path, flags: OFlag, mode: Mode, list: bool) -> io::Result<File> {
     let (base, rel) = split(path)?;
-    let dir = Dir::open(&base)?;
+    open_within(&Dir::open(&base)?, &rel, flags, mode, list)
+}
+
+/// [`open`] of the file `name` in `dir`, a folder opened with [`folder`]: for many files of
+/// one folder in a row (a server's claims of its agents as it starts), opened from one
+/// descriptor of the folder instead of one of the owned folder each.
+pub fn open_in(dir: &Dir, name: &str, flags: OFlag, mode: Mode) -> io::Result<File> {
+    open_within(dir, name, flags, mode, true)
+}
+
+fn open_within(dir: &Dir, rel: &str, flags: OFlag, mode: Mode, list: bool) -> io::Result<File> {
     let flags = flags | OFlag::O_NONBLOCK;
     let f = if list {
-        dir.open_file(&rel, flags, mode)
+        dir.open_file(rel, flags, mode)
     } else {
-        dir.open_file_in_place(&rel, flags, mode)
+        dir.open_file_in_place(rel, flags, mode)
     };
     let f = f.map_err(|e| {
         if is_symlink_error(&e) {

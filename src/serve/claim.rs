@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::paths::{dir, lock_path};
+use super::paths::{dir, lock_name, lock_path};
 use super::server::{Dead, Server, alive, is_server_name, server, server_live};
 use crate::error::{Error, Result};
 use crate::fs::{Lock, owned};
@@ -96,7 +96,7 @@ fn write_claim(f: &std::fs::File, text: &[u8], old: usize, network: bool) -> std
 /// go. No descriptor stays open per agent: the claims hold this process's one server lock.
 pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Claim>> {
     let d = dir(inst);
-    owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
+    let folder = owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
     let network = crate::fs::netfs::is_network_fs(&d);
     let server = server(&d)?;
     let host = crate::host::this();
@@ -113,10 +113,11 @@ pub fn take(inst: &Instance, agents: &[&str]) -> Result<Vec<Claim>> {
     let mut held: Vec<Option<Claim>> = agents.iter().map(|_| None).collect();
     for i in order {
         let a = agents[i];
-        let path = lock_path(inst, a);
+        let name = lock_name(a);
+        let path = d.join(&name);
         let end = crate::time::deadline(TAKE_RETRY);
         loop {
-            if let Some(lock) = Lock::try_exclusive(&path)? {
+            if let Some(lock) = Lock::try_exclusive_in(&folder, &name)? {
                 let old =
                     read_claim(lock.file(), &path, network).map_err(|e| Error::io(&path, e))?;
                 let who = parse(&old);

@@ -53,7 +53,7 @@ mod user;
 
 pub use claim::{Claim, is_served, wait_unserved};
 pub use paths::dir;
-pub use record::{Caps, ControllerState, Served, list, record, write};
+pub use record::{Caps, ControllerState, Records, Served, list, record, write};
 pub use stop::{Asked, clear_stop, forget_stop, my_stop_path, request_stop};
 pub use user::{Listed, user_dir, user_instances};
 

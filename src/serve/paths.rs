@@ -11,12 +11,22 @@ pub fn dir(inst: &Instance) -> PathBuf {
 
 /// `<agent>.lock`, the agent's claim.
 pub(super) fn lock_path(inst: &Instance, agent: &str) -> PathBuf {
-    dir(inst).join(format!("{agent}.lock"))
+    dir(inst).join(lock_name(agent))
+}
+
+/// The name of [`lock_path`] in [`dir`].
+pub(super) fn lock_name(agent: &str) -> String {
+    format!("{agent}.lock")
 }
 
 /// `<agent>.json`, the record of the agent's controller.
 pub(super) fn state_path(inst: &Instance, agent: &str) -> PathBuf {
-    dir(inst).join(format!("{agent}.json"))
+    dir(inst).join(state_name(agent))
+}
+
+/// The name of [`state_path`] in [`dir`].
+pub(super) fn state_name(agent: &str) -> String {
+    format!("{agent}.json")
 }
 
 /// The stop request to the server `pid` of host `host_id`.

@@ -6,10 +6,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::claim::{is_served, served};
-use super::paths::{dir, state_path};
+use super::paths::{dir, state_name, state_path};
 use super::server::Dead;
-use crate::error::Result;
-use crate::fs::{atomic_write_unsynced, owned};
+use crate::error::{Error, Result};
+use crate::fs::{Dir, atomic_create_unsynced_in, atomic_write_unsynced, owned};
 use crate::instance::Instance;
 
 crate::keyword_enum! {
@@ -136,9 +136,36 @@ impl Caps {
 
 /// Record the state of one controller.
 pub fn write(inst: &Instance, s: &Served) -> Result<()> {
+    atomic_write_unsynced(&state_path(inst, &s.agent), &encode(s))
+}
+
+/// A record as its file holds it.
+fn encode(s: &Served) -> Vec<u8> {
     let mut bytes = serde_json::to_vec(s).expect("state serializes");
     bytes.push(b'\n');
-    atomic_write_unsynced(&state_path(inst, &s.agent), &bytes)
+    bytes
+}
+
+/// The records of a server's agents as it starts, written in a row through one descriptor
+/// of their folder: a record not there yet (its agent's last server removed it) is given
+/// its name at once, without a temp name and a rename (see
+/// [`crate::fs::atomic_create_unsynced_in`]).
+pub struct Records(Dir);
+
+impl Records {
+    /// Open the folder of `inst`'s records, made when missing.
+    pub fn open(inst: &Instance) -> Result<Records> {
+        let d = dir(inst);
+        owned::folder(&d, true)
+            .map(Records)
+            .map_err(|e| Error::create(&d, e))
+    }
+
+    /// Record the state of one controller, as [`write`] does.
+    pub fn write(&self, s: &Served) -> Result<()> {
+        let name = state_name(&s.agent);
+        atomic_create_unsynced_in(&self.0, name.as_ref(), &encode(s))
+    }
 }
 
 /// The record of `agent` when a running process serves it: what [`list`] has of it, at

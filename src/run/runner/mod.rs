@@ -350,9 +350,7 @@ fn run_served(
     }
     registry::register_all(inst, agents, true)?;
     start::seed_board(inst, &wf.board)?;
-    for c in &mut controllers {
-        serving.show_served(c)?;
-    }
+    serving.show_all_served(&mut controllers)?;
     // The agents' definitions are gone: their pages go back before the serving starts.
     crate::process::release_free_memory();
     let before = Channel::new(inst).last_id().unwrap_or(0);

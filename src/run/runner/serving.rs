@@ -110,6 +110,18 @@ impl Serving {
         }
     }
 
+    /// [`Serving::show_served`] of every controller a server starts with, their records
+    /// written through one descriptor of their folder.
+    pub(super) fn show_all_served(&self, cs: &mut [Controller]) -> Result<()> {
+        let records = serve::Records::open(&self.inst)?;
+        for c in cs {
+            if let Some(record) = c.note(ControllerState::Idle) {
+                records.write(&record)?;
+            }
+        }
+        Ok(())
+    }
+
     /// What every controller of this server shares: made (with the folder of the MCP
     /// configurations) by the first call.
     pub(super) fn common(&self) -> Result<&Common> {
