@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::attempt::Controller;
 use super::event::Report;
-use super::look::{Look, Waiting};
+use super::look::{Look, Round, Waiting};
 use super::loop_guard::{note_served, note_unserved};
 use super::shared::{Shared, State};
 use super::spare::Spares;
@@ -164,6 +164,9 @@ pub fn dispatch(
         }
         look.sort_unstable();
         look.dedup();
+        // A round of one (a mention's wake) reads its inbox at once; a round of many (the
+        // start, a message to all) skips those with nothing past their cursor.
+        let mut round = (look.len() > 1).then(Round::default);
         for name in look {
             let Some(slot) = slots.get_mut(&name) else {
                 // Mentioned but not served here.
@@ -179,13 +182,19 @@ pub fn dispatch(
                 close(&shared, &mut ctl);
                 continue;
             }
+            let unread = !round
+                .as_mut()
+                .is_some_and(|r| r.nothing_unread(&ctl.inst, &ctl.agent));
             // Keep mode: the loop guard tells agents from outsiders with it.
-            let reg = if shared.keep {
-                Registry::load_shared(&ctl.inst).ok()
-            } else {
-                None
+            let reg = match (&mut round, shared.keep) {
+                (_, false) => None,
+                (Some(r), true) => r.registry(&ctl.inst),
+                (None, true) => Registry::load_shared(&ctl.inst).ok(),
             };
-            match slot.waiting.look(ctl, &shared, &*report, reg.as_deref()) {
+            match slot
+                .waiting
+                .look(ctl, &shared, &*report, reg.as_deref(), unread)
+            {
                 Look::Wait => {
                     let state = slot.waiting.state();
                     ctl.publish(state);

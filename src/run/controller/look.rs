@@ -1,12 +1,17 @@
 //! A look at an agent's inbox: whether a run is due (the loop guard, the run cap and a failed
 //! run's cooldown may say to wait), and what a run's end changes.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::attempt::{Controller, Due};
 use super::event::Report;
 use super::loop_guard::{announce_pause, from_agents, keep_guard, rate_guard, served_here};
 use super::shared::Shared;
+use crate::channel::Channel;
+use crate::channel::cursors::Cursors;
+use crate::instance::Instance;
+use crate::registry::{Indexed, Registry};
 use crate::run::backend::Status;
 use crate::run::prompt;
 use crate::serve::ControllerState;
@@ -30,6 +35,55 @@ pub(super) struct Waiting {
     pub paused: bool,
 }
 
+/// What a round of looks at several inboxes reads once per instance: its channel's newest
+/// id and the ack cursors (an agent whose cursor has the newest entry already has nothing
+/// unread, and its inbox is not read), and its registry. Exact: the newest id is read after
+/// the round's mentions were taken, so an entry it does not count starts a round of its own.
+#[derive(Default)]
+pub(super) struct Round {
+    read: Vec<Read>,
+}
+
+/// What a [`Round`] read of one instance.
+struct Read {
+    dir: std::path::PathBuf,
+    /// The channel's newest id and the ack cursors.
+    newest: Option<(u64, Arc<Cursors>)>,
+    registry: Option<Arc<Indexed>>,
+}
+
+impl Round {
+    /// Has `agent` of `inst` surely nothing unread? (`false` when it cannot be told.)
+    pub(super) fn nothing_unread(&mut self, inst: &Instance, agent: &str) -> bool {
+        self.of(inst)
+            .newest
+            .as_ref()
+            .is_some_and(|(newest, cursors)| cursors.get(agent).copied().unwrap_or(0) >= *newest)
+    }
+
+    /// `inst`'s registry, read once a round.
+    pub(super) fn registry(&mut self, inst: &Instance) -> Option<Arc<Indexed>> {
+        self.of(inst).registry.clone()
+    }
+
+    fn of(&mut self, inst: &Instance) -> &Read {
+        let i = match self.read.iter().position(|r| r.dir == inst.dir()) {
+            Some(i) => i,
+            None => {
+                let newest = Channel::new(inst).last_id().ok();
+                let cursors = crate::channel::cursors::all(inst).ok();
+                self.read.push(Read {
+                    dir: inst.dir().to_path_buf(),
+                    newest: newest.zip(cursors),
+                    registry: Registry::load_shared(inst).ok(),
+                });
+                self.read.len() - 1
+            }
+        };
+        &self.read[i]
+    }
+}
+
 impl Waiting {
     /// The state `aw-ctl ps` shows while it waits.
     pub(super) fn state(&self) -> ControllerState {
@@ -45,12 +99,15 @@ impl Waiting {
     /// Look at the inbox of `ctl`'s agent: start a run on its unread messages, unless the
     /// loop guard, the run cap or a failed run's cooldown says to wait. `registered`: the
     /// instance's registry (keep mode), for the guard to tell agents from outsiders.
+    /// `unread`: `false` when the inbox is known to be empty ([`Round`]), which is then
+    /// not read.
     pub(super) fn look(
         &mut self,
         ctl: &mut Controller,
         shared: &Shared,
         report: &Report,
-        registered: Option<&crate::registry::Indexed>,
+        registered: Option<&Indexed>,
+        unread: bool,
     ) -> Look {
         if self.cooldown_end.is_some_and(|end| end <= Instant::now()) {
             // The cooldown is over: try the failed messages again.
@@ -58,7 +115,11 @@ impl Waiting {
             self.cooldown_end = None;
         }
         // The newest unread in full, the older summarised (acked with them on success).
-        let (msgs, older) = match prompt::Inbox::unread(&ctl.inst, &ctl.agent) {
+        let inbox = match unread {
+            true => prompt::Inbox::unread(&ctl.inst, &ctl.agent),
+            false => Ok(prompt::Inbox::default()),
+        };
+        let (msgs, older) = match inbox {
             Ok(m) => (m.shown, m.older),
             Err(e) => {
                 // Counted as a failure, so that run mode does not wait for it.
@@ -191,5 +252,29 @@ impl Waiting {
             self.failed_upto = last;
             self.cooldown_end = Some(crate::time::deadline(ctl.cooldown));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_round_skips_only_the_inboxes_with_nothing_past_their_cursor() {
+        let (_dir, inst) = crate::instance::scratch();
+        let ch = Channel::new(&inst);
+        assert!(Round::default().nothing_unread(&inst, "bob"));
+        let (e, _) = ch
+            .append("amy", "@bob hi", vec!["bob".into()], false)
+            .unwrap();
+        crate::inbox::ack(&inst, "amy", Some(e.id)).unwrap();
+        let mut round = Round::default();
+        assert!(round.nothing_unread(&inst, "amy"));
+        assert!(!round.nothing_unread(&inst, "bob"));
+        // What a round read stays: an entry appended since is for the next round.
+        ch.append("bob", "@amy back", vec!["amy".into()], false)
+            .unwrap();
+        assert!(round.nothing_unread(&inst, "amy"));
+        assert!(!Round::default().nothing_unread(&inst, "amy"));
     }
 }
