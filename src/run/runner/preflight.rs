@@ -1,6 +1,8 @@
 //! What the agents of a workflow need from this machine, checked before anything is
 //! written: CLI programs in `PATH`, API keys, exec programs, the file tools' folder.
 
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::Path;
 
 use super::backends::{exec_argv, unavailable};
@@ -28,6 +30,7 @@ pub fn preflight(wf: &Workflow, vars: &Vars) -> Result<()> {
 /// once it is known.
 pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos, Error)> {
     let mut found = Vec::new();
+    let mut programs = Programs::default();
     // An agent whose backend could not be read has a stand-in: its error says enough.
     for def in wf.agents.iter().filter(|d| d.backend_read) {
         let name = &def.name.value;
@@ -37,7 +40,7 @@ pub fn environment(wf: &Workflow, vars: &Vars) -> Vec<(crate::run::workflow::Pos
             // A setup or shell task may make the program: then it is checked when it runs.
             BackendKind::Exec if makes_files(wf) => {}
             BackendKind::Exec => {
-                if let Some(e) = exec_program(wf, def, vars) {
+                if let Some(e) = exec_program(wf, def, vars, &mut programs) {
                     let pos = def
                         .command
                         .as_ref()
@@ -124,11 +127,12 @@ pub fn environment_warnings(
     if !makes_files(wf) {
         return Vec::new();
     }
+    let mut programs = Programs::default();
     wf.agents
         .iter()
         .filter(|d| d.backend_read && d.backend.value == BackendKind::Exec)
         .filter_map(|def| {
-            let (program, why) = program_problem(wf, def, vars)?;
+            let (program, why) = program_problem(wf, def, vars, &mut programs)?;
             let pos = def.command.as_ref().and_then(|c| c.first())?.pos;
             let what = match why {
                 Missing::NoFile => "does not exist",
@@ -158,6 +162,7 @@ fn makes_files(wf: &Workflow) -> bool {
 }
 
 /// Why an exec agent's program cannot be started.
+#[derive(Clone, Copy)]
 enum Missing {
     /// A path that is no file.
     NoFile,
@@ -170,8 +175,13 @@ enum Missing {
 /// workflow's directory) that is not an executable file, or a bare name not found in `PATH`
 /// (the agent's own `PATH` when its `env` sets one). `None` too when it depends on a setup
 /// output.
-fn exec_program(wf: &Workflow, def: &crate::run::workflow::AgentDef, vars: &Vars) -> Option<Error> {
-    let (program, why) = program_problem(wf, def, vars)?;
+fn exec_program(
+    wf: &Workflow,
+    def: &crate::run::workflow::AgentDef,
+    vars: &Vars,
+    programs: &mut Programs,
+) -> Option<Error> {
+    let (program, why) = program_problem(wf, def, vars, programs)?;
     let what = match why {
         Missing::NoFile => "no such program",
         Missing::NotExecutable => "not an executable file",
@@ -183,28 +193,46 @@ fn exec_program(wf: &Workflow, def: &crate::run::workflow::AgentDef, vars: &Vars
     )))
 }
 
+/// What one check of a workflow found of its exec agents' programs, by program and the
+/// `PATH` it was looked up in (none for a path): a workflow of many agents that run one
+/// program looks it up once.
+#[derive(Default)]
+struct Programs(HashMap<(String, Option<OsString>), Option<Missing>>);
+
 /// The program of an exec agent and why it cannot be started, if it cannot (see
 /// [`exec_program`]).
 fn program_problem(
     wf: &Workflow,
     def: &crate::run::workflow::AgentDef,
     vars: &Vars,
+    programs: &mut Programs,
 ) -> Option<(String, Missing)> {
     let argv = exec_argv(wf, def, vars).ok()?;
     let program = argv.into_iter().next()?;
-    if program.contains('/') {
-        return match std::fs::metadata(&program) {
-            Err(_) => Some((program, Missing::NoFile)),
-            Ok(m) if !is_executable(&m) => Some((program, Missing::NotExecutable)),
-            Ok(_) => None,
-        };
-    }
-    let path = match def.env.iter().find(|(k, _)| k.value == "PATH") {
-        Some((_, v)) => v.value.render(vars).ok()?.into(),
-        None => std::env::var_os("PATH").unwrap_or_default(),
+    let path = match program.contains('/') {
+        true => None,
+        false => Some(match def.env.iter().find(|(k, _)| k.value == "PATH") {
+            Some((_, v)) => v.value.render(vars).ok()?.into(),
+            None => std::env::var_os("PATH").unwrap_or_default(),
+        }),
     };
-    match find_in(&program, &path) {
-        Some(_) => None,
-        None => Some((program, Missing::NotInPath)),
-    }
+    let key = (program, path);
+    let why = match programs.0.get(&key) {
+        Some(why) => *why,
+        None => {
+            let why = match &key.1 {
+                None => match std::fs::metadata(&key.0) {
+                    Err(_) => Some(Missing::NoFile),
+                    Ok(m) if !is_executable(&m) => Some(Missing::NotExecutable),
+                    Ok(_) => None,
+                },
+                Some(path) => find_in(&key.0, path)
+                    .is_none()
+                    .then_some(Missing::NotInPath),
+            };
+            programs.0.insert(key.clone(), why);
+            why
+        }
+    };
+    why.map(|why| (key.0, why))
 }
