@@ -49,7 +49,8 @@ struct Read {
     dir: std::path::PathBuf,
     /// The channel's newest id and the ack cursors.
     newest: Option<(u64, Arc<Cursors>)>,
-    registry: Option<Arc<Indexed>>,
+    /// Read when first asked for (keep mode's loop guard alone needs it).
+    registry: std::cell::OnceCell<Option<Arc<Indexed>>>,
 }
 
 impl Round {
@@ -63,7 +64,10 @@ impl Round {
 
     /// `inst`'s registry, read once a round.
     pub(super) fn registry(&mut self, inst: &Instance) -> Option<Arc<Indexed>> {
-        self.of(inst).registry.clone()
+        self.of(inst)
+            .registry
+            .get_or_init(|| Registry::load_shared(inst).ok())
+            .clone()
     }
 
     fn of(&mut self, inst: &Instance) -> &Read {
@@ -75,7 +79,7 @@ impl Round {
                 self.read.push(Read {
                     dir: inst.dir().to_path_buf(),
                     newest: newest.zip(cursors),
-                    registry: Registry::load_shared(inst).ok(),
+                    registry: Default::default(),
                 });
                 self.read.len() - 1
             }
