@@ -92,17 +92,30 @@ pub fn atomic_write_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
     write_in(dir, name, data, false, None)
 }
 
-/// [`atomic_write_unsynced`] of `name` in the open folder `dir` (swept as a first write
-/// there is), for a file that is most often not there yet: the records a server writes for
-/// its agents as it starts, one folder for all. A new file gets its name at once, with no
-/// temp name and no rename (a link never replaces a file, so a reader still sees all of it
-/// or nothing); a file already there is replaced as [`atomic_write_unsynced`] does.
-pub fn atomic_create_unsynced_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
-    sweep(dir);
-    if !write_anonymous_as(dir, name, data, false, None, true)? {
-        write_named_mode(dir, name, data, false, None)?;
+/// Write `name` in the open folder `dir`, unsynced and unswept, for a file that is most
+/// often not there yet and whose readers parse it whole, taking one empty or cut short for
+/// none (the records a server writes for its agents as it starts, the registry's name
+/// index). A new file is made with its content in one write, with no temp name and no
+/// rename: a reader finds nothing, an empty file, or all of it (a local file system grows
+/// a file's size only once the bytes are in; a JSON object cut short does not parse
+/// anyway), and a write that fails removes it. A file already there, or any on a network
+/// file system (whose other clients may see a new file empty for a second), is replaced
+/// as [`atomic_write_in`] does.
+pub fn create_or_replace_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
+    if dir.is_network() {
+        return write_in(dir, name, data, false, None);
     }
-    Ok(())
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let path = || dir.path().join(name);
+    match openat(dir.fd(), name, flags, super::owned::CREATE) {
+        Ok(fd) => File::from(fd).write_all(data).inspect_err(|_| {
+            let _ = dir.unlink(name);
+        }),
+        Err(Errno::EEXIST) => return write_in(dir, name, data, false, None),
+        Err(e) => return Err(Error::create(path(), e.into())),
+    }
+    .at(path())
 }
 
 /// Remove the temp files of `folder` (one aw owns) whose writers no longer run, as the first
@@ -128,7 +141,7 @@ fn write_path(path: &Path, data: &[u8], sync: bool, mode: Option<u32>) -> Result
 
 /// Replace `name` in `dir`, as [`write_path`] says, the folder swept or not.
 fn write_in(dir: &Dir, name: &OsStr, data: &[u8], sync: bool, mode: Option<u32>) -> Result<()> {
-    if !write_anonymous_as(dir, name, data, sync, mode, false)? {
+    if !write_anonymous_as(dir, name, data, sync, mode)? {
         write_named_mode(dir, name, data, sync, mode)?;
     }
     if sync {
@@ -206,18 +219,17 @@ pub fn atomic_write_at(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
 /// Write `data` to an anonymous file in `dir`, then name it and rename it over `name`.
 /// `Ok(false)` when anonymous files cannot be used here.
 fn write_anonymous(dir: &Dir, name: &OsStr, data: &[u8], sync: bool) -> Result<bool> {
-    write_anonymous_as(dir, name, data, sync, None, false)
+    write_anonymous_as(dir, name, data, sync, None)
 }
 
 /// [`write_anonymous`], the file of exactly `mode` when one is given (else 0666 less the
-/// umask); with `new_first`, linked under `name` itself when nothing has that name yet.
+/// umask).
 fn write_anonymous_as(
     dir: &Dir,
     name: &OsStr,
     data: &[u8],
     sync: bool,
     mode: Option<u32>,
-    new_first: bool,
 ) -> Result<bool> {
     let target = dir.path().join(name);
     let flags = OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
@@ -240,20 +252,6 @@ fn write_anonymous_as(
     // Giving an anonymous file a name needs its /proc link, or CAP_DAC_READ_SEARCH for
     // AT_EMPTY_PATH; without either, write a named temp file instead.
     let proc_link = format!("/proc/self/fd/{}", f.as_raw_fd());
-    // Linked under its own name, it leaves no temp name behind whenever the process dies.
-    // Refused (the name is there, or the link is), it takes the way of a replacement.
-    if new_first
-        && linkat(
-            AT_FDCWD,
-            proc_link.as_str(),
-            dir.fd(),
-            name,
-            AtFlags::AT_SYMLINK_FOLLOW,
-        )
-        .is_ok()
-    {
-        return Ok(true);
-    }
     let tmp = temp_name(name);
     let _hold = HoldSignals::new();
     let linked = linkat(
@@ -520,15 +518,15 @@ mod tests {
     }
 
     #[test]
-    fn a_new_file_is_linked_under_its_name_and_one_there_replaced() {
+    fn a_new_file_is_made_under_its_name_and_one_there_replaced() {
         use std::os::unix::fs::MetadataExt;
         let d = tempfile::tempdir().unwrap();
         let dir = Dir::open(d.path()).unwrap();
-        atomic_create_unsynced_in(&dir, OsStr::new("x.json"), b"one").unwrap();
+        create_or_replace_in(&dir, OsStr::new("x.json"), b"one").unwrap();
         let first = fs::metadata(d.path().join("x.json")).unwrap();
         assert_eq!(fs::read(d.path().join("x.json")).unwrap(), b"one");
         assert_eq!(first.nlink(), 1);
-        atomic_create_unsynced_in(&dir, OsStr::new("x.json"), b"two").unwrap();
+        create_or_replace_in(&dir, OsStr::new("x.json"), b"two").unwrap();
         let second = fs::metadata(d.path().join("x.json")).unwrap();
         assert_eq!(fs::read(d.path().join("x.json")).unwrap(), b"two");
         assert_ne!(first.ino(), second.ino(), "replaced, not written in place");

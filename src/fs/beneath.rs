@@ -90,6 +90,11 @@ impl Dir {
         self.fd.as_fd()
     }
 
+    /// Is this folder on a network file system (told once, at open)?
+    pub fn is_network(&self) -> bool {
+        self.network
+    }
+
     /// Open the folder `rel` (components separated by `/`) beneath this one.
     pub fn dir(&self, rel: &str) -> io::Result<Dir> {
         let fd = self.open_beneath(rel, DIR_FLAGS, Mode::empty())?;

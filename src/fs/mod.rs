@@ -11,9 +11,9 @@ pub mod records;
 pub mod watch;
 
 pub use atomic::{
-    atomic_create_unsynced_in, atomic_write, atomic_write_at, atomic_write_in,
-    atomic_write_private, atomic_write_private_unsynced, atomic_write_unswept,
-    atomic_write_unsynced, ensure_private_unsynced, fsync_dir, make_private, private_dir,
+    atomic_write, atomic_write_at, atomic_write_in, atomic_write_private,
+    atomic_write_private_unsynced, atomic_write_unswept, atomic_write_unsynced,
+    create_or_replace_in, ensure_private_unsynced, fsync_dir, make_private, private_dir,
     sweep_folder,
 };
 pub use beneath::Dir;

@@ -172,32 +172,124 @@ fn heal(inst: &Instance, name: &str) {
 /// removed), then the stamp. An index that did not mirror the registry before is rebuilt
 /// whole. `f` may refuse with an error, in which case nothing is written.
 pub fn update<R>(inst: &Instance, f: impl FnOnce(&mut Registry) -> Result<R>) -> Result<R> {
-    let _lock = state::lock(inst)?;
+    let (r, index) = change(inst, f)?;
+    if let Some(index) = index {
+        index.write();
+    }
+    Ok(r)
+}
+
+/// [`update`], the index written aside by a thread that holds the state lock until it is
+/// done, while the caller goes on: for a change of thousands of names (a server's start),
+/// whose index files the caller need not wait for. Until [`Indexing`] is finished, readers
+/// find the index stale and read `agents.json` whole, and writers wait for the lock.
+pub fn update_aside<R>(
+    inst: &Instance,
+    f: impl FnOnce(&mut Registry) -> Result<R>,
+) -> Result<(R, Indexing)> {
+    let (r, index) = change(inst, f)?;
+    let Some(index) = index else {
+        return Ok((r, Indexing(None)));
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("aw-index".into())
+        .spawn(move || {
+            if let Ok(index) = rx.recv() {
+                Index::write(index);
+            }
+        });
+    match spawned {
+        Ok(handle) => {
+            let _ = tx.send(index);
+            Ok((r, Indexing(Some(handle))))
+        }
+        // No thread to be had: written here, as by [`update`].
+        Err(_) => {
+            index.write();
+            Ok((r, Indexing(None)))
+        }
+    }
+}
+
+/// The index files [`update_aside`] is writing; finished (waited for) when dropped.
+#[must_use = "dropped at once, it waits for the index"]
+pub struct Indexing(Option<std::thread::JoinHandle<()>>);
+
+impl Indexing {
+    /// Wait until the index is written and the state lock let go.
+    pub fn finish(self) {}
+}
+
+impl Drop for Indexing {
+    fn drop(&mut self) {
+        if let Some(h) = self.0.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// What is left of a change of the registry once `agents.json` is stored: the index to
+/// bring to it, under the state lock this holds.
+struct Index {
+    _lock: crate::fs::Lock,
+    inst: Instance,
+    /// The registry before the change, when the index mirrored it (the files of the names
+    /// that changed are written); `None`: the index is rebuilt whole.
+    before: Option<Registry>,
+    after: Registry,
+    /// `agents.json` as written (or read, when unchanged).
+    written: Vec<u8>,
+}
+
+impl Index {
+    /// Bring the index to the registry. An index that could not follow is stale, read
+    /// around and rebuilt by the next reader.
+    fn write(self) {
+        let _ = match &self.before {
+            Some(before) => match touched(&before.agents, &self.after.agents) {
+                Some(names) => follow(&self.inst, &self.after, &names, &self.written),
+                None => Ok(()),
+            },
+            None => rebuild(&self.inst),
+        };
+    }
+}
+
+/// The change of [`update`] up to `agents.json` stored; the index left to write, if any.
+fn change<R>(
+    inst: &Instance,
+    f: impl FnOnce(&mut Registry) -> Result<R>,
+) -> Result<(R, Option<Index>)> {
+    let lock = state::lock(inst)?;
     let path = inst.state_file("agents.json");
     let used = used(inst);
     let mirrored = used && Stamp::holds(inst, None);
     let mut reg: Registry = state::load(&path)?;
     let before = reg.clone();
     let r = f(&mut reg)?;
-    let Some(touched) = touched(&before.agents, &reg.agents) else {
+    let (before, written) = if touched(&before.agents, &reg.agents).is_none() {
         // Unchanged: nothing is written, but an index found stale is rebuilt.
-        if used && !mirrored {
-            let _ = rebuild(inst);
+        if mirrored || !used {
+            return Ok((r, None));
         }
-        return Ok(r);
+        (None, Vec::new())
+    } else {
+        let bytes = state::encode(&reg);
+        crate::fs::atomic_write(&path, &bytes)?;
+        if !used {
+            return Ok((r, None));
+        }
+        (mirrored.then_some(before), bytes)
     };
-    let bytes = state::encode(&reg);
-    crate::fs::atomic_write(&path, &bytes)?;
-    // The registry is stored: an index that could not follow is stale, read around and
-    // rebuilt by the next reader.
-    if used {
-        let _ = if mirrored {
-            follow(inst, &reg, &touched, &bytes)
-        } else {
-            rebuild(inst)
-        };
-    }
-    Ok(r)
+    let index = Index {
+        _lock: lock,
+        inst: inst.clone(),
+        before,
+        after: reg,
+        written,
+    };
+    Ok((r, Some(index)))
 }
 
 /// The names whose record may differ between the lists `old` and `new`: those of the
@@ -333,18 +425,7 @@ fn read_in(dir: &Dir, name: &str) -> Option<Vec<u8>> {
 /// index is rebuilt. A file created and not yet whole (or cut short by a writer killed) is
 /// only seen while the stamp does not match, or fails to parse: the reader falls back.
 fn put(dir: &Dir, name: &str, bytes: &[u8]) -> Result<()> {
-    use std::io::Write;
-    let file = file_name(name);
-    let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_CLOEXEC;
-    match dir.open_file(&file, flags, crate::fs::owned::CREATE) {
-        Ok(mut f) => f
-            .write_all(bytes)
-            .map_err(|e| Error::io(dir.path().join(&file), e)),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            crate::fs::atomic_write_in(dir, file.as_ref(), bytes)
-        }
-        Err(e) => Err(Error::io(dir.path().join(&file), e)),
-    }
+    crate::fs::create_or_replace_in(dir, file_name(name).as_ref(), bytes)
 }
 
 fn remove(dir: &Dir, name: &str) -> Result<()> {

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use agent::{Agent, Collab, Indexed, Registry};
 pub use backend::{BackendKind, PERMISSION_MODES, backend_for_model};
-pub use index::{find, is_agent, update};
+pub use index::{Indexing, find, is_agent, update};
 
 use crate::error::{Error, Result};
 use crate::instance::Instance;
@@ -50,6 +50,26 @@ pub fn register(inst: &Instance, agent: Agent, replace: bool) -> Result<bool> {
 /// [`register`] several agents in one update of the registry (one write, one sync); for
 /// each, whether it was new. Nothing is written when one name is refused.
 pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Result<Vec<bool>> {
+    update(inst, adding(agents, replace)?)
+}
+
+/// [`register_all`] with the name index written aside ([`index::update_aside`]): for a
+/// server's start, which registers all its agents at once and need not wait for their
+/// index files before it shows them served.
+pub fn register_all_aside(
+    inst: &Instance,
+    agents: Vec<Agent>,
+    replace: bool,
+) -> Result<(Vec<bool>, Indexing)> {
+    index::update_aside(inst, adding(agents, replace)?)
+}
+
+/// The change of the registry that adds `agents` (or replaces them, when `replace`), once
+/// their names are checked.
+fn adding(
+    agents: Vec<Agent>,
+    replace: bool,
+) -> Result<impl FnOnce(&mut Registry) -> Result<Vec<bool>>> {
     for agent in &agents {
         names::check_new_agent(&agent.name)?;
         if names::RESERVED_SENDERS.contains(&agent.name.as_str()) {
@@ -59,7 +79,7 @@ pub fn register_all(inst: &Instance, agents: Vec<Agent>, replace: bool) -> Resul
             )));
         }
     }
-    update(inst, |reg| {
+    Ok(move |reg: &mut Registry| {
         // By name: a server of thousands of agents registers them all at once.
         let mut at = agent::by_name(&reg.agents);
         Ok(agents

@@ -15,8 +15,9 @@
 //!   live while the server file it names is locked: a second server is refused at once,
 //!   and a server that died (even by SIGKILL) frees its agents at once. See `claim.rs`.
 //! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), replaced
-//!   atomically (without fsync: it means nothing after a crash) on every change of state.
-//!   See `record.rs`.
+//!   atomically (without fsync: it means nothing after a crash) on every change of state;
+//!   one not there yet when its server starts is made with its content in one write (a
+//!   reader takes one empty for none). See `record.rs`.
 //! - `stop.<host_id>.<pid>`: a request to the server `pid` of host `host_id` to finish
 //!   ([`request_stop`]); the server watches for it and removes it when it has seen it.
 //!   See `stop.rs`.

@@ -9,7 +9,7 @@ use super::claim::{is_served, served};
 use super::paths::{dir, state_name, state_path};
 use super::server::Dead;
 use crate::error::{Error, Result};
-use crate::fs::{Dir, atomic_create_unsynced_in, atomic_write_unsynced, owned};
+use crate::fs::{Dir, atomic_write_unsynced, create_or_replace_in, owned};
 use crate::instance::Instance;
 
 crate::keyword_enum! {
@@ -147,9 +147,9 @@ fn encode(s: &Served) -> Vec<u8> {
 }
 
 /// The records of a server's agents as it starts, written in a row through one descriptor
-/// of their folder: a record not there yet (its agent's last server removed it) is given
-/// its name at once, without a temp name and a rename (see
-/// [`crate::fs::atomic_create_unsynced_in`]).
+/// of their folder: a record not there yet (its agent's last server removed it) is made
+/// with its content at once, without a temp name and a rename (see
+/// [`crate::fs::create_or_replace_in`]: a reader takes one not yet written for none).
 pub struct Records(Dir);
 
 impl Records {
@@ -164,7 +164,7 @@ impl Records {
     /// Record the state of one controller, as [`write`] does.
     pub fn write(&self, s: &Served) -> Result<()> {
         let name = state_name(&s.agent);
-        atomic_create_unsynced_in(&self.0, name.as_ref(), &encode(s))
+        create_or_replace_in(&self.0, name.as_ref(), &encode(s))
     }
 }
 

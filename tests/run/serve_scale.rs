@@ -126,6 +126,58 @@ fn a_server_s_descriptors_do_not_grow_with_its_agents() {
     assert_eq!(counts[0].1, counts[1].1, "{counts:#?}");
 }
 
+/// A server's start writes its agents' name index aside while it shows them served: once
+/// `--detach` says it is ready, the index mirrors the registry exactly (stamped) and every
+/// agent's record is whole, with no temp file left in either folder; so again when the same
+/// agents are served a second time (the index then unchanged, the records made anew).
+#[test]
+fn a_server_is_ready_with_its_name_index_exact_and_every_record_whole() {
+    let s = Setup::new();
+    let n = 300;
+    s.write("wf.yaml", &mock_agents(n));
+    let inst = s.root.inst_dir(INST);
+    for round in 0..2 {
+        let out = run_hang_guarded(s.cmd(&["--keep", "--detach", "-q"]));
+        let (pid, _guard) = detached(&out);
+        common::agent_index::assert_exact(&inst);
+        let serve = inst.join("_state/serve");
+        let mut records = 0;
+        for e in std::fs::read_dir(&serve).unwrap() {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            assert!(
+                !name.starts_with('.'),
+                "round {round}: {name} left in serve/"
+            );
+            let Some(agent) = name.strip_suffix(".json") else {
+                continue;
+            };
+            let r: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(serve.join(&name)).unwrap())
+                    .unwrap_or_else(|e| panic!("round {round}: {name}: {e}"));
+            assert_eq!(r["agent"], agent, "{r}");
+            assert_eq!(r["pid"], pid, "{r}");
+            assert_eq!(r["state"], "idle", "{r}");
+            records += 1;
+        }
+        assert_eq!(records, n, "round {round}");
+        let hidden = std::fs::read_dir(inst.join("_state/agents"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count();
+        assert_eq!(hidden, 0, "round {round}");
+        let mut c = s.tool_cmd("aw-ctl");
+        c.args(["stop", &format!("@{INST}"), "--timeout", "30"]);
+        assert_code(&common::run_with(c, None), 0);
+        wait_for("the server to end", || !alive(pid));
+    }
+}
+
 /// Issue 21: with a limit of 64 open files (soft = hard, so that aw-run cannot raise it),
 /// a server of 500 agents starts and answers a mention; a second server of one of its
 /// agents is refused at once, naming it; once it is killed (SIGKILL) the agent is served
