@@ -2,16 +2,22 @@
 //! `aw-run --detach`, and whether aw-run can run a registered agent at all.
 //!
 //! `aw-run --detach` (and `spawn_agent`, which runs `aw-run --serve --keep --detach` for a
-//! worker) starts the same command again in a session of its own, its output appended to
-//! `_state/aw-run.log`, with the write end of a pipe as a descriptor the child inherits
-//! and whose number [`READY_FD`] names. The child writes `!` and one line for each warning
-//! its starter must print (polling instead of inotify, say), then one byte, `1`, once its
-//! agents are served and the kickoff is posted; the parent prints the warnings on its
-//! stderr, then the child's pid, and exits 0. End of file before that byte means the child ended without serving: the parent
-//! shows what it logged and exits with its status. The child takes the descriptor only
-//! when it is open and not close-on-exec, and marks it close-on-exec at once; the variable
-//! itself is removed from the environment of every command aw-run starts (setup and shell
-//! tasks, backends, a worker's aw-run), so nothing else reports readiness on its behalf.
+//! worker) starts the same command again in a session of its own, with the write end of a
+//! pipe as a descriptor the child inherits and whose number [`READY_FD`] names. The
+//! starter reads nothing but its command line: the child reads the workflow and checks it,
+//! its output going to the starter through a second pipe (printed on the starter's stderr
+//! as it comes) until it knows its instance. From then on its output is appended to that
+//! instance's `_state/aw-run.log`, and it writes `L` and three fields, each ended by a NUL
+//! byte: the log's size before, its path, and the note its starter prints once it serves.
+//! Then it writes `!` and one line for each warning its starter must print (polling instead
+//! of inotify, say), then one byte, `1`, once its agents are served and the kickoff is
+//! posted; the parent prints the warnings on its stderr, then the child's pid and the note,
+//! and exits 0. End of file before that byte means the child ended without serving: the
+//! parent shows what it logged (past the size it gave) and exits with its status. The
+//! child takes the descriptor only when it is open and not close-on-exec, and marks it
+//! close-on-exec at once; the variable itself is removed from the environment of every
+//! command aw-run starts (setup and shell tasks, backends, a worker's aw-run), so nothing
+//! else reports readiness on its behalf. Both sides are in `src/cli/run_detach.rs`.
 //!
 //! `runnable` is the check both sides make before a worker is registered or served: a
 //! backend aw-run knows, its CLI program in `PATH`, a model or a command where one is

@@ -6,6 +6,7 @@ pub mod flags;
 pub mod mcp;
 pub mod peek;
 pub mod run;
+mod run_detach;
 mod run_flags;
 pub mod send;
 

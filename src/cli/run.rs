@@ -1,14 +1,10 @@
 //! `aw-run`: run a workflow file, or serve registered agents.
 
 use std::ffi::OsString;
-use std::io::{Read, Seek};
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
+use super::run_detach;
 use crate::cli::flags;
 pub use crate::cli::run_flags::{FLAGS, help, tool};
 use crate::cli::{self, Common, Out};
@@ -18,7 +14,6 @@ use crate::run::controller::Retry;
 use crate::run::runner::{self, Options};
 use crate::run::workflow::{Context, Workflow};
 use crate::run::{LoadError, Vars, iter, workflow};
-use crate::spawn::READY_FD;
 
 #[derive(Debug)]
 struct Args {
@@ -237,20 +232,26 @@ pub fn run(out: &mut Out) -> Result<u8> {
     if a.opts.json {
         out.exact();
     }
+    if a.detach && !a.check {
+        // The server in the background reads and checks all the rest.
+        return run_detach::detach(out);
+    }
     crate::process::one_allocation_pool();
-    a.opts.ready = ready_pipe()?;
+    a.opts.ready = run_detach::ready_pipe()?;
+    // The server `--detach` started (its command line has no `--detach`).
+    let detached = a.opts.ready.clone();
     if a.serve {
         let root = a.common.root()?;
         let groups = serve_groups(&a)?
             .into_iter()
             .map(|(i, agents)| Ok((root.instance(&i)?, agents)))
             .collect::<Result<Vec<_>>>()?;
-        if a.detach {
+        if let Some(ready) = &detached {
             for (inst, _) in &groups {
                 runner::check_serve_instance(inst)?;
             }
             // The log of the first instance named.
-            return detach(out, &groups[0].0);
+            run_detach::to_log(&groups[0].0, ready)?;
         }
         start_guard();
         out.flush()?;
@@ -294,7 +295,7 @@ pub fn run(out: &mut Out) -> Result<u8> {
     // The command line's limits win over the file's.
     a.opts.budget = a.opts.budget.or(wf.budget);
     if matches!(wf.context, Context::Memory { .. }) {
-        if a.detach {
+        if detached.is_some() {
             return Err(Error::Usage(
                 "--detach cannot keep a memory context (it is removed when aw-run exits)".into(),
             ));
@@ -313,9 +314,9 @@ pub fn run(out: &mut Out) -> Result<u8> {
         inst.check_new(a.create)?;
     }
     a.opts.iter = plan(&a, &wf, agent, root.path())?;
-    if a.detach {
+    if let Some(ready) = &detached {
         crate::warn::noting_created("aw-run", root.path(), || inst.create())?;
-        return detach(out, &inst);
+        run_detach::to_log(&inst, ready)?;
     }
     start_guard();
     out.flush()?;
@@ -555,121 +556,4 @@ impl Drop for TempRoot {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// The readiness pipe handed down by `--detach`, if this process is the detached one.
-fn ready_pipe() -> Result<Option<Arc<std::fs::File>>> {
-    let Some(v) = std::env::var_os(READY_FD) else {
-        return Ok(None);
-    };
-    let fd: i32 = v
-        .to_str()
-        .and_then(|s| s.parse().ok())
-        .filter(|fd| *fd > 2)
-        .ok_or_else(|| Error::Usage(format!("{READY_FD}: not a descriptor number")))?;
-    // Only a descriptor that is open and not close-on-exec was handed down on purpose.
-    let flags = nix::fcntl::fcntl(
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
-        nix::fcntl::FcntlArg::F_GETFD,
-    );
-    match flags {
-        Ok(f) if f & nix::libc::FD_CLOEXEC == 0 => {
-            // SAFETY: the descriptor is open, and nothing else in this process owns it.
-            let file = unsafe { std::fs::File::from_raw_fd(fd) };
-            // Backends must not inherit it.
-            let _ = nix::fcntl::fcntl(
-                &file,
-                nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-            );
-            Ok(Some(Arc::new(file)))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// Start this same command again in the background (its own session, output to
-/// `_state/aw-run.log`), wait until it serves its agents, and print its pid.
-fn detach(out: &mut Out, inst: &Instance) -> Result<u8> {
-    use nix::fcntl::OFlag;
-    let log_path = inst.state_file("aw-run.log");
-    let flags = OFlag::O_RDWR | OFlag::O_APPEND | OFlag::O_CREAT;
-    let mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
-    let mut log =
-        crate::fs::owned::open(&log_path, flags, mode).map_err(|e| Error::create(&log_path, e))?;
-    // Private, whatever the umask: the log holds what the agents said.
-    crate::fs::make_private(&log, &log_path)?;
-    let start = log.seek(std::io::SeekFrom::End(0)).unwrap_or(0);
-    let (reader, writer) = std::io::pipe().map_err(|e| Error::io("<pipe>", e))?;
-    let exe = std::env::current_exe().map_err(|e| Error::io("<aw-run>", e))?;
-    let args: Vec<OsString> = std::env::args_os()
-        .skip(1)
-        .filter(|a| a != "--detach")
-        .collect();
-    let wfd = writer.as_raw_fd();
-    const CHILD_FD: i32 = 3;
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
-        .env(READY_FD, CHILD_FD.to_string())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(|e| Error::io(&log_path, e))?)
-        .stderr(log.try_clone().map_err(|e| Error::io(&log_path, e))?);
-    // The server raises the limit of open files itself when it needs to.
-    let open_files = crate::process::open_files_at_start();
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            crate::process::give_back_open_files(open_files)?;
-            if nix::libc::dup2(wfd, CHILD_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if wfd == CHILD_FD {
-                nix::libc::fcntl(CHILD_FD, nix::libc::F_SETFD, 0);
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().map_err(|e| Error::io("<aw-run>", e))?;
-    drop(writer);
-    drop(cmd);
-    // Warnings for the user who started it (`!` and a line), then `1` once it serves.
-    let mut reader = std::io::BufReader::new(reader);
-    loop {
-        let mut byte = [0u8; 1];
-        match reader.read(&mut byte) {
-            Ok(1) if byte[0] == b'1' => {
-                let pid = child.id();
-                out.line(&pid.to_string())?;
-                // The pid alone on stdout (for `pid=$(aw-run --detach ...)`); where it logs
-                // and how to stop it for the person who started it.
-                let log = std::path::absolute(&log_path).unwrap_or(log_path);
-                let root = inst.dir().parent().unwrap_or(inst.dir());
-                let root = std::path::absolute(root).unwrap_or(root.to_path_buf());
-                crate::warn::warn_note(
-                    "aw-run",
-                    &format!(
-                        "serving in the background as pid {pid}; log: {}; stop it with \
-                         aw-ctl --root {} stop @{} (or kill {pid})",
-                        log.display(),
-                        root.display(),
-                        inst.name()
-                    ),
-                );
-                return Ok(0);
-            }
-            Ok(1) if byte[0] == b'!' => {
-                let mut line = String::new();
-                let _ = std::io::BufRead::read_line(&mut reader, &mut line);
-                eprintln!("{}", line.trim_end());
-            }
-            _ => break,
-        }
-    }
-    // It ended before serving: show what it said.
-    let status = child.wait().map_err(|e| Error::io("<aw-run>", e))?;
-    let mut said = String::new();
-    let _ = log.seek(std::io::SeekFrom::Start(start));
-    let _ = log.read_to_string(&mut said);
-    eprint!("{said}");
-    Ok(status.code().map_or(exit::NO, |c| c as u8))
 }

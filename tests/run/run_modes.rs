@@ -383,6 +383,39 @@ fn serve_detach_of_a_missing_instance_is_66_and_creates_nothing() {
     assert!(!s.root.inst_dir("nope").exists());
 }
 
+/// The workflow is read once, by the server in the background: its starter opens no
+/// workflow file (strace of the starter alone), yet shows a bad workflow's error on its own
+/// stderr with its exit code, and nothing is created.
+#[test]
+fn detach_reads_the_workflow_in_the_background_alone_and_shows_its_errors() {
+    let s = Setup::new();
+    s.write(
+        "wf.yaml",
+        "agents:\n  alice:\n    mock: {replies: [ok]}\n    bogus: 1\n",
+    );
+    let trace = s.dir().join("starter.txt");
+    let mut c = std::process::Command::new("strace");
+    c.current_dir(s.dir())
+        .args(["-e", "trace=open,openat,openat2", "-o"])
+        .arg(&trace)
+        .arg(common::bin("aw-run"))
+        .arg("--root")
+        .arg(s.root.path())
+        .args(["-i", INST, "--detach", "wf.yaml"]);
+    let out = run_hang_guarded(c);
+    assert_code(&out, 65);
+    let err = stderr(&out);
+    assert!(
+        err.contains("wf.yaml:4:5") && err.contains("bogus"),
+        "{err}"
+    );
+    let opened = std::fs::read_to_string(&trace).unwrap();
+    // It opened something (the child's stdin), but not the workflow.
+    assert!(opened.contains("/dev/null"), "{opened}");
+    assert!(!opened.contains("wf.yaml"), "{opened}");
+    assert!(!s.root.inst_dir(INST).exists());
+}
+
 #[test]
 fn election_chooses_the_document_owner_before_the_kickoff() {
     let s = Setup::new();
