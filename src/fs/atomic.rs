@@ -118,6 +118,13 @@ pub fn create_or_replace_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> 
     .at(path())
 }
 
+/// Sweep the open folder `dir` as the first write of this process into it does, unless one
+/// did: for a process that would rather pay for it now (a server's start, which lists its
+/// records' folder once) than at its first replacement there (its first agent's run).
+pub fn sweep_once(dir: &Dir) {
+    sweep(dir);
+}
+
 /// Remove the temp files of `folder` (one aw owns) whose writers no longer run, as the first
 /// write of a process into a folder does; for the folders written with
 /// [`atomic_write_unswept`].

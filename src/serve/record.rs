@@ -153,12 +153,14 @@ fn encode(s: &Served) -> Vec<u8> {
 pub struct Records(Dir);
 
 impl Records {
-    /// Open the folder of `inst`'s records, made when missing.
+    /// Open the folder of `inst`'s records, made when missing, and sweep it now (as the first
+    /// replacement of a record would, in an agent's first run: a listing of every claim
+    /// and record).
     pub fn open(inst: &Instance) -> Result<Records> {
         let d = dir(inst);
-        owned::folder(&d, true)
-            .map(Records)
-            .map_err(|e| Error::create(&d, e))
+        let folder = owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
+        crate::fs::sweep_once(&folder);
+        Ok(Records(folder))
     }
 
     /// Record the state of one controller, as [`write`] does.
