@@ -362,15 +362,6 @@ impl Tail {
     }
 }
 
-/// Is a change of the cursors flushed to stable storage? Where the channel's appends are
-/// (`AW_SYNC=1`), and on a network file system, whose other clients read the file (there an
-/// unflushed file renamed into place may reach them before its content). Elsewhere a crash
-/// may lose the last acknowledgements, as it may lose the channel's last entries: those
-/// messages are then unread again, delivered twice rather than lost.
-fn cursors_durable(inst: &Instance) -> bool {
-    super::post::sync_from_env() || crate::fs::netfs::is_network_fs(&inst.state_dir())
-}
-
 /// Move `agent`'s cursor forward to `until` (default: the newest entry). The cursor never
 /// moves back, and never past the newest existing entry, so a later message is never
 /// acknowledged in advance. Returns the cursor after the ack.
@@ -380,7 +371,7 @@ pub fn ack(inst: &Instance, agent: &str, until: Option<u64>) -> Result<u64> {
     let channel = Channel::new(inst);
     // The newest id is read under the state lock: an entry appended after this read has a
     // larger id and stays unread.
-    super::cursors::advance(inst, agent, cursors_durable(inst), || {
+    super::cursors::advance(inst, agent, super::post::durable(inst), || {
         let newest = channel.last_id()?;
         Ok(until.unwrap_or(newest).min(newest))
     })

@@ -93,6 +93,17 @@ pub fn sync_from_env() -> bool {
     )
 }
 
+/// Are changes of `inst`'s state that a crash may lose without losing a message flushed to
+/// stable storage? Where the channel's appends are (`AW_SYNC=1`), and on a network file
+/// system, whose other clients read the files (there an unflushed file renamed into place
+/// may reach them before its content). Elsewhere a crash may lose the last of them, as it
+/// may lose the channel's last entries: the moves of the ack cursors (those messages are
+/// then unread again, delivered twice rather than lost) and the transcripts of the last
+/// attempts.
+pub fn durable(inst: &Instance) -> bool {
+    sync_from_env() || crate::fs::netfs::is_network_fs(&inst.state_dir())
+}
+
 /// Append `text` from `from` to the instance's channel, creating the instance if needed.
 pub fn post(inst: &Instance, from: &str, text: &str, opts: &PostOptions) -> Result<Posted> {
     check_sender(from)?;

@@ -50,7 +50,8 @@ pub fn atomic_write_private(path: &Path, data: &[u8]) -> Result<()> {
 
 /// [`atomic_write_private`] without the flushes to stable storage, as
 /// [`atomic_write_unsynced`]: for a private file that is written again before it is used
-/// (an agent's MCP configuration, rewritten by every server and before every attempt).
+/// (an agent's MCP configuration, rewritten by every server and before every attempt), or
+/// that a crash may lose as it may lose the channel's last entries (a transcript).
 pub fn atomic_write_private_unsynced(path: &Path, data: &[u8]) -> Result<()> {
     write_path(path, data, false, Some(PRIVATE))
 }

@@ -115,11 +115,10 @@ fn a_two_agent_mock_run_asks_the_file_system_kind_once_per_folder_and_starts_no_
         n("statfs") + n("fstatfs") <= STATFS_BOUND,
         "the file system kind asked too often: {counts:?}"
     );
-    // What must stay durable is still synced: the registry and the transcripts at least.
-    assert!(n("fsync") + n("fdatasync") >= 4, "{counts:?}");
-    // Not the MCP configurations: the registry (2) and three transcripts (a file and its
-    // folder each); the cursors only where asked (see the test below).
-    assert!(n("fsync") + n("fdatasync") <= 14, "{counts:?}");
+    // What must stay durable is still synced: the registry, a file and its folder. Not the
+    // MCP configurations; the cursors and the transcripts only where asked (see the test
+    // below).
+    assert_eq!(n("fsync") + n("fdatasync"), 2, "{counts:?}");
 }
 
 #[test]
@@ -280,20 +279,21 @@ fn traced_run(trace: &str, sync: Option<&str>) -> std::collections::BTreeMap<Str
 }
 
 #[test]
-fn cursors_are_flushed_where_the_channel_is_and_not_elsewhere_on_a_local_disk() {
+fn cursors_and_transcripts_are_flushed_where_the_channel_is_and_not_elsewhere_on_a_local_disk() {
     let flushes = |sync| {
         let counts = traced_run("trace=fsync,fdatasync", sync);
         counts.get("fsync").copied().unwrap_or(0) + counts.get("fdatasync").copied().unwrap_or(0)
     };
-    // The registry once and three transcripts, a file and its folder each; not the three
-    // moves of a cursor (there were 14 flushes with them).
+    // The registry once, a file and its folder; not the three moves of a cursor nor the
+    // three transcripts (there were 14 flushes with them, 8 with the transcripts alone).
     let plain = flushes(None);
-    assert!(plain <= 8, "{plain} flushes");
-    // Asked for durability, the cursors are flushed with the channel's appends: each move
-    // a file and its folder, on top of the channel's own.
+    assert_eq!(plain, 2, "{plain} flushes");
+    // Asked for durability, the cursors and the transcripts are flushed with the channel's
+    // appends: each move and each transcript a file and its folder, on top of the
+    // channel's own.
     let synced = flushes(Some("1"));
     assert!(
-        synced >= plain + 6,
+        synced >= plain + 12,
         "{synced} flushes with AW_SYNC=1, {plain} without"
     );
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::Result;
-use crate::fs::atomic_write_private;
+use crate::fs::{atomic_write_private, atomic_write_private_unsynced};
 use crate::inbox;
 use crate::instance::Instance;
 use crate::run::backend::RunOutcome;
@@ -86,7 +86,13 @@ impl Transcripts<'_> {
             // Private from its first byte: a transcript holds prompts and outputs.
             crate::fs::private_dir(&dir)?;
             let text = serde_json::to_string_pretty(&doc).expect("json");
-            atomic_write_private(&path, text.as_bytes())
+            // Flushed where the channel's appends are: elsewhere two flushes per attempt
+            // (the file, its folder) would cost more than the attempt of a quick agent.
+            if crate::channel::post::durable(self.inst) {
+                atomic_write_private(&path, text.as_bytes())
+            } else {
+                atomic_write_private_unsynced(&path, text.as_bytes())
+            }
         };
         if let Err(e) = write() {
             crate::warn::warn(
