@@ -212,24 +212,35 @@ pub fn is_served(inst: &Instance, agent: &str) -> bool {
 
 /// [`is_served`], with the servers already found dead.
 pub(super) fn served(inst: &Instance, agent: &str, dead: &mut Dead) -> bool {
+    served_by(inst, agent, dead).is_some()
+}
+
+/// Who serves `agent`: `None` when nobody does; the name of the live server file its claim
+/// names, or `Some(None)` when served by a server that cannot be told (of an earlier
+/// version, or taking or letting go the agent this instant).
+pub(super) fn served_by(inst: &Instance, agent: &str, dead: &mut Dead) -> Option<Option<String>> {
     let path = lock_path(inst, agent);
     if !path.exists() {
-        return false;
+        return None;
     }
     let d = dir(inst);
     let network = crate::fs::netfs::is_network_fs(&d);
     // Locked exclusively: by a server of an earlier version for its life, or by a server
     // taking or letting go the agent this instant. Can't tell: served.
     let Ok(Some(lock)) = Lock::try_shared(&path) else {
-        return true;
+        return Some(None);
     };
     let Ok(text) = read_claim(lock.file(), &path, network) else {
-        return true;
+        return Some(None);
     };
     match parse(&text).server {
-        Some(s) => server_live(&d, &s, network, dead).unwrap_or(true),
+        Some(s) => match server_live(&d, &s, network, dead) {
+            Ok(true) => Some(Some(s)),
+            Ok(false) => None,
+            Err(_) => Some(None),
+        },
         // Empty, or of an earlier version whose lock nobody holds.
-        None => false,
+        None => None,
     }
 }
 
@@ -249,6 +260,7 @@ pub fn wait_unserved(inst: &Instance, agent: &str, timeout: Duration) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::record::Served;
     use super::super::record::list;
     use super::super::server::SERVER_SUFFIX;
     use super::*;
@@ -272,6 +284,90 @@ mod tests {
         drop(held);
         assert!(!is_served(&inst, "alice"));
         assert!(list(&inst).is_empty());
+    }
+
+    /// The record a test server gives its agents.
+    fn test_record() -> Served {
+        Served {
+            instance: "t".into(),
+            agent: String::new(),
+            pid: std::process::id(),
+            host: Some(crate::host::this().name.clone()),
+            host_id: Some(crate::host::this().id.clone()),
+            state: super::super::ControllerState::Idle,
+            runs: 0,
+            workflow: Some("/w.yaml".into()),
+            started: "2026-11-29T10:00:00.000Z".into(),
+            caps: None,
+            server: None,
+        }
+    }
+
+    #[test]
+    fn an_agent_has_its_servers_record_until_it_writes_its_own_and_a_stale_one_is_not_shown() {
+        use super::super::ControllerState::{Idle, Running};
+        use super::super::record::{record, show_served, write};
+        let tmp = tempfile::tempdir().unwrap();
+        let inst = crate::instance::Root::new(tmp.path())
+            .instance("t")
+            .unwrap();
+        inst.create().unwrap();
+        // Left by a server that died: another pid, running, seven runs.
+        let stale = Served {
+            pid: 1,
+            state: Running,
+            runs: 7,
+            agent: "a".into(),
+            server: Some("0000000000000000.1.1.server".into()),
+            ..test_record()
+        };
+        std::fs::create_dir_all(dir(&inst)).unwrap();
+        let stale_text = serde_json::to_string(&stale).unwrap();
+        std::fs::write(dir(&inst).join("a.json"), &stale_text).unwrap();
+        let claims = take(&inst, &["a", "b"]).unwrap();
+        // Served, but not shown until their server says they are all registered.
+        assert!(is_served(&inst, "a") && list(&inst).is_empty() && record(&inst, "a").is_none());
+        show_served(&inst, &test_record()).unwrap();
+        let mine = server_files(&inst).pop().unwrap();
+        let served = list(&inst);
+        assert_eq!(served.len(), 2, "{served:?}");
+        for (s, name) in served.iter().zip(["a", "b"]) {
+            let want = Served {
+                agent: name.into(),
+                server: Some(mine.clone()),
+                ..test_record()
+            };
+            assert_eq!(s, &want);
+            assert_eq!(record(&inst, name).as_ref(), Some(&want));
+        }
+        // No record of their own was written; the stale one is as it was.
+        assert!(!dir(&inst).join("b.json").exists());
+        assert_eq!(
+            std::fs::read_to_string(dir(&inst).join("a.json")).unwrap(),
+            stale_text
+        );
+        // One that runs writes its own, naming this server, and is shown by it.
+        let running = Served {
+            agent: "b".into(),
+            state: Running,
+            runs: 1,
+            ..test_record()
+        };
+        write(&inst, &running).unwrap();
+        let b = record(&inst, "b").unwrap();
+        assert_eq!((b.state, b.runs), (Running, 1));
+        assert_eq!(b.server.as_deref(), Some(mine.as_str()));
+        assert_eq!(list(&inst)[0].state, Idle);
+        assert_eq!(list(&inst)[1], b);
+        drop(claims);
+        assert!(list(&inst).is_empty() && record(&inst, "a").is_none());
+        // The server's files are gone with it.
+        let left: Vec<String> = std::fs::read_dir(dir(&inst))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.contains(".server"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     fn server_files(inst: &Instance) -> Vec<String> {

@@ -8,16 +8,20 @@
 //!   its temporary name by a server killed while it made it. One per server,
 //!   whatever the number of agents it serves: a server's open descriptors do not grow with
 //!   its agents. See `server.rs`.
+//! - `<host_id>.<pid>.<stamp>.server.json`: the record ([`Served`]) of each agent the server
+//!   serves that has none of its own, written once every agent it starts with is
+//!   registered (until then they are served but not shown); removed with the server file.
 //! - `<agent>.lock`: the agent's claim: pid, host name, host id and the name of the server
 //!   file of the process that serves the agent, one a line. It is taken under a short
 //!   exclusive flock (open, lock, read, write in place, close; never replaced by rename, so
 //!   that another host reads it fresh) and let go by emptying it the same way. A claim is
 //!   live while the server file it names is locked: a second server is refused at once,
 //!   and a server that died (even by SIGKILL) frees its agents at once. See `claim.rs`.
-//! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), replaced
-//!   atomically (without fsync: it means nothing after a crash) on every change of state;
-//!   one not there yet when its server starts is made with its content in one write (a
-//!   reader takes one empty for none). See `record.rs`.
+//! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), naming its
+//!   server file, written at its first change of state and replaced atomically (without
+//!   fsync: it means nothing after a crash) at every other: a server of 10,000 agents
+//!   starts without making 10,000 files. A record that names another server than the
+//!   agent's claim does is stale. See `record.rs`.
 //! - `stop.<host_id>.<pid>`: a request to the server `pid` of host `host_id` to finish
 //!   ([`request_stop`]); the server watches for it and removes it when it has seen it.
 //!   See `stop.rs`.
@@ -54,7 +58,7 @@ mod user;
 
 pub use claim::{Claim, is_served, wait_unserved};
 pub use paths::dir;
-pub use record::{Caps, ControllerState, Records, Served, list, record, write};
+pub use record::{Caps, ControllerState, Served, list, record, show_served, write};
 pub use stop::{Asked, clear_stop, forget_stop, my_stop_path, request_stop};
 pub use user::{Listed, user_dir, user_instances};
 

@@ -25,7 +25,7 @@ pub(super) fn state_path(inst: &Instance, agent: &str) -> PathBuf {
 }
 
 /// The name of [`state_path`] in [`dir`].
-pub(super) fn state_name(agent: &str) -> String {
+fn state_name(agent: &str) -> String {
     format!("{agent}.json")
 }
 

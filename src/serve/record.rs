@@ -1,15 +1,17 @@
 //! The record of one agent's controller, `<agent>.json`, as its server sees it, and the
 //! caps a server serves under.
 
+use std::collections::HashMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::claim::{is_served, served};
-use super::paths::{dir, state_name, state_path};
-use super::server::Dead;
+use super::claim::served_by;
+use super::paths::{dir, state_path};
+use super::server::{Dead, names, own_server, record_name};
 use crate::error::{Error, Result};
-use crate::fs::{Dir, atomic_write_unsynced, create_or_replace_in, owned};
+use crate::fs::{atomic_write_unsynced, owned};
 use crate::instance::Instance;
 
 crate::keyword_enum! {
@@ -52,6 +54,11 @@ pub struct Served {
     /// agent spawns (absent in records of older servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caps: Option<Caps>,
+    /// The name of its server's file (`<host_id>.<pid>.<stamp>.server`), which a record
+    /// must name to be taken for the agent's while the agent's claim names that server;
+    /// absent in records of older servers, and in what a server file holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// The caps an `aw-run` serves its agents under, as a detached worker server is given them
@@ -134,55 +141,116 @@ impl Caps {
     }
 }
 
-/// Record the state of one controller.
+/// Record the state of one controller, naming this process's server in the instance.
 pub fn write(inst: &Instance, s: &Served) -> Result<()> {
-    atomic_write_unsynced(&state_path(inst, &s.agent), &encode(s))
-}
-
-/// A record as its file holds it.
-fn encode(s: &Served) -> Vec<u8> {
+    let named;
+    let s = match s.server {
+        Some(_) => s,
+        None => {
+            named = Served {
+                server: own_server(&dir(inst)),
+                ..s.clone()
+            };
+            &named
+        }
+    };
     let mut bytes = serde_json::to_vec(s).expect("state serializes");
     bytes.push(b'\n');
-    bytes
+    atomic_write_unsynced(&state_path(inst, &s.agent), &bytes)
 }
 
-/// The records of a server's agents as it starts, written in a row through one descriptor
-/// of their folder: a record not there yet (its agent's last server removed it) is made
-/// with its content at once, without a temp name and a rename (see
-/// [`crate::fs::create_or_replace_in`]: a reader takes one not yet written for none).
-pub struct Records(Dir);
-
-impl Records {
-    /// Open the folder of `inst`'s records, made when missing, and sweep it now (as the first
-    /// replacement of a record would, in an agent's first run: a listing of every claim
-    /// and record).
-    pub fn open(inst: &Instance) -> Result<Records> {
-        let d = dir(inst);
-        let folder = owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
-        crate::fs::sweep_once(&folder);
-        Ok(Records(folder))
-    }
-
-    /// Record the state of one controller, as [`write`] does.
-    pub fn write(&self, s: &Served) -> Result<()> {
-        let name = state_name(&s.agent);
-        create_or_replace_in(&self.0, name.as_ref(), &encode(s))
-    }
+/// Show every agent this process serves in `inst` as served, idle, with no run yet: as
+/// `record` says (its agent left empty), until each writes a record of its own. Once every
+/// agent it starts with is registered: a message sent once one is shown resolves every
+/// mention. The folder is swept now (as the first replacement of a record would, in an
+/// agent's first run: a listing of every claim and record).
+pub fn show_served(inst: &Instance, record: &Served) -> Result<()> {
+    let d = dir(inst);
+    let folder = owned::folder(&d, true).map_err(|e| Error::create(&d, e))?;
+    crate::fs::sweep_once(&folder);
+    show_all(&d, record)
 }
+
+/// Write, beside this process's server file in `d`, the record of every agent it serves
+/// that has none of its own: `record`, idle, no run, its agent left empty. Until then its
+/// agents are served but have no record ([`served_as`]).
+fn show_all(d: &Path, record: &Served) -> Result<()> {
+    let Some(name) = own_server(d) else {
+        return Err(Error::NotFound(format!(
+            "{}: this process serves nothing there",
+            d.display()
+        )));
+    };
+    let record = Served {
+        agent: String::new(),
+        state: ControllerState::Idle,
+        runs: 0,
+        server: Some(name.clone()),
+        ..record.clone()
+    };
+    let mut json = serde_json::to_vec(&record).expect("a record serializes");
+    json.push(b'\n');
+    crate::fs::atomic_write_unsynced(&d.join(record_name(&name)), &json)
+}
+
+/// The record of the agents without their own that the server of the file `name` in `d`
+/// wrote ([`show_all`]); `None` when there is none (an earlier version, which wrote a
+/// record for each agent as it started; or one that starts and has not yet registered
+/// them), it cannot be read, or it names another server.
+fn served_as(d: &Path, name: &str) -> Option<Served> {
+    let text = owned::read(&d.join(record_name(name))).ok()?;
+    let s: Served = serde_json::from_slice(&text).ok()?;
+    (s.server.as_deref() == Some(name) && names(name, s.pid, s.host_id.as_deref())).then_some(s)
+}
+
+/// The server files read so far by one caller, by name, with the record each holds for
+/// its agents.
+type Held = HashMap<String, Option<Served>>;
 
 /// The record of `agent` when a running process serves it: what [`list`] has of it, at
 /// the cost of that agent's files alone.
 pub fn record(inst: &Instance, agent: &str) -> Option<Served> {
-    if !is_served(inst, agent) {
-        return None;
-    }
-    let bytes = owned::read(&state_path(inst, agent)).ok()?;
-    serde_json::from_slice::<Served>(&bytes)
-        .ok()
-        .filter(|s| s.agent == agent)
+    let server = served_by(inst, agent, &mut Dead::new())?;
+    of_server(inst, agent, server.as_deref(), &mut Held::new())
 }
 
-/// The served agents of `inst`, by name (stale records left out).
+/// The record of `agent`, served by the server file `server` (`None`: one that cannot be
+/// told, which is taken to have written a record of its own): its own when it names that
+/// server; else the one the server wrote for its agents without one, under the agent's
+/// name. A record that names no server is of an earlier version, which wrote one for each
+/// agent as it started: taken when its pid and host are the server's. None while the
+/// server starts.
+fn of_server(
+    inst: &Instance,
+    agent: &str,
+    server: Option<&str>,
+    held: &mut Held,
+) -> Option<Served> {
+    let own = owned::read(&state_path(inst, agent))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Served>(&b).ok())
+        .filter(|s| s.agent == agent);
+    let Some(server) = server else {
+        return own;
+    };
+    match own {
+        Some(s) if s.server.as_deref() == Some(server) => return Some(s),
+        Some(s) if s.server.is_none() && names(server, s.pid, s.host_id.as_deref()) => {
+            return Some(s);
+        }
+        _ => {}
+    }
+    let all = held
+        .entry(server.to_string())
+        .or_insert_with(|| served_as(&dir(inst), server));
+    all.as_ref().map(|s| Served {
+        agent: agent.to_string(),
+        ..s.clone()
+    })
+}
+
+/// The served agents of `inst`, by name (stale records left out): one for each claim that
+/// a running process holds.
 pub fn list(inst: &Instance) -> Vec<Served> {
     let Ok(rd) = std::fs::read_dir(dir(inst)) else {
         return Vec::new();
@@ -190,18 +258,17 @@ pub fn list(inst: &Instance) -> Vec<Served> {
     let mut names: Vec<String> = rd
         .filter_map(|e| {
             let name = e.ok()?.file_name().into_string().ok()?;
-            Some(name.strip_suffix(".json")?.to_string())
+            Some(name.strip_suffix(".lock")?.to_string())
         })
         .filter(|n| !n.starts_with('.'))
         .collect();
     names.sort();
-    let mut dead = Dead::new();
+    let (mut dead, mut held) = (Dead::new(), Held::new());
     names
         .into_iter()
-        .filter(|n| served(inst, n, &mut dead))
         .filter_map(|n| {
-            let bytes = owned::read(&state_path(inst, &n)).ok()?;
-            serde_json::from_slice::<Served>(&bytes).ok()
+            let server = served_by(inst, &n, &mut dead)?;
+            of_server(inst, &n, server.as_deref(), &mut held)
         })
         .collect()
 }

@@ -1,5 +1,6 @@
 //! The server of one `aw-run` process in one instance: its `.server` file, locked for its
-//! whole life, and whether a server or a process still lives.
+//! whole life, and beside it the record every agent it serves has until the agent's state
+//! first changes; and whether a server or a process still lives.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -21,10 +22,19 @@ pub(super) struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if let Some(d) = self.lock.path().parent() {
+            let _ = owned::remove(&d.join(record_name(&self.name)));
+        }
         // Removed while still locked: whoever opened it before finds it held until the
         // lock goes with the descriptor, and nobody finds it afterwards.
         let _ = owned::remove(self.lock.path());
     }
+}
+
+/// `<server>.json`, beside the server file `server`: the record of its agents that have
+/// none of their own (see `record.rs`).
+pub(super) fn record_name(server: &str) -> String {
+    format!("{server}.json")
 }
 
 impl std::fmt::Debug for Server {
@@ -41,11 +51,7 @@ static SERVERS: std::sync::Mutex<Vec<Weak<Server>>> = std::sync::Mutex::new(Vec:
 pub(super) fn server(d: &Path) -> Result<Arc<Server>> {
     let mut servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
     servers.retain(|w| w.strong_count() > 0);
-    if let Some(s) = servers
-        .iter()
-        .filter_map(Weak::upgrade)
-        .find(|s| s.lock.path().parent() == Some(d))
-    {
+    if let Some(s) = of_folder(&servers, d) {
         return Ok(s);
     }
     sweep(d);
@@ -60,6 +66,27 @@ pub(super) fn server(d: &Path) -> Result<Arc<Server>> {
     let s = Arc::new(Server { lock, name });
     servers.push(Arc::downgrade(&s));
     Ok(s)
+}
+
+/// The server among `servers` whose file is in `d`.
+fn of_folder(servers: &[Weak<Server>], d: &Path) -> Option<Arc<Server>> {
+    servers
+        .iter()
+        .filter_map(Weak::upgrade)
+        .find(|s| s.lock.path().parent() == Some(d))
+}
+
+/// The name of this process's server file in `d`, while it has one.
+pub(super) fn own_server(d: &Path) -> Option<String> {
+    let servers = SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+    of_folder(&servers, d).map(|s| s.name.clone())
+}
+
+/// Does the server file `name` (`<host_id>.<pid>.<stamp>.server`) name the process `pid` of
+/// the host `host_id`?
+pub(super) fn names(name: &str, pid: u32, host_id: Option<&str>) -> bool {
+    let mut parts = name.split('.');
+    parts.next() == host_id && parts.next().and_then(|p| p.parse::<u32>().ok()) == Some(pid)
 }
 
 pub(super) const SERVER_SUFFIX: &str = ".server";
@@ -84,6 +111,12 @@ fn sweep(d: &Path) {
         };
         if is_server_name(&name) {
             let _ = crate::fs::lock::remove_if_free(&e.path());
+        } else if let Some(server) = name.strip_suffix(".json").filter(|n| is_server_name(n)) {
+            // Its server's file is gone (or just went, its lock free): so is its server.
+            let lock = d.join(server);
+            if !lock.exists() || crate::fs::lock::remove_if_free(&lock).is_ok_and(|gone| gone) {
+                let _ = owned::remove(&e.path());
+            }
         } else if let Some(server) = name
             .strip_prefix('.')
             .and_then(|n| n.strip_suffix(".tmp"))

@@ -9,16 +9,11 @@ use common::runner::*;
 fn keep(s: &Setup, wf: &str, agents: &[&str]) -> Server {
     s.write("wf.yaml", wf);
     let child = Server::new(spawn(s.cmd(&["--keep", "-q"])));
-    let inst = aw::instance::Root::new(s.root.path())
-        .instance(INST)
-        .expect("instance");
-    // Served (the lock) and registered: the state file is written once every agent of the
-    // workflow is registered.
-    let state = |a: &str| s.root.inst_dir(INST).join(format!("_state/serve/{a}.json"));
+    // Served and registered: a server shows its agents once every one is registered.
     wait_for("the agents to be served", || {
         agents
             .iter()
-            .all(|a| aw::serve::is_served(&inst, a) && state(a).exists())
+            .all(|a| common::runner::shown(s.root.path(), INST, a))
     });
     child
 }

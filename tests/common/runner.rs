@@ -239,6 +239,15 @@ pub fn with_soft_open_files(s: &Setup, inner: &Command, soft: &str) -> Command {
     c
 }
 
+/// Is `agent` of the instance `inst` under the root `root` shown as served, as `aw-ctl ps`
+/// lists it? (A server shows its agents once every one is registered.)
+pub fn shown(root: &Path, inst: &str, agent: &str) -> bool {
+    let i = aw::instance::Root::new(root)
+        .instance(inst)
+        .expect("instance");
+    aw::serve::record(&i, agent).is_some()
+}
+
 /// Wait (hang guard only: generous, for a loaded machine and a FUSE mount) until `f` holds.
 pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let end = Instant::now() + Duration::from_secs(30);

@@ -187,7 +187,7 @@ fn a_kept_server_wakes_an_idle_agent_that_works_the_board_when_a_card_is_added()
     s.write("wf.yaml", &format!("agents:\n{}", worker("w1")));
     let server = Server::new(spawn(s.cmd(&["--keep"])));
     wait_for("the server", || {
-        s.root.inst_dir(INST).join("_state/serve/w1.json").exists()
+        common::runner::shown(s.root.path(), INST, "w1")
     });
     // Nothing in the channel mentions w1: the board alone wakes it.
     let mut add = s.tool_cmd("aw-ctl");

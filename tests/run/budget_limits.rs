@@ -509,10 +509,7 @@ fn sixty_pings_from_a_user_are_all_handled_by_a_kept_server() {
     );
     let server = Server::new(spawn(s.cmd(&["--keep", "--debounce", "10s"])));
     wait_for("the server", || {
-        s.root
-            .inst_dir(INST)
-            .join("_state/serve/carol.json")
-            .exists()
+        common::runner::shown(s.root.path(), INST, "carol")
     });
     for i in 0..60 {
         s.root
@@ -540,10 +537,7 @@ fn steady_traffic_from_a_user_is_no_loop() {
     );
     let server = Server::new(spawn(s.cmd(&["--keep", "--max-rate", "2/60s"])));
     wait_for("the server", || {
-        s.root
-            .inst_dir(INST)
-            .join("_state/serve/carol.json")
-            .exists()
+        common::runner::shown(s.root.path(), INST, "carol")
     });
     for i in 0..50 {
         s.root

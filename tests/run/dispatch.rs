@@ -27,13 +27,11 @@ fn threads(pid: u32) -> usize {
         .expect("a Threads line")
 }
 
-/// Wait until `agent` is served (its state is published once every agent is registered).
+/// Wait until `agent` is served (shown once every agent is registered).
 fn served(s: &Setup, agent: &str) {
-    let state = s
-        .root
-        .inst_dir(common::runner::INST)
-        .join(format!("_state/serve/{agent}.json"));
-    wait_for(&format!("{agent} to be served"), || state.exists());
+    wait_for(&format!("{agent} to be served"), || {
+        common::runner::shown(s.root.path(), common::runner::INST, agent)
+    });
 }
 
 /// Send `text` as `user` and wait until `agent` has answered `n` times in all.

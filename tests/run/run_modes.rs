@@ -16,9 +16,8 @@ fn keep(s: &Setup, workflow: &str, args: &[&str]) -> Server {
     let mut a = vec!["--keep"];
     a.extend_from_slice(args);
     let child = Server::new(spawn(s.cmd(&a)));
-    let state = s.root.inst_dir(INST).join("_state/serve/alice.json");
     wait_for("the agents to be served", || {
-        served(s, "alice") && state.exists()
+        common::runner::shown(s.root.path(), INST, "alice")
     });
     child
 }
@@ -31,7 +30,15 @@ fn served(s: &Setup, agent: &str) -> bool {
     aw::serve::is_served(&inst, agent)
 }
 
+/// The record of `agent`'s controller: as `aw-ctl ps` reads it while it is served (its
+/// server's record for its agents until it writes its own), else its file.
 fn serve_state(s: &Setup, agent: &str) -> serde_json::Value {
+    let inst = aw::instance::Root::new(s.root.path())
+        .instance(INST)
+        .expect("instance");
+    if let Some(r) = aw::serve::record(&inst, agent) {
+        return serde_json::to_value(r).expect("JSON");
+    }
     let p = s
         .root
         .inst_dir(INST)
@@ -451,9 +458,8 @@ fn keep_example_is_driven_by_aw_send_and_stopped_by_aw_ctl() {
     let child = Server::new(spawn(
         s.cmd_file(&["--keep", "-q"], &repo.join("examples/keep.yaml")),
     ));
-    let state = s.root.inst_dir(INST).join("_state/serve/fixer.json");
     wait_for("the agents to be served", || {
-        served(&s, "triage") && state.exists()
+        common::runner::shown(s.root.path(), INST, "fixer")
     });
     send(&s, "@triage the build broke");
     wait_for("fixer's answer", || s.entries().len() == 3);

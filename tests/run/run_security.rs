@@ -201,8 +201,9 @@ fn workers_added_to_the_registry_by_hand_are_not_run() {
     let server = Server::new(c.spawn().expect("spawn aw-run"));
     let reg_path = s.root.inst_dir(INST).join("_state/agents.json");
     wait_for("the agents to be served", || {
-        let ps = s.root.inst_dir(INST).join("_state/serve");
-        ps.join("lead.json").exists() && ps.join("helper.json").exists()
+        ["lead", "helper"]
+            .iter()
+            .all(|a| common::runner::shown(s.root.path(), INST, a))
     });
     // Edit the registry as anyone who can write the instance can.
     let mut reg: Value =
@@ -339,7 +340,9 @@ fn serve_refuses_a_hand_made_exec_worker() {
     let server = Server::new(c.spawn().unwrap());
     let serve_dir = s.root.inst_dir(INST).join("_state/serve");
     wait_for("tool and helper to be served", || {
-        serve_dir.join("tool.json").exists() && serve_dir.join("helper.json").exists()
+        ["tool", "helper"]
+            .iter()
+            .all(|a| common::runner::shown(s.root.path(), INST, a))
     });
     let mut send = s.tool_cmd("aw-send");
     send.args(["-i", INST, "--from", "user", "@evil go"]);

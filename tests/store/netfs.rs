@@ -225,8 +225,9 @@ fn keep_bob_on_b(vol: &Volume) -> (tempfile::TempDir, Server) {
     let mut keep = tool_on(vol, Host::B, cwd.path(), "aw-run");
     keep.args(["-i", INST, "--backoff", "0.01s", "--keep", "-q", "wf.yaml"]);
     let server = Server::new(spawn(keep));
-    let state = vol.a().join(INST).join("_state/serve/bob.json");
-    wait_for("bob to be served on host B", || state.exists());
+    wait_for("bob to be served on host B", || {
+        common::runner::shown(vol.a(), INST, "bob")
+    });
     (cwd, server)
 }
 
@@ -720,8 +721,9 @@ fn idle_waiters_poll_on_the_network_fs_and_never_on_a_local_disk() {
     root.send(INST, &[], "hello");
     let cwd = tempfile::tempdir().unwrap();
     let mut keep = keep_ten_idle_agents(root.path(), cwd.path(), &[]);
-    let last = root.inst_dir(INST).join("_state/serve/a9.json");
-    wait_for("10 agents to be served", || last.exists());
+    wait_for("10 agents to be served", || {
+        common::runner::shown(root.path(), INST, "a9")
+    });
     let pid = keep.child().id();
     assert!(
         switches_while_idle(pid) <= 2,
@@ -825,7 +827,7 @@ fn an_idle_server_on_glusterfs_lists_no_folder_while_its_files_do_not_exist() {
     let _keep = keep_ten_idle_agents(vol.a(), cwd.path(), &["--create"]);
     let inst = vol.a().join(INST);
     wait_for("10 agents to be served", || {
-        inst.join("_state/serve/a9.json").exists()
+        common::runner::shown(vol.a(), INST, "a9")
     });
     assert!(!inst.join("channel.md").exists(), "no entry yet");
     // Past the fast polling that follows the start.

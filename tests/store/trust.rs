@@ -256,8 +256,8 @@ fn a_root_of_ones_own_is_refused_only_where_another_could_swap_it() {
 }
 
 /// Plant, as `owner`, the record of `agent@w` under `root` that an aw-run of an older
-/// version would have written (no host id), naming `pid`, with a claim that names the
-/// server file `evil.server`.
+/// version would have written (no host id), naming `pid`, with a claim of that version
+/// (no server file named: served while its own lock is held).
 fn plant_record(owner: &User, root: &Path, agent: &str, pid: u32) {
     let serve = root.join("w/_state/serve");
     let record = serve.join(format!("{agent}.json"));
@@ -270,7 +270,7 @@ fn plant_record(owner: &User, root: &Path, agent: &str, pid: u32) {
     )
     .unwrap();
     let claim = serve.join(format!("{agent}.lock"));
-    std::fs::write(&claim, format!("{pid}\nthere\n\nevil.server\n")).unwrap();
+    std::fs::write(&claim, format!("{pid}\nthere\n")).unwrap();
     owner.own(&record);
     owner.own(&claim);
 }
@@ -280,7 +280,7 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
     let base = base();
     let victim = User::new(base.path());
     let other = User::new(base.path());
-    // The other user's root, with a live server file (the other user holds its lock) ...
+    // The other user's root ...
     let root = base.path().join("theirs/.workflow");
     other.mkdir(root.parent().unwrap(), 0o755);
     let r = root.to_str().unwrap();
@@ -294,26 +294,8 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
     );
     let serve = root.join("w/_state/serve");
     other.mkdir(&serve, 0o755);
-    let server = serve.join("evil.server");
-    std::fs::write(&server, "").unwrap();
-    other.own(&server);
     let mut procs = Procs::default();
-    procs.add(
-        Command::new("flock")
-            .arg(&server)
-            .args(["sleep", "600"])
-            .uid(other.uid)
-            .gid(other.uid)
-            .process_group(0)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("flock must be installed"),
-    );
-    common::runner::wait_for("the lock to be held", || {
-        let f = std::fs::File::open(&server).unwrap();
-        f.try_lock_shared().is_err()
-    });
-    // ... and records naming processes of the victim's, one for each way in.
+    // ... with records naming processes of the victim's, one for each way in ...
     let mine = procs.add(victim.sleeper()).id();
     plant_record(&other, &root, "alice", mine);
     let roots = procs
@@ -326,6 +308,25 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
         )
         .id();
     plant_record(&other, &root, "carol", roots);
+    // ... and their claims held (the other user holds their locks).
+    for agent in ["alice", "carol"] {
+        let claim = serve.join(format!("{agent}.lock"));
+        procs.add(
+            Command::new("flock")
+                .arg(&claim)
+                .args(["sleep", "600"])
+                .uid(other.uid)
+                .gid(other.uid)
+                .process_group(0)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("flock must be installed"),
+        );
+        common::runner::wait_for("the lock to be held", || {
+            let f = std::fs::File::open(&claim).unwrap();
+            f.try_lock_shared().is_err()
+        });
+    }
 
     // The victim stops alice in that root: the pid in the other user's record is not
     // signalled.
@@ -337,7 +338,7 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
             && line.contains(&format!("pid {mine} not signalled")),
         "{line}"
     );
-    assert!(alive(&mut procs.0[1]), "the victim's process was signalled");
+    assert!(alive(&mut procs.0[0]), "the victim's process was signalled");
 
     // The other user made the registry of servers of root in the temporary directory
     // first, listing that root: it is not read, and nothing is signalled.
@@ -373,7 +374,7 @@ fn stop_never_signals_a_pid_read_from_another_users_file() {
             )
         );
     }
-    assert!(alive(&mut procs.0[2]), "root's process was signalled");
+    assert!(alive(&mut procs.0[1]), "root's process was signalled");
 }
 
 /// A merge request is served only by its own user's processes: another user who serves the

@@ -172,26 +172,19 @@ pub(super) fn top(_out: &mut Out, a: &Call, _: &[&str]) -> Result<u8> {
 
 /// Watch what the view shows: the channel, the registry, the spending, the inbox cursors,
 /// the agents' own states and the controller states; each change sends [`Wake::Change`].
-/// Files in `watched` are watched already; those added now join it (called again when the
-/// registry changes, so that agents registered later are watched too).
+/// Files in `watched` are watched already; those added now join it (called again at every
+/// change and tick, so that a file or folder made later is watched too).
 fn watch(inst: &Instance, tx: &Sender<Wake>, watched: &mut BTreeSet<PathBuf>) {
-    let mut files: Vec<PathBuf> = vec![
+    let files: Vec<PathBuf> = vec![
         inst.channel_path(),
         inst.state_file("agents.json"),
         inst.state_file(crate::ledger::FILE),
         inst.state_file(crate::inbox::CURSORS),
         inst.state_file(crate::status::FILE),
     ];
-    if let Ok(reg) = Registry::load(inst) {
-        for a in &reg.agents {
-            files.push(
-                inst.state_dir()
-                    .join("serve")
-                    .join(format!("{}.json", a.name)),
-            );
-        }
-    }
+    // The controllers' records: a server shows all its agents with one file there.
     let folders = [
+        crate::serve::dir(inst),
         crate::board::dir(inst),
         inst.dir().join(crate::merge::DIR),
         crate::approval::dir(inst),

@@ -110,14 +110,14 @@ impl Serving {
         }
     }
 
-    /// [`Serving::show_served`] of every controller a server starts with, their records
-    /// written through one descriptor of their folder.
+    /// [`Serving::show_served`] of every controller a server starts with, once all are
+    /// registered: one record for all, beside the server's file, which each has until its
+    /// state first changes (see [`serve::show_served`]): 10,000 agents are not 10,000
+    /// files.
     pub(super) fn show_all_served(&self, cs: &mut [Controller]) -> Result<()> {
-        let records = serve::Records::open(&self.inst)?;
+        serve::show_served(&self.inst, &self.common()?.record)?;
         for c in cs {
-            if let Some(record) = c.note(ControllerState::Idle) {
-                records.write(&record)?;
-            }
+            c.note(ControllerState::Idle);
         }
         Ok(())
     }
@@ -146,6 +146,7 @@ impl Serving {
             workflow: self.workflow.clone(),
             started: self.started.clone(),
             caps: Some(self.caps.clone()),
+            server: None,
         };
         Ok(self.common.get_or_init(|| Common {
             inst: Arc::new(inst.clone()),
