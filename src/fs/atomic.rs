@@ -95,8 +95,8 @@ pub fn atomic_write_in(dir: &Dir, name: &OsStr, data: &[u8]) -> Result<()> {
 
 /// Write `name` in the open folder `dir`, unsynced and unswept, for a file that is most
 /// often not there yet and whose readers parse it whole, taking one empty or cut short for
-/// none (the records a server writes for its agents as it starts, the registry's name
-/// index). A new file is made with its content in one write, with no temp name and no
+/// none (the registry's name index, whose files a server of many agents makes as it
+/// starts). A new file is made with its content in one write, with no temp name and no
 /// rename: a reader finds nothing, an empty file, or all of it (a local file system grows
 /// a file's size only once the bytes are in; a JSON object cut short does not parse
 /// anyway), and a write that fails removes it. A file already there, or any on a network

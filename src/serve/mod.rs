@@ -18,9 +18,10 @@
 //!   live while the server file it names is locked: a second server is refused at once,
 //!   and a server that died (even by SIGKILL) frees its agents at once. See `claim.rs`.
 //! - `<agent>.json`: that agent's controller as the server sees it ([`Served`]), naming its
-//!   server file, written at its first change of state and replaced atomically (without
-//!   fsync: it means nothing after a crash) at every other: a server of 10,000 agents
-//!   starts without making 10,000 files. A record that names another server than the
+//!   server file, written at its first change of state (an agent served later, by
+//!   `aw-run --serve` or as a worker, at once) and replaced atomically (without fsync: it
+//!   means nothing after a crash) at every other: a server of 10,000 agents starts without
+//!   making 10,000 files. A record that names another server than the
 //!   agent's claim does is stale. See `record.rs`.
 //! - `stop.<host_id>.<pid>`: a request to the server `pid` of host `host_id` to finish
 //!   ([`request_stop`]); the server watches for it and removes it when it has seen it.

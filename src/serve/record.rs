@@ -56,7 +56,7 @@ pub struct Served {
     pub caps: Option<Caps>,
     /// The name of its server's file (`<host_id>.<pid>.<stamp>.server`), which a record
     /// must name to be taken for the agent's while the agent's claim names that server;
-    /// absent in records of older servers, and in what a server file holds.
+    /// absent in records of older servers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
 }
