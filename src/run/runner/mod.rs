@@ -349,11 +349,12 @@ fn run_served(
         controllers.push(c);
     }
     // The name index is written meanwhile, in another folder, and finished before the
-    // server is ready (see BENCHMARKS.md, "what a served agent costs").
+    // agents are shown served: a send to one then resolves it through the index (see
+    // BENCHMARKS.md, "what a served agent costs").
     let (_, indexing) = registry::register_all_aside(inst, agents, true)?;
     start::seed_board(inst, &wf.board)?;
-    serving.show_all_served(&mut controllers)?;
     indexing.finish();
+    serving.show_all_served(&mut controllers)?;
     // The agents' definitions are gone: their pages go back before the serving starts.
     crate::process::release_free_memory();
     let before = Channel::new(inst).last_id().unwrap_or(0);
