@@ -140,7 +140,7 @@ impl Dir {
         };
         let open = || self.open_beneath(rel, flags, mode);
         let fd = if list {
-            super::netfs::fresh(&parent, self.network, open)?
+            super::netfs::fresh(&self.path.join(rel), self.network, open)?
         } else {
             super::netfs::unstale(&parent, open)?
         };

@@ -168,8 +168,7 @@ fn open_existing(path: &Path, network: bool) -> std::io::Result<Option<File>> {
         Err(e) if gone(&e) => return Ok(None),
         Err(e) => return Err(e),
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
-    match super::netfs::fresh(dir, true, || owned::open_read(path)) {
+    match super::netfs::fresh(path, true, || owned::open_read(path)) {
         Ok(f) => Ok(Some(f)),
         Err(e) if gone(&e) => Ok(None),
         Err(e) => Err(e),

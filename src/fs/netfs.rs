@@ -114,17 +114,40 @@ pub fn is_stale(e: &io::Error) -> bool {
     e.raw_os_error() == Some(nix::libc::ESTALE)
 }
 
-/// Run `f` (an open and read of a file in `dir`) so that it sees the file the server has:
-/// on a network file system (`network`), after a listing of `dir`, and again after a new
-/// listing while it meets a stale file handle, [`STALE_RETRIES`] times at most. On a local
-/// disk, `f` once.
-pub fn fresh<T>(dir: &Path, network: bool, f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+/// Run `f` (an open and read of the file at `path`) so that it sees the file the server has:
+/// on a network file system (`network`), after a listing of its folder; and again after a
+/// new listing while it meets a stale file handle, or finds no file by a name that a `stat`
+/// finds, [`STALE_RETRIES`] times at most. On a local disk, `f` once.
+///
+/// The second: GlusterFS's md-cache may answer a listing with a file another host has
+/// replaced since, for seconds, and the open of that name then fails with "not found"
+/// (`performance.stat-prefetch`, README "Several hosts and containers"). A name that still
+/// cannot be opened is a stale file handle, never "no such file": a read-modify-write of
+/// the registry or the cursors must not start from nothing.
+pub fn fresh<T>(path: &Path, network: bool, mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     if !network {
-        let mut f = f;
         return f();
     }
+    let dir = path.parent().unwrap_or(Path::new("."));
     refresh(dir);
-    unstale(dir, f)
+    let mut tries = 0;
+    loop {
+        match f() {
+            Err(e) if is_stale(&e) || named_but_not_found(&e, path) => {
+                if tries == STALE_RETRIES {
+                    return Err(io::Error::from_raw_os_error(nix::libc::ESTALE));
+                }
+                tries += 1;
+                refresh(dir);
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Is `e` a "not found" of the file at `path` while a `stat` of that name finds one?
+fn named_but_not_found(e: &io::Error, path: &Path) -> bool {
+    e.kind() == io::ErrorKind::NotFound && std::fs::symlink_metadata(path).is_ok()
 }
 
 /// Run `f` (an open in `dir`), and again after a new listing of `dir` while it meets a stale
@@ -359,27 +382,72 @@ mod tests {
     #[test]
     fn a_stale_handle_is_retried_a_bounded_number_of_times() {
         let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
         let mut calls = 0;
         let stale = || io::Error::from_raw_os_error(nix::libc::ESTALE);
-        let r: io::Result<()> = fresh(d.path(), true, || {
+        let r: io::Result<()> = fresh(&path, true, || {
             calls += 1;
             Err(stale())
         });
         assert!(is_stale(&r.unwrap_err()));
         assert_eq!(calls, STALE_RETRIES + 1);
         let mut calls = 0;
-        let r = fresh(d.path(), true, || {
+        let r = fresh(&path, true, || {
             calls += 1;
             if calls < 3 { Err(stale()) } else { Ok(calls) }
         });
         assert_eq!(r.unwrap(), 3);
         // A local disk: once, whatever happens.
         let mut calls = 0;
-        let r: io::Result<()> = fresh(d.path(), false, || {
+        let r: io::Result<()> = fresh(&path, false, || {
             calls += 1;
             Err(stale())
         });
         assert!(r.is_err());
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn a_name_that_a_stat_finds_and_an_open_does_not_is_stale_never_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("agents.json");
+        let missing = || io::Error::from(io::ErrorKind::NotFound);
+        // No such name: "not found" at the first open, nothing tried again.
+        let mut calls = 0;
+        let r: io::Result<()> = fresh(&path, true, || {
+            calls += 1;
+            Err(missing())
+        });
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(calls, 1);
+        // The name is there: an open that says otherwise is tried again...
+        std::fs::write(&path, b"{}").unwrap();
+        let mut calls = 0;
+        let r = fresh(&path, true, || {
+            calls += 1;
+            if calls < 2 {
+                Err(missing())
+            } else {
+                std::fs::read(&path)
+            }
+        });
+        assert_eq!(r.unwrap(), b"{}");
+        assert_eq!(calls, 2);
+        // ...within the bound, and then it is a stale handle, not a missing file.
+        let mut calls = 0;
+        let r: io::Result<()> = fresh(&path, true, || {
+            calls += 1;
+            Err(missing())
+        });
+        assert!(is_stale(&r.unwrap_err()));
+        assert_eq!(calls, STALE_RETRIES + 1);
+        // A local disk: once.
+        let mut calls = 0;
+        let r: io::Result<()> = fresh(&path, false, || {
+            calls += 1;
+            Err(missing())
+        });
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
         assert_eq!(calls, 1);
     }
 }

@@ -171,7 +171,7 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
 /// has it ([`super::netfs::fresh`]).
 pub fn read_fresh(path: &Path) -> io::Result<Vec<u8>> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    super::netfs::fresh(dir, super::netfs::is_network_fs(dir), || read(path))
+    super::netfs::fresh(path, super::netfs::is_network_fs(dir), || read(path))
 }
 
 /// Open `path` (as [`open`] does) for reading with `O_DIRECT`; `None` where the file system

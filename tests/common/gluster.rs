@@ -17,6 +17,13 @@ pub const HOST_B: &str = "aw-host-b";
 
 static SERIAL: AtomicUsize = AtomicUsize::new(0);
 
+/// The volume options every volume of the tests is made with (README "Several hosts and
+/// containers").
+pub const VOLUME_OPTIONS: [(&str, &str); 2] = [
+    ("performance.stat-prefetch", "off"),
+    ("performance.quick-read", "off"),
+];
+
 /// A GlusterFS volume mounted twice; see the module documentation.
 pub struct Volume {
     name: String,
@@ -155,6 +162,17 @@ impl Volume {
             panic!("{e}");
         }
         vol.created = true;
+        // As README "Several hosts and containers" asks of a volume whose state files
+        // several hosts replace: md-cache off (it may answer a listing with a file replaced
+        // since, for seconds), and quick-read with it (which then answers small reads from
+        // old content).
+        let mut set = vec!["volume", "set", vol.name.as_str()];
+        for (key, value) in VOLUME_OPTIONS {
+            set.extend([key, value]);
+        }
+        if let Err(e) = gluster(&set) {
+            panic!("{e}");
+        }
         if let Err(e) = gluster(&["volume", "start", &vol.name]) {
             panic!("{e}");
         }
@@ -255,14 +273,19 @@ impl Volume {
 }
 
 /// The content of `path`, read through a mount of the volume: a file another mount replaced
-/// by rename gives `ESTALE` on this one until its folder is listed again, so on `ESTALE` the
-/// folder is listed and the read tried again (for up to 5 s).
+/// by rename gives `ESTALE` on this one until its folder is listed again (or "not found"
+/// while a `stat` of its name finds it), so then the folder is listed and the read tried
+/// again (for up to 5 s).
 pub fn read_listed(path: &Path) -> Vec<u8> {
     let dir = path.parent().expect("a file in a folder");
     for _ in 0..500 {
         match std::fs::read(path) {
             Ok(bytes) => return bytes,
-            Err(e) if e.raw_os_error() == Some(nix::libc::ESTALE) => {
+            Err(e)
+                if e.raw_os_error() == Some(nix::libc::ESTALE)
+                    || (e.kind() == std::io::ErrorKind::NotFound
+                        && std::fs::symlink_metadata(path).is_ok()) =>
+            {
                 let _ = std::fs::read_dir(dir).map(Iterator::count);
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -270,7 +293,7 @@ pub fn read_listed(path: &Path) -> Vec<u8> {
         }
     }
     panic!(
-        "{}: still ESTALE after its folder was listed for 5 s",
+        "{}: still stale after its folder was listed for 5 s",
         path.display()
     )
 }

@@ -257,7 +257,7 @@ fn keep_on_one_host_answers_send_wait_from_the_other() {
 fn mcp_channel_send_on_one_host_waits_for_a_reply_from_the_other() {
     use std::io::Write;
     let vol = Volume::new();
-    let (cwd, _server) = keep_bob_on_b(&vol);
+    let (cwd, mut server) = keep_bob_on_b(&vol);
     let mut mcp = tool_on(&vol, Host::A, cwd.path(), "aw-mcp");
     mcp.args(["--agent", &format!("alice@{INST}")])
         .stdin(std::process::Stdio::piped())
@@ -298,7 +298,9 @@ fn mcp_channel_send_on_one_host_waits_for_a_reply_from_the_other() {
         }));
         let r = response(id);
         let result = &r["result"];
-        assert_ne!(result["isError"], true, "{r}");
+        if result["isError"] == true {
+            panic!("{r}\n{}", what_host_a_sees(&vol, &mut server));
+        }
         let reply = result["structuredContent"]["reply"]
             .as_array()
             .unwrap_or_else(|| panic!("a reply: {r}"));
@@ -309,6 +311,37 @@ fn mcp_channel_send_on_one_host_waits_for_a_reply_from_the_other() {
             format!("pong from {HOST_B}")
         );
     }
+}
+
+/// What host A sees of the instance and of the server on host B, for a failure's message:
+/// whether the server still runs (and what it said when it did not), the registry and the
+/// serve folder.
+fn what_host_a_sees(vol: &Volume, server: &mut Server) -> String {
+    let running = match server.child().try_wait() {
+        Ok(None) => "the server on host B runs".to_string(),
+        Ok(Some(status)) => {
+            let mut said = String::new();
+            if let Some(mut err) = server.child().stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut err, &mut said);
+            }
+            format!("the server on host B ended ({status}): {said}")
+        }
+        Err(e) => format!("the server on host B: {e}"),
+    };
+    let state = vol.a().join(INST).join("_state");
+    let registry = std::fs::read(state.join("agents.json")).map_or_else(
+        |e| format!("unreadable ({e})"),
+        |b| String::from_utf8_lossy(&b).into_owned(),
+    );
+    let mut serve: Vec<String> = std::fs::read_dir(state.join("serve"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    serve.sort();
+    format!("{running}\nregistry: {registry}\nserve folder: {serve:?}")
 }
 
 /// A bad `AW_POLL` is refused with a one-line error naming it, exit 64.
