@@ -265,13 +265,19 @@ mod tests {
     use super::super::server::SERVER_SUFFIX;
     use super::*;
 
-    #[test]
-    fn a_held_lock_is_served_and_refuses_a_second_server() {
+    /// A new instance "t" in a temporary root (removed when the folder is dropped).
+    fn instance() -> (tempfile::TempDir, Instance) {
         let tmp = tempfile::tempdir().unwrap();
         let inst = crate::instance::Root::new(tmp.path())
             .instance("t")
             .unwrap();
         inst.create().unwrap();
+        (tmp, inst)
+    }
+
+    #[test]
+    fn a_held_lock_is_served_and_refuses_a_second_server() {
+        let (_tmp, inst) = instance();
         assert!(!is_served(&inst, "alice"));
         let held = take(&inst, &["alice"]).unwrap();
         assert!(is_served(&inst, "alice"));
@@ -307,11 +313,7 @@ mod tests {
     fn an_agent_has_its_servers_record_until_it_writes_its_own_and_a_stale_one_is_not_shown() {
         use super::super::ControllerState::{Idle, Running};
         use super::super::record::{record, show_served, write};
-        let tmp = tempfile::tempdir().unwrap();
-        let inst = crate::instance::Root::new(tmp.path())
-            .instance("t")
-            .unwrap();
-        inst.create().unwrap();
+        let (_tmp, inst) = instance();
         // Left by a server that died: another pid, running, seven runs.
         let stale = Served {
             pid: 1,
@@ -382,11 +384,7 @@ mod tests {
 
     #[test]
     fn claims_share_one_server_lock_and_a_dead_server_s_claims_are_taken() {
-        let tmp = tempfile::tempdir().unwrap();
-        let inst = crate::instance::Root::new(tmp.path())
-            .instance("t")
-            .unwrap();
-        inst.create().unwrap();
+        let (_tmp, inst) = instance();
         let first = take(&inst, &["a", "b"]).unwrap();
         let worker = take(&inst, &["c"]).unwrap();
         let mine = server_files(&inst);
