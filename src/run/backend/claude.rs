@@ -102,7 +102,7 @@ impl Claude {
 impl Backend for Claude {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let exec = Exec {
-            argv: self.argv(ctx),
+            argv: self.argv(ctx).into(),
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             idle_timeout: Some(self.idle_timeout),

@@ -76,7 +76,7 @@ fn in_git_repository(dir: &Path) -> bool {
 impl Backend for Codex {
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let exec = Exec {
-            argv: self.argv(ctx.resume.map(|k| k.id.as_str())),
+            argv: self.argv(ctx.resume.map(|k| k.id.as_str())).into(),
             env: self.env.clone(),
             cwd: self.cwd.clone(),
             idle_timeout: Some(self.idle_timeout),

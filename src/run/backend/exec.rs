@@ -16,6 +16,7 @@ use std::os::fd::{AsFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
@@ -51,8 +52,9 @@ pub const CLI_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 pub const MAX_LINE: usize = 16 << 20;
 
 pub struct Exec {
-    /// Program first; a relative program path is already resolved.
-    pub argv: Vec<String>,
+    /// Program first; a relative program path is already resolved. Shared: the agents of a
+    /// server that run one command hold it once.
+    pub argv: Arc<[String]>,
     pub env: Vec<(String, String)>,
     pub cwd: Option<PathBuf>,
     /// Kill the run when the program writes nothing on stdout or stderr for this long.
@@ -363,7 +365,7 @@ impl Exec {
         }
         let n = prepare(&mut cmd, true);
         let mut out = RunOutcome::new(Status::Failed);
-        out.command = self.argv.clone();
+        out.command = self.argv.to_vec();
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {

@@ -1,7 +1,9 @@
 //! Building what runs an agent: the backend of a workflow's agent from its definition, and
 //! that of a registered agent (`aw-ctl new`, a worker) from its registry entry.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::process::sibling;
@@ -17,11 +19,12 @@ use crate::run::workflow::{BackendKind, Workflow};
 use crate::spawn::{CLAUDE, CODEX, runnable};
 use crate::tools::files::FileTool;
 
-/// Build the backend of one agent, working in `cwd` (its own `cwd`, or in its worktree).
+/// Build the backend of one agent, working in `cwd` (its own `cwd`, or in its worktree);
+/// an exec agent runs `command` ([`exec_argv`]).
 pub(super) fn backend(
-    wf: &Workflow,
     def: &crate::run::workflow::AgentDef,
     vars: &Vars,
+    command: Arc<[String]>,
     env: Vec<(String, String)>,
     root: &Path,
     instance: &str,
@@ -31,15 +34,12 @@ pub(super) fn backend(
     let idle = def.idle_timeout.as_ref().map(|t| t.value);
     match def.backend.value {
         BackendKind::Mock => Ok(Box::new(Mock::new(def.mock.clone().unwrap_or_default()))),
-        BackendKind::Exec => {
-            let argv = exec_argv(wf, def, vars)?;
-            Ok(Box::new(Exec {
-                argv,
-                env,
-                cwd: cwd.clone(),
-                idle_timeout: idle,
-            }))
-        }
+        BackendKind::Exec => Ok(Box::new(Exec {
+            argv: command,
+            env,
+            cwd: cwd.clone(),
+            idle_timeout: idle,
+        })),
         BackendKind::Claude => Ok(Box::new(Claude {
             program: CLAUDE.to_string(),
             model: def.model_name().map(str::to_string),
@@ -137,6 +137,17 @@ pub(super) fn exec_argv(
     Ok(argv)
 }
 
+/// `argv` as the agents of a server hold it: the one `seen` already has when another agent
+/// runs the same command (10,000 agents of one `command` hold it once, not 20,000 times).
+pub(super) fn share(seen: &mut HashSet<Arc<[String]>>, argv: Vec<String>) -> Arc<[String]> {
+    if let Some(shared) = seen.get(&argv[..]) {
+        return shared.clone();
+    }
+    let shared: Arc<[String]> = argv.into();
+    seen.insert(shared.clone());
+    shared
+}
+
 pub(super) fn unavailable(agent: &str, backend: BackendKind) -> Error {
     Error::Unavailable(format!(
         "{agent}: the {} backend is not available in this version (use claude, codex, exec or mock)",
@@ -227,7 +238,7 @@ pub(super) fn registered_backend(
             built.map_err(|why| Error::Unavailable(format!("{}: {why}", a.name)))?
         }
         _ => Box::new(Exec {
-            argv: a.command.clone(),
+            argv: a.command.as_slice().into(),
             env: env.clone(),
             cwd: cwd.clone(),
             idle_timeout: None,

@@ -41,7 +41,7 @@ pub use options::Options;
 pub use preflight::{environment, environment_warnings, preflight};
 pub use start::ELECTION_TIMEOUT;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +59,7 @@ use crate::models::Pricing;
 use crate::registry::{self, Agent};
 use crate::serve;
 use crate::spawn::runnable;
-use backends::{backend, exec_argv};
+use backends::{backend, exec_argv, share};
 use drive::drive;
 use serving::Serving;
 use start::{Start, start_election};
@@ -258,6 +258,8 @@ fn run_served(
     let mut agents = Vec::with_capacity(defs.len());
     // Those of aw-run's environment, read once for every agent.
     let own_secrets = serving.common()?.secrets.clone();
+    let mut commands = HashSet::new();
+    let no_command: Arc<[String]> = Arc::from(Vec::new());
     for def in defs {
         let def = &def;
         let name = def.name.value.as_str();
@@ -288,15 +290,25 @@ fn run_served(
                 super::redact::union([&super::controller::secrets(named)[..], &of_env]).into()
             }
         };
-        let backend = backend(&wf, def, &vars, env, &serving.root, inst.name(), cwd)?;
+        // An exec agent's command, rendered once; the agents that run the same hold it once.
+        let command = match def.backend.value {
+            BackendKind::Exec => share(&mut commands, exec_argv(&wf, def, &vars)?),
+            _ => no_command.clone(),
+        };
+        let backend = backend(
+            def,
+            &vars,
+            command.clone(),
+            env,
+            &serving.root,
+            inst.name(),
+            cwd,
+        )?;
         serving.trusted.insert(
             name.to_string(),
             Trusted {
                 backend: def.backend.value.name().to_string(),
-                command: match def.backend.value {
-                    BackendKind::Exec => exec_argv(&wf, def, &vars)?,
-                    _ => Vec::new(),
-                },
+                command: command.clone(),
                 collab: def.collab,
                 depth: 0,
                 isolated: worktree.is_some(),
@@ -311,13 +323,13 @@ fn run_served(
             limits: limits(def),
             // What `aw-run --serve` and an exec agent's workers run; never a secret.
             command: match def.backend.value {
-                BackendKind::Exec => Some(exec_argv(&wf, def, &vars)?)
-                    .filter(|argv| {
-                        !argv
-                            .iter()
-                            .any(|a| secrets.iter().any(|s| a.contains(s.as_str())))
-                    })
-                    .unwrap_or_default(),
+                BackendKind::Exec
+                    if !command
+                        .iter()
+                        .any(|a| secrets.iter().any(|s| a.contains(s.as_str()))) =>
+                {
+                    command.to_vec()
+                }
                 _ => Vec::new(),
             },
             created: crate::time::now(),

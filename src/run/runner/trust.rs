@@ -2,6 +2,8 @@
 //! source (never from the registry as it may be later), and the check of a worker's
 //! registry entry against its spawner's.
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::registry::{self, Agent};
 use crate::run::workflow::BackendKind;
@@ -13,8 +15,8 @@ use crate::run::workflow::BackendKind;
 #[derive(Debug, Clone)]
 pub(super) struct Trusted {
     pub(super) backend: String,
-    /// An exec agent's argument vector.
-    pub(super) command: Vec<String>,
+    /// An exec agent's argument vector (shared as its backend's is).
+    pub(super) command: Arc<[String]>,
     /// What it may spawn, when it has the collab tools.
     pub(super) collab: Option<registry::Collab>,
     pub(super) depth: u32,
@@ -28,7 +30,7 @@ impl Trusted {
     pub(super) fn of(a: &Agent) -> Trusted {
         Trusted {
             backend: a.backend.clone(),
-            command: a.command.clone(),
+            command: a.command.as_slice().into(),
             collab: a.collab,
             depth: a.depth,
             isolated: false,
@@ -81,7 +83,7 @@ pub(super) fn check_worker(
                 ));
             }
         }
-        if exec && w.command != sp.command {
+        if exec && w.command[..] != sp.command[..] {
             return refuse(format!(
                 "its command is not {by}'s as the workflow file or aw-ctl new gave it"
             ));
@@ -95,7 +97,7 @@ pub(super) fn check_worker(
     };
     Ok(Trusted {
         backend: w.backend.clone(),
-        command: w.command.clone(),
+        command: w.command.as_slice().into(),
         collab,
         depth: w.depth,
         isolated: spawner.is_some_and(|s| s.isolated),
