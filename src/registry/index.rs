@@ -1,16 +1,17 @@
 //! The name index of the registry: whether a name is an agent, and its record, at the cost
 //! of one small file whatever the number of agents.
 //!
-//! `_state/agents/NAME.json` holds the record of agent NAME as `agents.json` has it (the
-//! first of that name), and `_state/agents.stamp` says which `agents.json` the folder
-//! mirrors: that file's identity ([`FileId`]: device, inode, size, modification and change
+//! `_state/agents/B.json` holds the records of the agents whose names fall in bucket B, as
+//! `agents.json` has them (the first of a name; [`super::bucket`]), and
+//! `_state/agents.stamp` says which `agents.json` the folder mirrors and in how many
+//! buckets: that file's identity ([`FileId`]: device, inode, size, modification and change
 //! times), the folder's own identity once written, and the boot it was written in. A reader
 //! trusts the folder only when all three are those of now: a registry changed by another
 //! program (or by hand), a file of the folder added or removed by hand, or a crash of the
 //! system since (the index is written without a flush) each make it fall back to reading
 //! `agents.json` whole, and the index is rebuilt under the state lock (by a reader only when
-//! it can take the lock at once). So is a file of the folder that does not hold the record
-//! of its name.
+//! it can take the lock at once). So is a file of the folder that is not what aw writes
+//! (a record under another name, a name of another bucket, a file cut short).
 //!
 //! Every change of `agents.json` goes through [`update`], which writes the files of the
 //! names that changed and then the stamp, under the state lock (or [`update_aside`], which
@@ -19,7 +20,7 @@
 //! `stat`, the index is neither written nor read: the registry is read whole, as without an
 //! index.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io;
 use std::path::PathBuf;
 
@@ -28,6 +29,7 @@ use nix::sys::stat::Mode;
 use serde::{Deserialize, Serialize};
 
 use super::agent::{Agent, Registry};
+use super::bucket;
 use crate::error::{Error, Result};
 use crate::fs::Dir;
 use crate::fs::identity::{FileId, read_versioned};
@@ -40,8 +42,8 @@ const FOLDER: &str = "agents";
 /// The stamp, in `_state/` beside the folder (a file in the folder would change the
 /// folder's identity as it is written).
 const STAMP: &str = "agents.stamp";
-/// The version of the index written.
-const VERSION: u32 = 1;
+/// The version of the index written (1: a file per agent; 2: a file per bucket).
+const VERSION: u32 = 2;
 
 /// What the index says, and why it cannot say.
 enum Answer {
@@ -63,13 +65,15 @@ struct Stamp {
     folder: FileId,
     /// The kernel's boot id when it was written.
     boot: String,
+    /// How many buckets the names fall in (a power of two).
+    buckets: u32,
 }
 
 impl Stamp {
     /// The stamp of now: the registry (whose metadata is `registry`, when known) and the
-    /// folder as they are, this boot; `None` when either is missing or not what it should
-    /// be, or the boot is unknown.
-    fn now(inst: &Instance, registry: Option<std::fs::Metadata>) -> Option<Stamp> {
+    /// folder as they are, this boot, in `buckets`; `None` when either is missing or not
+    /// what it should be, or the boot is unknown.
+    fn now(inst: &Instance, registry: Option<std::fs::Metadata>, buckets: u32) -> Option<Stamp> {
         let boot = crate::host::boot_id()?.to_string();
         let registry = match registry {
             Some(m) => m,
@@ -81,6 +85,7 @@ impl Stamp {
             registry: FileId::of(&registry),
             folder: FileId::of(&folder),
             boot,
+            buckets,
         })
     }
 
@@ -91,17 +96,16 @@ impl Stamp {
     }
 
     /// Does the folder mirror the registry (whose metadata is `registry`, when known) now?
-    fn holds(inst: &Instance, registry: Option<std::fs::Metadata>) -> bool {
-        Stamp::stored(inst).is_some_and(|s| Stamp::now(inst, registry).is_some_and(|n| n == s))
+    /// In how many buckets, when it does.
+    fn holds(inst: &Instance, registry: Option<std::fs::Metadata>) -> Option<u32> {
+        let stored = Stamp::stored(inst)?;
+        let now = Stamp::now(inst, registry, stored.buckets)?;
+        (now == stored && stored.buckets.is_power_of_two()).then_some(stored.buckets)
     }
 }
 
 fn folder(inst: &Instance) -> PathBuf {
     inst.state_dir().join(FOLDER)
-}
-
-fn file_name(name: &str) -> String {
-    format!("{name}.json")
 }
 
 /// Is the index used for this instance? Not on a network file system.
@@ -120,15 +124,16 @@ fn lookup(inst: &Instance, name: &str) -> Answer {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Answer::Known(None),
         Err(_) => return Answer::Unused,
     };
-    if !Stamp::holds(inst, Some(registry)) {
+    let Some(buckets) = Stamp::holds(inst, Some(registry)) else {
         return Answer::Stale;
-    }
-    match crate::fs::owned::read(&folder(inst).join(file_name(name))) {
+    };
+    let b = bucket::of(name, buckets);
+    match crate::fs::owned::read(&folder(inst).join(bucket::file_name(b))) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Answer::Known(None),
         Err(_) => Answer::Stale,
-        Ok(bytes) => match serde_json::from_slice::<Agent>(&bytes) {
-            Ok(a) if a.name == name => Answer::Known(Some(Box::new(a))),
-            _ => Answer::Stale,
+        Ok(bytes) => match bucket::find(&bytes, name, b, buckets) {
+            Some(a) => Answer::Known(a.map(Box::new)),
+            None => Answer::Stale,
         },
     }
 }
@@ -236,9 +241,10 @@ impl Drop for Indexing {
 struct Index {
     _lock: crate::fs::Lock,
     inst: Instance,
-    /// The registry before the change, when the index mirrored it (the files of the names
-    /// that changed are written); `None`: the index is rebuilt whole.
-    before: Option<Registry>,
+    /// The registry before the change and the index's buckets, when the index mirrored it
+    /// (the files of the names that changed are written); `None`: the index is rebuilt
+    /// whole.
+    before: Option<(Registry, u32)>,
     after: Registry,
     /// `agents.json` as written (or read, when unchanged).
     written: Vec<u8>,
@@ -249,8 +255,8 @@ impl Index {
     /// around and rebuilt by the next reader.
     fn write(self) {
         let _ = match &self.before {
-            Some(before) => match touched(&before.agents, &self.after.agents) {
-                Some(names) => follow(&self.inst, &self.after, &names, &self.written),
+            Some((before, buckets)) => match touched(&before.agents, &self.after.agents) {
+                Some(names) => follow(&self.inst, &self.after, &names, &self.written, *buckets),
                 None => Ok(()),
             },
             None => rebuild(&self.inst),
@@ -266,13 +272,13 @@ fn change<R>(
     let lock = state::lock(inst)?;
     let path = inst.state_file("agents.json");
     let used = used(inst);
-    let mirrored = used && Stamp::holds(inst, None);
+    let mirrored = used.then(|| Stamp::holds(inst, None)).flatten();
     let mut reg: Registry = state::load(&path)?;
     let before = reg.clone();
     let r = f(&mut reg)?;
     let (before, written) = if touched(&before.agents, &reg.agents).is_none() {
         // Unchanged: nothing is written, but an index found stale is rebuilt.
-        if mirrored || !used {
+        if mirrored.is_some() || !used {
             return Ok((r, None));
         }
         (None, Vec::new())
@@ -282,7 +288,7 @@ fn change<R>(
         if !used {
             return Ok((r, None));
         }
-        (mirrored.then_some(before), bytes)
+        (mirrored.map(|buckets| (before, buckets)), bytes)
     };
     let index = Index {
         _lock: lock,
@@ -317,55 +323,55 @@ fn touched<'a>(old: &'a [Agent], new: &'a [Agent]) -> Option<BTreeSet<&'a str>> 
     Some(changed.map(|a| a.name.as_str()).collect())
 }
 
-/// The record of each name of `agents`, the first of a name as a search from the start
-/// finds it; names no file can have are left out (the index never answers for them).
-fn records(agents: &[Agent]) -> HashMap<&str, &Agent> {
-    let mut at = HashMap::with_capacity(agents.len());
+/// The records of `agents` by bucket (of `buckets`) and name, in the buckets `keep` keeps:
+/// the first of a name as a search from the start finds it; names no file can have are
+/// left out (the index never answers for them).
+fn grouped(
+    agents: &[Agent],
+    buckets: u32,
+    keep: impl Fn(u32) -> bool,
+) -> BTreeMap<u32, BTreeMap<&str, &Agent>> {
+    let mut groups: BTreeMap<u32, BTreeMap<&str, &Agent>> = BTreeMap::new();
     for a in agents {
-        if names::is_agent_name(&a.name) {
-            at.entry(a.name.as_str()).or_insert(a);
+        let b = bucket::of(&a.name, buckets);
+        if keep(b) && names::is_agent_name(&a.name) {
+            groups.entry(b).or_default().entry(&a.name).or_insert(a);
         }
     }
-    at
-}
-
-/// The bytes of a record's file: as in `agents.json`, indented, with a final newline.
-fn encode(agent: &Agent) -> Vec<u8> {
-    state::encode(agent)
+    groups
 }
 
 /// Bring a folder that mirrored the registry before a change to mirror `after`, just stored
-/// as `written`, by writing (or removing) the files of the `touched` names; then stamp it,
-/// if `agents.json` is still what was written.
+/// as `written`, by writing (or removing) the files of the buckets of the `touched` names;
+/// then stamp it, if `agents.json` is still what was written. A registry grown or shrunk
+/// past another number of buckets is written whole.
 fn follow(
     inst: &Instance,
     after: &Registry,
     touched: &BTreeSet<&str>,
     written: &[u8],
+    buckets: u32,
 ) -> Result<()> {
+    if bucket::count(after.agents.len()) != buckets {
+        return write_all(inst, after, written);
+    }
     let dir = open_folder(inst)?;
-    // The record each touched name has now: its first in the list.
-    let mut now: HashMap<&str, &Agent> = HashMap::with_capacity(touched.len());
-    for a in &after.agents {
-        if touched.contains(a.name.as_str()) {
-            now.entry(a.name.as_str()).or_insert(a);
-            if now.len() == touched.len() {
-                break;
-            }
+    let changed: BTreeSet<u32> = touched
+        .iter()
+        .filter(|n| names::is_agent_name(n))
+        .map(|n| bucket::of(n, buckets))
+        .collect();
+    let groups = grouped(&after.agents, buckets, |b| changed.contains(&b));
+    for b in changed {
+        match groups.get(&b) {
+            Some(records) => put(&dir, b, &bucket::encode(records))?,
+            None => remove(&dir, b)?,
         }
     }
-    for name in touched.iter().filter(|n| names::is_agent_name(n)) {
-        match now.get(name) {
-            Some(agent) => put(&dir, name, &encode(agent))?,
-            None => remove(&dir, name)?,
-        }
-    }
-    stamp(inst, written)
+    stamp(inst, written, buckets)
 }
 
-/// Write the whole index from `agents.json` (the caller holds the state lock): every
-/// record's file whose content differs, no file of a name that is not an agent, then the
-/// stamp.
+/// Write the whole index from `agents.json` (the caller holds the state lock).
 fn rebuild(inst: &Instance) -> Result<()> {
     let path = inst.state_file("agents.json");
     let read = match read_versioned(&path) {
@@ -380,29 +386,36 @@ fn rebuild(inst: &Instance) -> Result<()> {
         path: path.clone(),
         why: format!("not valid state JSON: {e}"),
     })?;
+    write_all(inst, &reg, &read.bytes)
+}
+
+/// Write the whole index of `reg`, stored as `written` (the caller holds the state lock):
+/// every bucket's file whose content differs, no other file, then the stamp.
+fn write_all(inst: &Instance, reg: &Registry, written: &[u8]) -> Result<()> {
+    let buckets = bucket::count(reg.agents.len());
     let dir = open_folder(inst)?;
-    let want = records(&reg.agents);
+    let groups = grouped(&reg.agents, buckets, |_| true);
     // Only writers under the state lock, which this process holds, write in the folder:
-    // whatever is not the file of an agent goes (a temp file a killed writer left too).
+    // whatever is not the file of a bucket goes (a temp file a killed writer left, the
+    // files of an older index).
     let mut present = HashSet::new();
     for (entry, _) in dir.entries().map_err(|e| Error::io(dir.path(), e))? {
-        let name = entry.to_str().and_then(|e| e.strip_suffix(".json"));
-        match name.filter(|n| want.contains_key(n)) {
-            Some(n) => {
-                present.insert(n.to_string());
+        match entry.to_str().and_then(bucket::number) {
+            Some(b) if groups.contains_key(&b) => {
+                present.insert(b);
             }
-            None => {
+            _ => {
                 let _ = dir.unlink(&entry);
             }
         }
     }
-    for (name, agent) in &want {
-        let bytes = encode(agent);
-        if !present.contains(*name) || read_in(&dir, name).as_deref() != Some(&bytes[..]) {
-            put(&dir, name, &bytes)?;
+    for (b, records) in &groups {
+        let bytes = bucket::encode(records);
+        if !present.contains(b) || read_in(&dir, *b).as_deref() != Some(&bytes[..]) {
+            put(&dir, *b, &bytes)?;
         }
     }
-    stamp(inst, &read.bytes)
+    stamp(inst, written, buckets)
 }
 
 /// The folder of the index, made when missing.
@@ -411,44 +424,45 @@ fn open_folder(inst: &Instance) -> Result<Dir> {
     crate::fs::owned::folder(&path, true).map_err(|e| Error::io(&path, e))
 }
 
-/// The content of the file of `name` in the folder, if it can be read (never waiting: a
-/// FIFO there reads as nothing).
-fn read_in(dir: &Dir, name: &str) -> Option<Vec<u8>> {
+/// The content of the file of bucket `b` in the folder, if it can be read (never waiting:
+/// a FIFO there reads as nothing).
+fn read_in(dir: &Dir, b: u32) -> Option<Vec<u8>> {
     use std::io::Read;
     let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-    let mut f = dir.open_file(&file_name(name), flags, Mode::empty()).ok()?;
+    let mut f = dir
+        .open_file(&bucket::file_name(b), flags, Mode::empty())
+        .ok()?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).ok()?;
     Some(bytes)
 }
 
-/// Write the file of `name` in the folder: created with its content when there is none,
+/// Write the file of bucket `b` in the folder: created with its content when there is none,
 /// else replaced atomically. Never flushed: a crash of the system changes the boot, and the
 /// index is rebuilt. A file created and not yet whole (or cut short by a writer killed) is
 /// only seen while the stamp does not match, or fails to parse: the reader falls back.
-fn put(dir: &Dir, name: &str, bytes: &[u8]) -> Result<()> {
-    crate::fs::create_or_replace_in(dir, file_name(name).as_ref(), bytes)
+fn put(dir: &Dir, b: u32, bytes: &[u8]) -> Result<()> {
+    crate::fs::create_or_replace_in(dir, bucket::file_name(b).as_ref(), bytes)
 }
 
-fn remove(dir: &Dir, name: &str) -> Result<()> {
-    match dir.unlink(file_name(name).as_ref()) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => {
-            Err(Error::io(dir.path().join(file_name(name)), e))
-        }
+fn remove(dir: &Dir, b: u32) -> Result<()> {
+    let file = bucket::file_name(b);
+    match dir.unlink(file.as_ref()) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(Error::io(dir.path().join(file), e)),
         _ => Ok(()),
     }
 }
 
-/// Write the stamp for the folder as it is and the `agents.json` that holds `registry`
-/// (the bytes written or read under the lock); none when `agents.json` is no longer that
-/// (changed by another program meanwhile: the index stays stale).
-fn stamp(inst: &Instance, registry: &[u8]) -> Result<()> {
+/// Write the stamp for the folder as it is, in `buckets`, and the `agents.json` that holds
+/// `registry` (the bytes written or read under the lock); none when `agents.json` is no
+/// longer that (changed by another program meanwhile: the index stays stale).
+fn stamp(inst: &Instance, registry: &[u8], buckets: u32) -> Result<()> {
     let path = inst.state_file("agents.json");
     let read = read_versioned(&path).map_err(|e| Error::io(&path, e))?;
     let Some(id) = read.id.filter(|_| read.bytes == registry) else {
         return Ok(());
     };
-    let Some(now) = Stamp::now(inst, None).filter(|n| n.registry == id) else {
+    let Some(now) = Stamp::now(inst, None, buckets).filter(|n| n.registry == id) else {
         return Ok(());
     };
     let mut bytes = serde_json::to_vec(&now).expect("a stamp serializes");

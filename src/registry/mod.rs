@@ -6,10 +6,12 @@
 //! | `mod.rs` | registering and unregistering agents, a recipient checked, the configuration |
 //! | `agent.rs` | [`Agent`] and [`Registry`]: the records and the file read whole |
 //! | `index.rs` | the name index (`_state/agents/`): one agent found without reading them all; every change of the registry |
+//! | `bucket.rs` | a file of the name index: the records of the names of one bucket |
 //! | `backend.rs` | [`BackendKind`], the backend a model implies, Claude Code's [`PERMISSION_MODES`] |
 
 mod agent;
 mod backend;
+mod bucket;
 mod index;
 
 use serde::{Deserialize, Serialize};

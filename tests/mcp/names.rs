@@ -7,7 +7,7 @@ use crate::mcp_common;
 
 use std::time::{Duration, Instant};
 
-use common::agent_index::{Opens, assert_exact};
+use common::agent_index::{Opens, assert_exact, indexed};
 use mcp_common::{GUARD, Team};
 use serde_json::json;
 
@@ -43,10 +43,7 @@ async fn spawned_and_closed_workers_leave_the_index_exact() {
         c.text
     );
     assert_exact(&team.inst());
-    let record: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(team.inst().join("_state/agents/worker-1.json")).unwrap(),
-    )
-    .unwrap();
+    let record = indexed(&team.inst(), "worker-1").unwrap();
     assert_eq!(record["closed"], true, "{record}");
     // The server started for the worker ends once it serves nobody.
     let end = Instant::now() + GUARD;

@@ -201,9 +201,10 @@ fn a_server_reads_the_registry_again_only_once_it_changed() {
 #[test]
 fn a_waiting_send_reads_its_agents_record_alone_and_never_the_registry() {
     let s = Setup::new();
-    s.write("wf.yaml", &agents(30));
+    // 100 agents: four files of the name index.
+    s.write("wf.yaml", &agents(100));
     let server = Server::new(spawn(s.cmd(&["--keep", "-q"])));
-    served(&s, "agent30");
+    served(&s, "agent100");
     let log = s.dir().join("send.strace");
     let out = std::process::Command::new("strace")
         .current_dir(s.dir())
@@ -236,7 +237,7 @@ fn a_waiting_send_reads_its_agents_record_alone_and_never_the_registry() {
             .count()
     };
     // Whether agent7 is served and in what state: its claim and record, no other agent's.
-    for i in (1..=30).filter(|i| *i != 7) {
+    for i in (1..=100).filter(|i| *i != 7) {
         for f in [
             format!("/serve/agent{i}.json\""),
             format!("/serve/agent{i}.lock\""),
@@ -247,13 +248,21 @@ fn a_waiting_send_reads_its_agents_record_alone_and_never_the_registry() {
     // The claim is always read (is agent7 served at all?); its record only while the
     // answer is not there yet, which a fast agent makes never.
     assert!(opened("/serve/agent7.lock\"") >= 1);
-    // Whether agent7 is an agent: its file of the registry's name index, no other agent's,
-    // and never the whole registry.
+    // Whether agent7 is an agent: the file of its bucket of the registry's name index, no
+    // other, and never the whole registry.
+    let inst = s.root.path().join(common::runner::INST);
+    let mine = common::agent_index::bucket_file(&inst, "agent7");
+    let mine = format!(
+        "_state/agents/{}\"",
+        mine.file_name().unwrap().to_str().unwrap()
+    );
     assert_eq!(opened("_state/agents.json\""), 0);
-    assert!(opened("_state/agents/agent7.json\"") >= 1);
-    for i in (1..=30).filter(|i| *i != 7) {
-        let f = format!("_state/agents/agent{i}.json\"");
-        assert_eq!(opened(&f), 0, "{f} read by aw-send");
+    assert!(opened(&mine) >= 1, "{mine} not read by aw-send");
+    for b in 0..4 {
+        let f = format!("_state/agents/{b}.json\"");
+        if f != mine {
+            assert_eq!(opened(&f), 0, "{f} read by aw-send");
+        }
     }
     let out = server.term();
     assert_eq!(out.status.code(), Some(0), "{out:?}");

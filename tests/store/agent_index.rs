@@ -1,7 +1,8 @@
 //! The registry's name index (`_state/agents/` and `_state/agents.stamp`): exact after every
 //! change aw makes (register, replace, unregister, concurrent registrations); a registry
 //! edited by hand, and an index damaged, deleted or stamped in another boot, are seen at
-//! once by `aw-send -t` and a mention, and the index is rebuilt; a send that resolves names,
+//! once by `aw-send -t` and a mention, and the index is rebuilt; a large registry is spread
+//! over buckets whose number follows it; a send that resolves names,
 //! an inbox read and an ack, with an exact index, never open `agents.json`.
 
 use crate::common;
@@ -11,7 +12,7 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
-use common::agent_index::{Opens, assert_exact, registered};
+use common::agent_index::{Opens, assert_exact, bucket_file, indexed, registered};
 use common::{Root, assert_error};
 
 const INST: &str = "w";
@@ -61,8 +62,9 @@ fn record(name: &str) -> Value {
     json!({"name": name, "backend": "external", "created": "2026-01-01T00:00:00.000Z"})
 }
 
+/// The file of the index that holds `name`'s record (with a few agents, every name's).
 fn agent_file(root: &Root, name: &str) -> PathBuf {
-    state(root).join("agents").join(format!("{name}.json"))
+    bucket_file(&root.inst_dir(INST), name)
 }
 
 #[test]
@@ -80,15 +82,14 @@ fn the_index_follows_register_replace_and_unregister_exactly() {
         None,
     );
     assert_exact(&inst);
-    let bob: Value =
-        serde_json::from_slice(&std::fs::read(agent_file(&root, "bob")).unwrap()).unwrap();
+    let bob = indexed(&inst, "bob").unwrap();
     assert_eq!(bob["model"], "gpt-5");
     assert_eq!(bob["created"], created);
 
-    // Unregistered: its file goes, and a send to it is refused.
+    // Unregistered: its record goes, and a send to it is refused.
     root.ok("aw-ctl", &["-i", INST, "rm", "carol"], None);
     assert_exact(&inst);
-    assert!(!agent_file(&root, "carol").exists());
+    assert_eq!(indexed(&inst, "carol"), None);
     assert_eq!(send_to(&root, "carol"), 66);
     assert_eq!(send_to(&root, "bob"), 0);
     assert_eq!(mentions(&root, "@alice @carol @bob"), ["alice", "bob"]);
@@ -97,6 +98,57 @@ fn the_index_follows_register_replace_and_unregister_exactly() {
     let out = root.run("aw-ctl", &["-i", INST, "new", "alice"], None);
     assert_error(&out, "aw-ctl", 73, "a second alice");
     assert_exact(&inst);
+}
+
+/// The inode of each file of the index, by name.
+fn inodes(root: &Root) -> std::collections::BTreeMap<String, u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(state(root).join("agents"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().into_string().unwrap();
+            (name, e.metadata().unwrap().ino())
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_registry_is_spread_over_buckets_whose_number_follows_it() {
+    let root = team(&["x"]);
+    let inst = root.inst_dir(INST);
+    // 33 agents written by hand: rebuilt by the first send, in two buckets.
+    let agents: Vec<Value> = (1..=33).map(|i| record(&format!("a{i}"))).collect();
+    write_registry(&root, &agents);
+    assert_eq!(send_to(&root, "a7"), 0);
+    assert_exact(&inst);
+    assert_eq!(inodes(&root).len(), 2, "{:?}", inodes(&root));
+    // 32: one bucket; 33 again: two.
+    root.ok("aw-ctl", &["-i", INST, "rm", "a33"], None);
+    assert_exact(&inst);
+    assert_eq!(inodes(&root).len(), 1, "{:?}", inodes(&root));
+    root.ok("aw-ctl", &["-i", INST, "new", "zed"], None);
+    assert_exact(&inst);
+    assert_eq!(inodes(&root).len(), 2, "{:?}", inodes(&root));
+
+    // 300 agents: 16 buckets; a change writes the file of its name's bucket only.
+    let agents: Vec<Value> = (1..=300).map(|i| record(&format!("a{i}"))).collect();
+    write_registry(&root, &agents);
+    assert_eq!(send_to(&root, "zed"), 66);
+    assert_exact(&inst);
+    let before = inodes(&root);
+    assert_eq!(before.len(), 16, "{before:?}");
+    root.ok("aw-ctl", &["-i", INST, "rm", "a150"], None);
+    assert_exact(&inst);
+    let after = inodes(&root);
+    let mine = bucket_file(&inst, "a150");
+    let mine = mine.file_name().unwrap().to_str().unwrap();
+    for (file, ino) in &before {
+        assert_eq!(after[file] == *ino, file != mine, "{file} (a150's: {mine})");
+    }
+    assert_eq!(send_to(&root, "a150"), 66);
+    assert_eq!(send_to(&root, "a151"), 0);
+    assert_eq!(mentions(&root, "@a1 @a150 @a300"), ["a1", "a300"]);
 }
 
 #[test]
@@ -177,11 +229,11 @@ fn a_damaged_deleted_or_stray_file_of_the_index_never_gives_a_wrong_answer() {
             0,
         ),
         (
-            "bob's file holding alice's record",
+            "bob's name over alice's record, written in place",
             |r, f| {
-                std::fs::copy(agent_file(r, "alice"), f)
-                    .map(|_| ())
-                    .unwrap()
+                let mut bucket: Value = serde_json::from_slice(&std::fs::read(f).unwrap()).unwrap();
+                bucket["bob"] = indexed(&r.inst_dir(INST), "alice").unwrap();
+                std::fs::write(f, serde_json::to_vec_pretty(&bucket).unwrap()).unwrap()
             },
             "bob",
             0,
@@ -190,7 +242,7 @@ fn a_damaged_deleted_or_stray_file_of_the_index_never_gives_a_wrong_answer() {
             "a file for zed, no agent",
             |r, _| {
                 let zed = serde_json::to_vec(&record("zed")).unwrap();
-                std::fs::write(agent_file(r, "zed"), zed).unwrap()
+                std::fs::write(state(r).join("agents/zed.json"), zed).unwrap()
             },
             "zed",
             66,
