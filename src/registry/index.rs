@@ -246,7 +246,7 @@ struct Index {
     /// whole.
     before: Option<(Registry, u32)>,
     after: Registry,
-    /// `agents.json` as written (or read, when unchanged).
+    /// `agents.json` as written; empty when the change left it as it was.
     written: Vec<u8>,
 }
 
@@ -259,6 +259,8 @@ impl Index {
                 Some(names) => follow(&self.inst, &self.after, &names, &self.written, *buckets),
                 None => Ok(()),
             },
+            // Just written: from the registry in hand, not read and parsed again.
+            None if !self.written.is_empty() => write_all(&self.inst, &self.after, &self.written),
             None => rebuild(&self.inst),
         };
     }
