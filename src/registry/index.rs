@@ -14,8 +14,9 @@
 //! (a record under another name, a name of another bucket, a file cut short).
 //!
 //! Every change of `agents.json` goes through [`update`], which writes the files of the
-//! names that changed and then the stamp, under the state lock (or [`update_aside`], which
-//! leaves them to a thread that holds the lock until they are written: a server's start).
+//! buckets of the names that changed and then the stamp, under the state lock (or
+//! [`update_aside`], which leaves them to a thread that holds the lock until they are
+//! written: a server's start).
 //! On a network file system, whose clients tell another host's changes late through
 //! `stat`, the index is neither written nor read: the registry is read whole, as without an
 //! index.
