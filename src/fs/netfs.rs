@@ -165,6 +165,44 @@ pub fn unstale<T>(dir: &Path, mut f: impl FnMut() -> io::Result<T>) -> io::Resul
     }
 }
 
+/// Run `f`, an open of the file at `path` beneath the folder `base` that creates it when
+/// missing (`O_CREAT` without `O_EXCL`) on a network file system, and again after new
+/// listings of `base`'s parent and of every folder from `base` to the file's while it fails
+/// as such a create does when another host makes the same file or folders at the same
+/// moment, [`STALE_RETRIES`] times at most: "file exists" (GlusterFS answers the create of
+/// a file that another client made since this one looked it up so, which such an open must
+/// never give), "not found" (a folder both hosts made at once, which this client does not
+/// see as the server has it yet) and a stale file handle.
+pub fn created<T>(base: &Path, path: &Path, mut f: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let mut tries = 0;
+    loop {
+        match f() {
+            Err(e)
+                if tries < STALE_RETRIES
+                    && (is_stale(&e)
+                        || matches!(
+                            e.raw_os_error(),
+                            Some(nix::libc::EEXIST | nix::libc::ENOENT)
+                        )) =>
+            {
+                tries += 1;
+                if let Some(up) = base.parent() {
+                    refresh(up);
+                }
+                let folders: Vec<&Path> = path
+                    .ancestors()
+                    .skip(1)
+                    .take_while(|d| d.starts_with(base))
+                    .collect();
+                for d in folders.into_iter().rev() {
+                    refresh(d);
+                }
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Alignment and size unit of an `O_DIRECT` read (a multiple of any logical block size).
 pub const BLOCK: usize = 4096;
 /// How much one `O_DIRECT` read asks for.
@@ -448,6 +486,40 @@ mod tests {
             Err(missing())
         });
         assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn a_create_that_raced_another_hosts_is_tried_again_within_the_bound() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("_state/channel.lock");
+        let os = io::Error::from_raw_os_error;
+        // "File exists", then "not found", then the open: three tries.
+        let mut calls = 0;
+        let r = created(d.path(), &path, || {
+            calls += 1;
+            match calls {
+                1 => Err(os(nix::libc::EEXIST)),
+                2 => Err(os(nix::libc::ENOENT)),
+                _ => Ok(calls),
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        // A folder that stays missing: "not found" once the bound is reached.
+        let mut calls = 0;
+        let r: io::Result<()> = created(d.path(), &path, || {
+            calls += 1;
+            Err(os(nix::libc::ENOENT))
+        });
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(calls, STALE_RETRIES + 1);
+        // Any other error at once.
+        let mut calls = 0;
+        let r: io::Result<()> = created(d.path(), &path, || {
+            calls += 1;
+            Err(os(nix::libc::EACCES))
+        });
+        assert_eq!(r.unwrap_err().raw_os_error(), Some(nix::libc::EACCES));
         assert_eq!(calls, 1);
     }
 }

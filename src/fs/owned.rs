@@ -121,7 +121,15 @@ pub fn open_in_place(path: &Path, flags: OFlag, mode: Mode) -> io::Result<File> 
 
 fn open_as(path: &Path, flags: OFlag, mode: Mode, list: bool) -> io::Result<File> {
     let (base, rel) = split(path)?;
-    open_within(&Dir::open(&base)?, &rel, flags, mode, list)
+    let open = || open_within(&Dir::open(&base)?, &rel, flags, mode, list);
+    // A create that may race another host's creation of the file or of its folders.
+    if flags.contains(OFlag::O_CREAT)
+        && !flags.contains(OFlag::O_EXCL)
+        && super::netfs::is_network_fs(&base)
+    {
+        return super::netfs::created(&base, path, open);
+    }
+    open()
 }
 
 /// [`open`] of the file `name` in `dir`, a folder opened with [`folder`]: for many files of
